@@ -1,0 +1,49 @@
+// Package model is the SDK for model plugins: the dense part of a
+// recommendation model (MLPs, feature interaction, loss), which owns its
+// dense parameters and their optimizer state. Embedding rows are not the
+// model's: it sees pooled embeddings and returns their gradient.
+package model
+
+import (
+	"context"
+
+	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+// StepRequest is one batch through the dense model.
+type StepRequest struct {
+	Seq   uint64
+	Batch int
+	// Pooled is float32 [table][sample][dim], the pooled embeddings.
+	Pooled region.Ref
+	// Dense is float32 [sample][Setup.DenseFeatures].
+	Dense region.Ref
+	// Labels is float32 [sample], 0 or 1.
+	Labels region.Ref
+	// Train updates the dense parameters and writes PooledGrad; otherwise
+	// the step is forward only (scoring, evaluation).
+	Train bool
+	// PooledGrad (out, when Train) is float32 [table][sample][dim]: the
+	// gradient of the mean batch loss with respect to Pooled.
+	PooledGrad region.Ref
+	// Scores (out, optional) is float32 [sample]: predicted probabilities.
+	Scores region.Ref
+}
+
+// StepResult reports one step.
+type StepResult struct {
+	// Loss is the mean loss of the batch (binary cross-entropy).
+	Loss float64
+	// FLOPs counts the dense floating-point operations of the step.
+	FLOPs int64
+}
+
+// Model is a dense model.
+type Model interface {
+	plugin.Base
+	Step(ctx context.Context, req *StepRequest) (*StepResult, error)
+	// Digest is a sha256 over the dense parameters and their optimizer
+	// state in canonical order.
+	Digest(ctx context.Context) ([]byte, error)
+}
