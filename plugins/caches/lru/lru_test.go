@@ -1,0 +1,288 @@
+package lru
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/flowrun/flowrun/plugins/internal/shmtest"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
+	t.Helper()
+	setup := plugin.Setup{Options: json.RawMessage(`{"capacity":` + itoa(capacity) + `}`)}
+	for _, r := range rows {
+		setup.Tables = append(setup.Tables, plugin.Table{Rows: r, Dim: 4})
+	}
+	c := New()
+	if err := c.Configure(context.Background(), setup); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
+
+func plan(t *testing.T, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]int64) (*shmtest.Plan, *cache.PlanResult) {
+	t.Helper()
+	p := a.NewPlan(seq, ids)
+	res, err := c.Plan(context.Background(), p.Req)
+	if err != nil {
+		t.Fatalf("batch %d: %v", seq, err)
+	}
+	return p, res
+}
+
+func TestHitsMissesEvictionAndBypass(t *testing.T) {
+	c := configured(t, 2, 100)
+	a := shmtest.New(t, 1<<16)
+
+	p, res := plan(t, c, a, 1, []int64{1, 2})
+	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{0, 1}) {
+		t.Fatalf("batch 1 slots %v, want [0 1]", got)
+	}
+	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Misses: 2}) {
+		t.Fatalf("batch 1 = %+v", res)
+	}
+
+	// 1 hits; 3 evicts 2, the least recently used row batch 2 does not use.
+	p, res = plan(t, c, a, 2, []int64{3, 1})
+	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{1, 0}) {
+		t.Fatalf("batch 2 slots %v, want [1 0]", got)
+	}
+	if got := p.Hits(0); !reflect.DeepEqual(got, []byte{0, 1}) {
+		t.Fatalf("batch 2 hits %v", got)
+	}
+	if got := p.Victims(res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Table: 0, Row: 2, Slot: 1}}) {
+		t.Fatalf("batch 2 victims %v", got)
+	}
+	if res.Tables[0] != (cache.TableStats{Hits: 1, Misses: 1, Evictions: 1}) {
+		t.Fatalf("batch 2 stats %+v", res.Tables[0])
+	}
+
+	// Four distinct rows, capacity two: the two hits stay, the misses
+	// bypass, nothing the batch uses is evicted.
+	p, res = plan(t, c, a, 3, []int64{2, 3, 4, 1, 2})
+	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{-1, 1, -1, 0, -1}) {
+		t.Fatalf("batch 3 slots %v", got)
+	}
+	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Hits: 2, Misses: 3}) {
+		t.Fatalf("batch 3 = %+v", res)
+	}
+}
+
+func TestDuplicateMissSharesSlot(t *testing.T) {
+	c := configured(t, 4, 10, 10)
+	a := shmtest.New(t, 1<<16)
+	p, res := plan(t, c, a, 1, []int64{5, 5, 6}, []int64{5})
+	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{0, 0, 1}) {
+		t.Fatalf("slots %v", got)
+	}
+	if got := p.Hits(0); !reflect.DeepEqual(got, []byte{0, 0, 0}) {
+		t.Fatalf("a row inserted by this batch is not a hit: %v", got)
+	}
+	if res.Tables[0].Misses != 3 || res.Tables[1].Misses != 1 {
+		t.Fatalf("stats %+v", res.Tables)
+	}
+	if got := p.Slots(1); !reflect.DeepEqual(got, []int64{0}) {
+		t.Fatalf("tables are independent: slots %v", got)
+	}
+}
+
+// reference is a slow, obviously correct model of the policy: a global
+// clock stamps every touch, and eviction scans for the oldest stamp among
+// rows the batch does not use.
+type reference struct {
+	capacity int
+	rowOf    []int64
+	last     []int
+	clock    int
+}
+
+func (r *reference) plan(t int64, ids []int64) (slots []int64, hits []byte, victims []shmtest.Victim) {
+	slots = make([]int64, len(ids))
+	hits = make([]byte, len(ids))
+	find := func(row int64) int {
+		for s, x := range r.rowOf {
+			if x == row {
+				return s
+			}
+		}
+		return -1
+	}
+	used := map[int]bool{}
+	touch := func(s int) { r.clock++; r.last[s] = r.clock; used[s] = true }
+	for i, id := range ids {
+		if s := find(id); s >= 0 {
+			touch(s)
+			slots[i], hits[i] = int64(s), 1
+		}
+	}
+	for i, id := range ids {
+		if hits[i] == 1 {
+			continue
+		}
+		if s := find(id); s >= 0 {
+			touch(s)
+			slots[i] = int64(s)
+			continue
+		}
+		s := -1
+		if len(r.rowOf) < r.capacity {
+			r.rowOf = append(r.rowOf, id)
+			r.last = append(r.last, 0)
+			s = len(r.rowOf) - 1
+		} else {
+			for c := range r.rowOf {
+				if !used[c] && (s < 0 || r.last[c] < r.last[s]) {
+					s = c
+				}
+			}
+			if s < 0 {
+				slots[i] = -1
+				continue
+			}
+			victims = append(victims, shmtest.Victim{Table: t, Row: r.rowOf[s], Slot: int64(s)})
+			r.rowOf[s] = id
+		}
+		touch(s)
+		slots[i] = int64(s)
+	}
+	return slots, hits, victims
+}
+
+func TestMatchesReference(t *testing.T) {
+	const capacity, rows, batches = 16, 64, 200
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := configured(t, capacity, rows, rows, 8)
+	refs := []*reference{{capacity: capacity}, {capacity: capacity}, {capacity: 8}}
+	for seq := range uint64(batches) {
+		a := shmtest.New(t, 1<<14)
+		ids := make([][]int64, 3)
+		for tab := range ids {
+			n := rng.IntN(24) // sometimes more distinct rows than capacity
+			for range n {
+				// Skewed towards low rows, so that hits and reuse happen.
+				r := int64(rng.IntN(rng.IntN(int(setupRows(tab, rows))) + 1))
+				ids[tab] = append(ids[tab], r)
+			}
+		}
+		p, res := plan(t, c, a, seq, ids...)
+		var wantVictims []shmtest.Victim
+		for tab, r := range refs {
+			slots, hits, victims := r.plan(int64(tab), ids[tab])
+			if got := p.Slots(tab); !reflect.DeepEqual(got, slots) {
+				t.Fatalf("batch %d table %d: slots %v, want %v (ids %v)", seq, tab, got, slots, ids[tab])
+			}
+			if got := p.Hits(tab); !reflect.DeepEqual(got, hits) {
+				t.Fatalf("batch %d table %d: hits %v, want %v", seq, tab, got, hits)
+			}
+			if res.Tables[tab].Evictions != int64(len(victims)) {
+				t.Fatalf("batch %d table %d: %d evictions, want %d", seq, tab, res.Tables[tab].Evictions, len(victims))
+			}
+			wantVictims = append(wantVictims, victims...)
+		}
+		if got := p.Victims(res.Victims); !reflect.DeepEqual(got, wantVictims) && len(wantVictims)+len(got) > 0 {
+			t.Fatalf("batch %d: victims %v, want %v", seq, got, wantVictims)
+		}
+	}
+}
+
+func setupRows(tab int, rows int64) int64 {
+	if tab == 2 {
+		return 8
+	}
+	return rows
+}
+
+func TestCapacityAboveRowsHoldsWholeTable(t *testing.T) {
+	c := configured(t, 1000, 3)
+	a := shmtest.New(t, 1<<14)
+	plan(t, c, a, 1, []int64{0, 1, 2})
+	p, res := plan(t, c, a, 2, []int64{2, 1, 0})
+	if res.Tables[0].Hits != 3 || !reflect.DeepEqual(p.Slots(0), []int64{2, 1, 0}) {
+		t.Fatalf("got %+v slots %v", res.Tables[0], p.Slots(0))
+	}
+}
+
+func TestConfigure(t *testing.T) {
+	ctx := context.Background()
+	tables := []plugin.Table{{Rows: 10, Dim: 2}}
+	for _, opts := range []string{``, `{}`, `{"capacity":0}`, `{"capacity":-3}`, `{"capacity":2,"ways":4}`, `[1]`} {
+		err := New().Configure(ctx, plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
+		if !errors.Is(err, plugin.ErrInvalidConfig) {
+			t.Errorf("options %q: %v, want ErrInvalidConfig", opts, err)
+		}
+	}
+	info, err := New().Info(ctx)
+	if err != nil || info.Name != Name || info.Kind != plugin.KindCache || len(info.Config) == 0 {
+		t.Errorf("info = %+v, %v", info, err)
+	}
+}
+
+func TestReconfigureStartsEmpty(t *testing.T) {
+	c := configured(t, 2, 10)
+	a := shmtest.New(t, 1<<14)
+	plan(t, c, a, 1, []int64{1, 2})
+	if err := c.Configure(context.Background(), plugin.Setup{
+		Tables: []plugin.Table{{Rows: 10, Dim: 4}}, Options: json.RawMessage(`{"capacity":2}`),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, res := plan(t, c, a, 1, []int64{1, 2}); res.Tables[0].Hits != 0 {
+		t.Fatalf("hits after reconfigure: %+v", res.Tables[0])
+	}
+}
+
+func TestBadRequestLeavesStateUnchanged(t *testing.T) {
+	ctx := context.Background()
+	a := shmtest.New(t, 1<<14)
+	c := New()
+	if _, err := c.Plan(ctx, a.NewPlan(1, [][]int64{{1}}).Req); !errors.Is(err, plugin.ErrNotConfigured) {
+		t.Fatalf("before configure: %v", err)
+	}
+	c = configured(t, 2, 10, 10)
+	plan(t, c, a, 1, []int64{1, 2}, nil)
+	// Table 0 would evict, but table 1's bad row rejects the whole batch.
+	if _, err := c.Plan(ctx, a.NewPlan(2, [][]int64{{3, 4}, {10}}).Req); !errors.Is(err, plugin.ErrInvalidRequest) {
+		t.Fatalf("bad row: %v", err)
+	}
+	bad := a.NewPlan(2, [][]int64{{3}, {}})
+	bad.Req.TableOffsets = []int64{0, 2, 1}
+	if _, err := c.Plan(ctx, bad.Req); !errors.Is(err, plugin.ErrInvalidRequest) {
+		t.Fatalf("decreasing offsets: %v", err)
+	}
+	if _, res := plan(t, c, a, 2, []int64{1, 2}, nil); res.Tables[0].Hits != 2 {
+		t.Fatalf("state changed by a rejected batch: %+v", res.Tables[0])
+	}
+}
+
+func BenchmarkPlan(b *testing.B) {
+	const n = 4096
+	setup := plugin.Setup{Tables: []plugin.Table{{Rows: 1 << 20, Dim: 4}}, Options: json.RawMessage(`{"capacity":65536}`)}
+	c := New()
+	if err := c.Configure(context.Background(), setup); err != nil {
+		b.Fatal(err)
+	}
+	a := shmtest.New(b, 1<<20)
+	rng := rand.New(rand.NewPCG(3, 4))
+	ids := make([]int64, n)
+	p := a.NewPlan(0, [][]int64{ids})
+	view := region.Int64s(a.Bytes(p.Req.IDs))
+	b.ResetTimer()
+	for i := range b.N {
+		for j := range view {
+			view[j] = int64(rng.IntN(1 << 17))
+		}
+		p.Req.Seq = uint64(i)
+		if _, err := c.Plan(context.Background(), p.Req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

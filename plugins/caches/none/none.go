@@ -1,0 +1,84 @@
+// Package none is the "no cache" baseline of ScratchPipe (Sec. V) and Tensor
+// Casting: every lookup misses and bypasses the cache, so every row is read
+// from and written back to its home memory each batch. It is the reference
+// point for hit rates and speedups, and it must end a run with the same
+// model digest as every exact cache policy.
+//
+// It imports only sdk/ and the built-in plugins' internal helpers.
+package none
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+// Name is the policy's plugin name (builtin:none).
+const Name = "none"
+
+// Version is this plugin's version.
+const Version = "0.1.0"
+
+type policy struct {
+	mu     sync.Mutex
+	mapper region.Mapper
+	tables []plugin.Table // nil until Configure
+}
+
+// New returns the no-cache policy.
+func New() cache.Cache { return &policy{} }
+
+func (p *policy) Info(context.Context) (plugin.Info, error) {
+	return plugin.Info{
+		Kind:        plugin.KindCache,
+		Name:        Name,
+		Version:     Version,
+		APIVersion:  plugin.APIVersion,
+		Description: "no cache: every lookup misses and bypasses (slot -1); the baseline every policy is compared with",
+		Config:      fields(),
+	}, nil
+}
+
+func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
+	var cfg Config
+	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := planreq.CheckTables(setup.Tables); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.tables = append([]plugin.Table{}, setup.Tables...)
+	return nil
+}
+
+func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tables == nil {
+		return nil, plugin.ErrNotConfigured
+	}
+	b, err := planreq.View(&p.mapper, p.tables, req)
+	if err != nil {
+		return nil, fmt.Errorf("none: %w", err)
+	}
+	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(p.tables))}
+	for t := range p.tables {
+		lo, hi := b.Table(t)
+		for i := lo; i < hi; i++ {
+			b.Slots[i] = -1
+			b.Hits[i] = 0
+		}
+		res.Tables[t].Misses = hi - lo
+	}
+	return res, nil
+}
