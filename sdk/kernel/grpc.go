@@ -1,0 +1,162 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+
+	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/flowrun/flowrun/sdk/internal/pb"
+	"github.com/flowrun/flowrun/sdk/internal/rpc"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// HostPlugin is the go-plugin plugin a host dispenses kernels through: its
+// GRPCClient returns a Kernel that turns every call into one RPC. It has no
+// server half.
+func HostPlugin() goplugin.Plugin { return &grpcPlugin{} }
+
+// ServerPlugin is the go-plugin plugin that serves impl. It also dispenses
+// clients, so tests can put it on both ends of a connection; Serve uses it.
+func ServerPlugin(impl Kernel) goplugin.Plugin { return &grpcPlugin{impl: impl} }
+
+// grpcPlugin is the go-plugin glue for kernels; gRPC only.
+type grpcPlugin struct {
+	goplugin.NetRPCUnsupportedPlugin
+	impl Kernel
+}
+
+func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
+	if p.impl == nil {
+		return errors.New("kernel: no implementation to serve")
+	}
+	pb.RegisterKernelServer(s, &server{impl: p.impl})
+	return nil
+}
+
+func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+	stub := pb.NewKernelClient(conn)
+	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}, nil
+}
+
+// client is the host half: a Kernel whose calls are RPCs.
+type client struct {
+	rpc.BaseClient
+	stub pb.KernelClient
+}
+
+func (c *client) GatherReduce(ctx context.Context, req *GatherReduceRequest) (*Result, error) {
+	res, err := c.stub.GatherReduce(ctx, &pb.GatherReduceRequest{
+		Tables: tablesToPB(req.Tables),
+		Bags:   bagsToPB(req.Bags),
+		Reduce: int32(req.Reduce),
+		Out:    rpc.RefToPB(req.Out),
+	})
+	if err != nil {
+		return nil, rpc.FromStatus(err)
+	}
+	return resultFromPB(res), nil
+}
+
+func (c *client) Scatter(ctx context.Context, req *ScatterRequest) (*Result, error) {
+	res, err := c.stub.Scatter(ctx, &pb.ScatterRequest{
+		Tables:       tablesToPB(req.Tables),
+		Bags:         bagsToPB(req.Bags),
+		Reduce:       int32(req.Reduce),
+		Grads:        rpc.RefToPB(req.Grads),
+		Optimizer:    int32(req.Optimizer),
+		LearningRate: req.LearningRate,
+	})
+	if err != nil {
+		return nil, rpc.FromStatus(err)
+	}
+	return resultFromPB(res), nil
+}
+
+// server is the plugin half: it turns RPCs into calls on the implementation.
+type server struct {
+	pb.UnimplementedKernelServer
+	impl Kernel
+}
+
+func (s *server) Info(ctx context.Context, _ *pb.Empty) (*pb.PluginInfo, error) {
+	return rpc.ServeInfo(ctx, s.impl, plugin.KindKernel)
+}
+
+func (s *server) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.Empty, error) {
+	return rpc.ServeConfigure(ctx, s.impl, req)
+}
+
+func (s *server) GatherReduce(ctx context.Context, req *pb.GatherReduceRequest) (*pb.KernelResult, error) {
+	res, err := s.impl.GatherReduce(ctx, &GatherReduceRequest{
+		Tables: tablesFromPB(req.GetTables()),
+		Bags:   bagsFromPB(req.GetBags()),
+		Reduce: Reduce(req.GetReduce()),
+		Out:    rpc.RefFromPB(req.GetOut()),
+	})
+	if err != nil {
+		return nil, rpc.ToStatus(err)
+	}
+	return resultToPB(res), nil
+}
+
+func (s *server) Scatter(ctx context.Context, req *pb.ScatterRequest) (*pb.KernelResult, error) {
+	res, err := s.impl.Scatter(ctx, &ScatterRequest{
+		Tables:       tablesFromPB(req.GetTables()),
+		Bags:         bagsFromPB(req.GetBags()),
+		Reduce:       Reduce(req.GetReduce()),
+		Grads:        rpc.RefFromPB(req.GetGrads()),
+		Optimizer:    Optimizer(req.GetOptimizer()),
+		LearningRate: req.GetLearningRate(),
+	})
+	if err != nil {
+		return nil, rpc.ToStatus(err)
+	}
+	return resultToPB(res), nil
+}
+
+func tablesToPB(ts []Table) []*pb.KernelTable {
+	out := make([]*pb.KernelTable, len(ts))
+	for i, t := range ts {
+		out[i] = &pb.KernelTable{Data: rpc.RefToPB(t.Data), Rows: t.Rows, Dim: int64(t.Dim)}
+	}
+	return out
+}
+
+func tablesFromPB(ts []*pb.KernelTable) []Table {
+	out := make([]Table, len(ts))
+	for i, t := range ts {
+		out[i] = Table{Data: rpc.RefFromPB(t.GetData()), Rows: t.GetRows(), Dim: int(t.GetDim())}
+	}
+	return out
+}
+
+func bagsToPB(b Bags) *pb.Bags {
+	return &pb.Bags{
+		Batch:      int64(b.Batch),
+		Indices:    rpc.RefToPB(b.Indices),
+		IndexStart: b.IndexStart,
+		Offsets:    rpc.RefToPB(b.Offsets),
+	}
+}
+
+func bagsFromPB(b *pb.Bags) Bags {
+	return Bags{
+		Batch:      int(b.GetBatch()),
+		Indices:    rpc.RefFromPB(b.GetIndices()),
+		IndexStart: b.GetIndexStart(),
+		Offsets:    rpc.RefFromPB(b.GetOffsets()),
+	}
+}
+
+func resultToPB(r *Result) *pb.KernelResult {
+	if r == nil {
+		return &pb.KernelResult{}
+	}
+	return &pb.KernelResult{BytesRead: r.BytesRead, BytesWritten: r.BytesWritten, Flops: r.FLOPs}
+}
+
+func resultFromPB(r *pb.KernelResult) *Result {
+	return &Result{BytesRead: r.GetBytesRead(), BytesWritten: r.GetBytesWritten(), FLOPs: r.GetFlops()}
+}

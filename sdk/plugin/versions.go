@@ -1,0 +1,48 @@
+package plugin
+
+import (
+	"fmt"
+
+	goplugin "github.com/hashicorp/go-plugin"
+)
+
+// Keys under which each kind is served and dispensed in a go-plugin
+// PluginSet. They are the kinds' names, so a host dispenses a kind with
+// client.Dispense(string(kind)).
+const (
+	KeyCache  = string(KindCache)
+	KeyKernel = string(KindKernel)
+	KeyModel  = string(KindModel)
+	KeyDevice = string(KindDevice)
+)
+
+// Valid reports whether k is one of the four plugin kinds.
+func (k Kind) Valid() bool {
+	switch k {
+	case KindCache, KindKernel, KindModel, KindDevice:
+		return true
+	}
+	return false
+}
+
+// ParseKind returns the Kind named s, or an error listing the kinds.
+func ParseKind(s string) (Kind, error) {
+	if k := Kind(s); k.Valid() {
+		return k, nil
+	}
+	return "", fmt.Errorf("unknown plugin kind %q (want one of %v)", s, Kinds)
+}
+
+// VersionedPlugins builds the go-plugin versioned plugin map that serves (in
+// a plugin binary) or dispenses (in a host) the given plugins, keyed by kind,
+// at APIVersion. A plugin binary passes exactly one kind; a host passes every
+// kind it may dispense. Adding a protocol version later means adding an
+// entry here, so hosts and plugins of different SDK versions negotiate the
+// newest one both speak.
+func VersionedPlugins(ps map[Kind]goplugin.Plugin) map[int]goplugin.PluginSet {
+	set := make(goplugin.PluginSet, len(ps))
+	for k, p := range ps {
+		set[string(k)] = p
+	}
+	return map[int]goplugin.PluginSet{APIVersion: set}
+}
