@@ -1,0 +1,63 @@
+// Package bus is flowrun's messaging layer: the NATS subjects that join the
+// stages of a graph. It owns the embedded nats-server, the connection to an
+// embedded or external server, a tiny publish/subscribe API with explicit
+// flow control, and the propagation of trace context in message headers.
+//
+// A bus message is small: a header of a few hundred bytes (batch sequence,
+// shared-memory region handles, trace context). Bulk data never travels
+// through this package; it lives in regions.
+//
+// # Why not plain core NATS
+//
+// Core NATS is fire-and-forget. When a subscriber falls behind, the client
+// library drops messages once the subscription's pending limits are reached
+// (a "slow consumer"), and the publisher never learns about it. A stage may
+// legitimately take seconds per batch, so a plain publish would silently lose
+// batches. The bus therefore never uses a plain publish.
+//
+// # Flow-control protocol
+//
+// Every Publish is a NATS request:
+//
+//  1. The publisher sends the message with a private reply inbox and waits.
+//  2. The subscriber (a queue-group member, so exactly one subscriber of a
+//     subject receives each message) takes the message into its bounded local
+//     queue, a Go channel whose capacity is the subscription's credits. Only
+//     once the message is in that queue does it reply with an ack
+//     (header Flowrun-Bus: ack). While the queue is full it does not reply,
+//     so the publisher keeps waiting: that wait is the back-pressure.
+//  3. Publish returns nil only after the ack. Hence per edge at most
+//     credits messages sit in the queue, one more is being processed by the
+//     consumer, and one more waits unacknowledged per publisher: memory is
+//     bounded and a single publisher's order is preserved.
+//
+// Publish waits as long as its context allows; there is no timeout of its
+// own, because a slow consumer is not a failure. It retries only when the
+// message was certainly not delivered:
+//
+//   - nats.ErrNoResponders: no subscriber exists yet (it is starting), the
+//     server did not deliver the message to anybody;
+//   - a nack (header Flowrun-Bus: nack): a subscriber that was closing
+//     received the message but did not take it into its queue.
+//
+// Retries use a small exponential backoff until the context ends. Any other
+// outcome (ack, connection error, context end while waiting for the reply)
+// is final: the message may have been delivered, and retrying could
+// duplicate a batch. A Publish that returns a context error is therefore
+// "delivery unknown"; it only happens when the run is being torn down.
+//
+// When a Subscription closes (Close, or its context ends) it stops interest,
+// nacks every message it has not yet queued so their publishers retry
+// elsewhere, and closes its channel. Messages already in the channel were
+// acked and stay readable: a stage that drains on shutdown should range over
+// the channel until it is closed.
+//
+// # Trace context
+//
+// Inject and Extract carry W3C trace context (traceparent, tracestate) in the
+// message header through HeaderCarrier, which never canonicalises keys, and
+// always use propagation.TraceContext explicitly, never the global propagator.
+//
+// Package bus must not import other framework packages: stages, the runtime
+// and the CLI import it, not the other way round.
+package bus
