@@ -1,0 +1,165 @@
+// Package config is the typed form of a graph file: the dataset, the model,
+// the devices, the cache, the stages and how to trace and connect them.
+//
+// A graph file is decoded over Default() with unknown keys rejected; then
+// Validate walks the whole tree and joins every error, each prefixed by its
+// key path and, when the key is in the file, by file:line.
+//
+// Errors are *Error values (`FILE:LINE: PATH: message`), joined so that a
+// user sees every problem at once. At and (*Source).Annotate let other
+// packages (the graph builder, stage factories) report theirs the same way.
+//
+// config knows nothing of stage kinds' own options (they stay a raw map
+// here, decoded by each stage's factory) nor of plugins beyond their
+// reference strings. It must not import other framework packages.
+package config
+
+// Config is a whole graph.
+type Config struct {
+	// Name names the graph in results and traces; defaults to the file name.
+	Name string `mapstructure:"name"`
+	// Seed makes a run deterministic: data, initial weights and every
+	// random choice of every plugin derive from it.
+	Seed uint64 `mapstructure:"seed"`
+	// Dataset is where batches come from.
+	Dataset Dataset `mapstructure:"dataset"`
+	// Model is the dense model plugin.
+	Model PluginRef `mapstructure:"model"`
+	// Kernel is the embedding-kernel plugin.
+	Kernel PluginRef `mapstructure:"kernel"`
+	// Devices are the named devices (memory tiers with cost models) that
+	// stages refer to, e.g. host and gpu.
+	Devices map[string]PluginRef `mapstructure:"devices"`
+	// Cache is the cache policy and its size.
+	Cache Cache `mapstructure:"cache"`
+	// Stages are the graph's nodes by name.
+	Stages map[string]Stage `mapstructure:"stages"`
+	// Tracing says where spans go.
+	Tracing Tracing `mapstructure:"tracing"`
+	// NATS says which server joins the stages.
+	NATS NATS `mapstructure:"nats"`
+}
+
+// Dataset describes the batches a run trains or serves on.
+type Dataset struct {
+	// Kind is the source: synthetic.
+	Kind string `mapstructure:"kind"`
+	// Batches is how many training batches the run processes.
+	Batches int `mapstructure:"batches"`
+	// BatchSize is samples per batch.
+	BatchSize int `mapstructure:"batch_size"`
+	// Tables is the number of embedding tables.
+	Tables int `mapstructure:"tables"`
+	// Rows is the number of rows per table.
+	Rows int64 `mapstructure:"rows"`
+	// Dim is the embedding dimension.
+	Dim int `mapstructure:"dim"`
+	// Lookups is the number of IDs per sample per table (the bag size).
+	Lookups int `mapstructure:"lookups"`
+	// Locality is the access distribution: random, low, medium, high,
+	// zipf or uniform.
+	Locality string `mapstructure:"locality"`
+	// ZipfS is the Zipf exponent when Locality is zipf.
+	ZipfS float64 `mapstructure:"zipf_s"`
+	// DenseFeatures is the number of continuous features per sample.
+	DenseFeatures int `mapstructure:"dense_features"`
+	// EvalBatches is the number of held-out batches scored after training.
+	EvalBatches int `mapstructure:"eval_batches"`
+}
+
+// PluginRef names a plugin and its options. Plugin is `builtin:NAME` for a
+// plugin linked into flowrun, or a path to a plugin binary.
+type PluginRef struct {
+	// Plugin is the reference: builtin:NAME or a path to a binary.
+	Plugin string `mapstructure:"plugin"`
+	// Options are the plugin's own settings, passed to it as they are; the
+	// plugin validates them when configured.
+	Options map[string]any `mapstructure:"options"`
+}
+
+// Cache is the cache policy plugin and how much of each table it holds.
+type Cache struct {
+	// Plugin is the cache policy plugin: builtin:NAME or a path to a binary.
+	Plugin string `mapstructure:"plugin"`
+	// Size is a fraction of each table's rows (0 < size < 1, e.g. 0.05) or
+	// a row count (an integer ≥ 1).
+	Size float64 `mapstructure:"size"`
+	// Options are the policy's own settings (e.g. ways for a
+	// set-associative cache), passed to the plugin as they are.
+	Options map[string]any `mapstructure:"options"`
+}
+
+// Stage is one node of the graph.
+type Stage struct {
+	// Kind is the stage kind: load, plan, collect, exchange, insert, train,
+	// cast, filter or score.
+	Kind string `mapstructure:"kind"`
+	// In is the subject the stage consumes (empty for a source).
+	In string `mapstructure:"in"`
+	// Out are the subjects the stage publishes every batch to (empty for a
+	// sink).
+	Out []string `mapstructure:"out"`
+	// Feedback lists those of Out that close a declared cycle.
+	Feedback []string `mapstructure:"feedback"`
+	// Options are the kind's own keys, decoded and validated by its factory.
+	Options map[string]any `mapstructure:",remain"`
+}
+
+// Tracing configures the OpenTelemetry exporter.
+type Tracing struct {
+	// Exporter is none, stdout, file:PATH, otlp-grpc://host:port or
+	// otlp-http://host:port.
+	Exporter string `mapstructure:"exporter"`
+}
+
+// NATS configures the bus.
+type NATS struct {
+	// URL of an external server; empty runs an embedded one in process.
+	URL string `mapstructure:"url"`
+	// Credits is how many batches a stage may hold queued on its input.
+	Credits int `mapstructure:"credits"`
+}
+
+// Default is the config every graph file is decoded over. It has no stages:
+// a graph must define them.
+func Default() *Config {
+	return &Config{
+		Seed: 1,
+		Dataset: Dataset{
+			Kind:          "synthetic",
+			Batches:       20,
+			BatchSize:     256,
+			Tables:        4,
+			Rows:          100000,
+			Dim:           16,
+			Lookups:       8,
+			Locality:      "zipf",
+			ZipfS:         1.05,
+			DenseFeatures: 13,
+			EvalBatches:   4,
+		},
+		Model:  PluginRef{Plugin: "builtin:logreg"},
+		Kernel: PluginRef{Plugin: "builtin:cpu"},
+		Devices: map[string]PluginRef{
+			"host": {Plugin: "builtin:cpu-dram"},
+			"gpu":  {Plugin: "builtin:hbm"},
+		},
+		Cache:   Cache{Plugin: "builtin:lru", Size: 0.05},
+		Tracing: Tracing{Exporter: "none"},
+		NATS:    NATS{URL: "", Credits: 2},
+	}
+}
+
+// CacheRows is the number of rows per table the cache holds: a fraction of
+// tableRows (at least one row) or the row count itself. It expects a size
+// that passed Validate.
+func (c Cache) CacheRows(tableRows int64) int64 {
+	if c.Size < 1 {
+		n := int64(c.Size * float64(tableRows))
+		if n < 1 && c.Size > 0 {
+			n = 1
+		}
+		return n
+	}
+	return int64(c.Size)
+}

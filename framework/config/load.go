@@ -1,0 +1,112 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/viper"
+	"gopkg.in/yaml.v3"
+)
+
+// Load reads the graph file at path, applies sets (`--set key=value`
+// flags: a dotted key and a YAML value, e.g. `dataset.locality=high` or
+// `stages.load.out=[a,b]`), decodes the result over Default() with unknown
+// keys and wrong types rejected, and validates it.
+//
+// Every problem is returned at once: the error is an errors.Join of *Error
+// values, each with the file, the line and the key path (see Errors to
+// list them). On error the Config is nil; the Source is returned whenever
+// the file could be read, so a caller can annotate its own later errors.
+//
+// Keys are case-insensitive (viper lower-cases them), so stage names are
+// lower case; the kind's own keys under a stage are left in
+// Stage.Options for the graph package to decode through the stage kind.
+func Load(path string, sets []string) (*Config, *Source, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, errors.Join(&Error{File: path, Err: fmt.Errorf("read graph: %w", err)})
+	}
+	src, err := parseSource(path, data)
+	if err != nil {
+		// Without a well-formed document nothing below can say more.
+		return nil, src, src.Annotate(err)
+	}
+
+	// "::" rather than "." so that a dot in a stage name or an option key
+	// does not split it into nested keys.
+	v := viper.NewWithOptions(viper.KeyDelimiter(KeyDelimiter))
+	v.SetConfigFile(path)
+	v.SetConfigType("yaml")
+	if err := v.ReadInConfig(); err != nil {
+		return nil, src, src.Annotate(&Error{File: path, Err: fmt.Errorf("read graph: %w", err)})
+	}
+
+	var errs []error
+	for _, set := range sets {
+		key, value, err := parseSet(set)
+		if err != nil {
+			errs = append(errs, &Error{File: path, Err: fmt.Errorf("--set %s: %w", set, err)})
+			continue
+		}
+		v.Set(key, value)
+		src.sets[key] = set
+	}
+
+	cfg := Default()
+	err = v.UnmarshalExact(cfg, func(dc *mapstructure.DecoderConfig) { strictDecoding(dc) })
+	errs = append(errs, decodeErrors(err, reflect.TypeOf(cfg)))
+	if cfg.Name == "" {
+		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	// Validate even after decoding errors: a key that failed to decode
+	// kept its default, so the rest is still worth checking and the user
+	// gets every error in one go.
+	errs = append(errs, cfg.Validate())
+	if err := errors.Join(errs...); err != nil {
+		return nil, src, src.Annotate(err)
+	}
+	return cfg, src, nil
+}
+
+// parseSet splits a `--set key=value` argument into a viper key (joined by
+// KeyDelimiter) and a value, checking that the key is in the schema. The
+// value is YAML (`7`, `0.1`, `high`, `[a,b]`), except for string keys,
+// which take the text as it is so that `--set name=007` stays "007".
+func parseSet(set string) (string, any, error) {
+	rawKey, raw, ok := strings.Cut(set, "=")
+	rawKey = strings.TrimSpace(rawKey)
+	if !ok || rawKey == "" {
+		return "", nil, errors.New("want key=value, e.g. --set dataset.batches=100")
+	}
+	sep := "."
+	if strings.Contains(rawKey, KeyDelimiter) {
+		sep = KeyDelimiter // lets a key contain dots: stages::a.b::in
+	}
+	segs := strings.Split(strings.ToLower(rawKey), sep)
+	for _, s := range segs {
+		if s == "" {
+			return "", nil, fmt.Errorf("key %q has an empty part", rawKey)
+		}
+	}
+	t, err := schemaAt(reflect.TypeOf(Config{}), segs)
+	if err != nil {
+		return "", nil, err
+	}
+	key := strings.Join(segs, KeyDelimiter)
+	if t.Kind() == reflect.String {
+		return key, raw, nil
+	}
+	if strings.TrimSpace(raw) == "" {
+		return "", nil, fmt.Errorf("%s needs a value (%s)", rawKey, describeType(t))
+	}
+	var value any
+	if err := yaml.Unmarshal([]byte(raw), &value); err != nil {
+		return "", nil, fmt.Errorf("value %q is not valid YAML: %w", raw, err)
+	}
+	return key, value, nil
+}

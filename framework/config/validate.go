@@ -1,0 +1,346 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"net"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Allowed values, in the order messages list them.
+var (
+	// DatasetKinds are the dataset sources flowrun knows.
+	DatasetKinds = []string{"synthetic"}
+	// Localities are the synthetic access distributions (ScratchPipe Sec. V,
+	// Tensor Casting Fig. 5, plus Zipf and uniform).
+	Localities = []string{"random", "low", "medium", "high", "zipf", "uniform"}
+)
+
+// MaxBytes bounds every size derived from the dataset. Anything larger
+// cannot be held in memory by one run, and bounding it keeps the products
+// of int fields far from overflow everywhere they are used.
+const MaxBytes = 1 << 40
+
+// validator is implemented by every part of the config that checks itself.
+type validator interface{ Validate() error }
+
+// Validate checks the whole config and returns every problem at once,
+// joined, each placed at its key path with At. It walks the tree and calls
+// Validate on each section (Dataset, PluginRef, Cache, Stage, Tracing,
+// NATS), like the Collector's config validation, then checks what spans
+// sections (the cache against the dataset, that there are stages).
+//
+// What needs the stage kinds or the plugins (unknown kinds, subjects,
+// cycles, plugin binaries) is checked by the graph package.
+func (c *Config) Validate() error {
+	if c == nil {
+		return errors.New("no config")
+	}
+	errs := validateTree(reflect.ValueOf(c).Elem(), "", true)
+	errs = append(errs, c.validateAcross()...)
+	return errors.Join(errs...)
+}
+
+// validateTree calls Validate on v (unless it is the root, whose Validate
+// is the caller) and descends into struct fields by tag and map values in
+// key order, so that errors come out in a stable order.
+func validateTree(v reflect.Value, path string, root bool) []error {
+	if v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return nil
+		}
+		return validateTree(v.Elem(), path, root)
+	}
+	var errs []error
+	if !root {
+		if err := callValidate(v); err != nil {
+			errs = append(errs, At(path, err))
+		}
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			name, _, _ := strings.Cut(sf.Tag.Get("mapstructure"), ",")
+			// Free-form options (`,remain` or untagged) belong to their
+			// stage kind or plugin, which validates them itself.
+			if name == "" || name == "-" || !sf.IsExported() {
+				continue
+			}
+			errs = append(errs, validateTree(v.Field(i), joinPath(path, name), false)...)
+		}
+	case reflect.Map:
+		if v.Type().Key().Kind() != reflect.String || v.Type().Elem().Kind() == reflect.Interface {
+			return errs
+		}
+		keys := v.MapKeys()
+		sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+		for _, k := range keys {
+			errs = append(errs, validateTree(v.MapIndex(k), joinPath(path, k.String()), false)...)
+		}
+	}
+	return errs
+}
+
+func callValidate(v reflect.Value) error {
+	if !v.IsValid() || !v.CanInterface() {
+		return nil
+	}
+	if val, ok := v.Interface().(validator); ok {
+		return val.Validate()
+	}
+	// Map values are not addressable; a copy reaches pointer methods.
+	p := reflect.New(v.Type())
+	p.Elem().Set(v)
+	if val, ok := p.Interface().(validator); ok {
+		return val.Validate()
+	}
+	return nil
+}
+
+var stageName = regexp.MustCompile(`^[a-z0-9_][a-z0-9_.-]*$`)
+
+func (c *Config) validateAcross() []error {
+	var errs []error
+	if len(c.Stages) == 0 {
+		errs = append(errs, At("stages", errors.New("a graph needs at least one stage (e.g. a load stage)")))
+	}
+	for name := range c.Stages {
+		if !stageName.MatchString(name) {
+			errs = append(errs, At(joinPath("stages", name),
+				fmt.Errorf("stage name %q: use lower-case letters, digits, '_', '-' and '.'", name)))
+		}
+	}
+	// A row count must fit in a table; fractions always do.
+	if s := c.Cache.Size; s >= 1 && s == math.Trunc(s) && c.Dataset.Rows >= 1 && s > float64(c.Dataset.Rows) {
+		errs = append(errs, At("cache::size",
+			fmt.Errorf("a cache of %.0f rows is larger than a table (dataset.rows = %d); use at most %d rows or a fraction below 1",
+				s, c.Dataset.Rows, c.Dataset.Rows)))
+	}
+	return errs
+}
+
+// Validate checks the dataset's own keys and that its sizes stay within
+// MaxBytes.
+func (d Dataset) Validate() error {
+	var errs []error
+	add := func(key string, err error) { errs = append(errs, At(key, err)) }
+	if !contains(DatasetKinds, d.Kind) {
+		add("kind", fmt.Errorf("unknown dataset kind %q (allowed: %s)", d.Kind, strings.Join(DatasetKinds, ", ")))
+	}
+	atLeast := func(key string, v int64, min int64) {
+		if v < min {
+			add(key, fmt.Errorf("must be ≥ %d, got %d", min, v))
+		}
+	}
+	atLeast("batches", int64(d.Batches), 1)
+	atLeast("batch_size", int64(d.BatchSize), 1)
+	atLeast("tables", int64(d.Tables), 1)
+	atLeast("rows", d.Rows, 1)
+	atLeast("dim", int64(d.Dim), 1)
+	atLeast("lookups", int64(d.Lookups), 1)
+	atLeast("dense_features", int64(d.DenseFeatures), 0)
+	atLeast("eval_batches", int64(d.EvalBatches), 0)
+	if !contains(Localities, d.Locality) {
+		add("locality", fmt.Errorf("unknown locality %q (allowed: %s)", d.Locality, strings.Join(Localities, ", ")))
+	}
+	if d.Locality == "zipf" && !(d.ZipfS > 0 && !math.IsInf(d.ZipfS, 0)) {
+		add("zipf_s", fmt.Errorf("must be a finite number > 0 when locality is zipf, got %g", d.ZipfS))
+	}
+	// Sizes only make sense once every factor is; the checks above
+	// already reported the factors that are not.
+	if d.Tables >= 1 && d.BatchSize >= 1 && d.Lookups >= 1 && d.Rows >= 1 && d.Dim >= 1 && d.DenseFeatures >= 0 {
+		sizes := []struct {
+			what    string
+			factors []int64
+		}{
+			{"tables × batch_size × lookups × 8 B of IDs per batch", []int64{int64(d.Tables), int64(d.BatchSize), int64(d.Lookups), 8}},
+			{"tables × rows × dim × 4 B of embedding rows", []int64{int64(d.Tables), d.Rows, int64(d.Dim), 4}},
+			{"batch_size × dense_features × 4 B of dense features per batch", []int64{int64(d.BatchSize), int64(d.DenseFeatures), 4}},
+		}
+		for _, s := range sizes {
+			if n := product(s.factors); n.Cmp(big.NewInt(MaxBytes)) > 0 {
+				errs = append(errs, fmt.Errorf("%s = %s is more than the %s limit", s.what, formatBytes(n), formatBytes(big.NewInt(MaxBytes))))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks that a plugin is named.
+func (p PluginRef) Validate() error {
+	return At("plugin", checkPluginRef(p.Plugin))
+}
+
+func checkPluginRef(ref string) error {
+	switch {
+	case strings.TrimSpace(ref) == "":
+		return errors.New("must name a plugin: builtin:NAME or the path of a plugin binary")
+	case ref == "builtin:":
+		return errors.New("builtin: needs a plugin name, e.g. builtin:lru")
+	}
+	return nil
+}
+
+// Validate checks the cache plugin and the form of its size; that a row
+// count fits in a table is checked by Config.Validate, which knows the
+// dataset.
+func (c Cache) Validate() error {
+	var errs []error
+	if err := checkPluginRef(c.Plugin); err != nil {
+		errs = append(errs, At("plugin", err))
+	}
+	s := c.Size
+	switch {
+	case math.IsNaN(s) || math.IsInf(s, 0):
+		errs = append(errs, At("size", fmt.Errorf("must be a finite number, got %g", s)))
+	case s <= 0:
+		errs = append(errs, At("size", fmt.Errorf("must be > 0: a fraction of each table's rows below 1 (e.g. 0.05) or a whole row count ≥ 1, got %g", s)))
+	case s > 1 && s != math.Trunc(s):
+		errs = append(errs, At("size", fmt.Errorf("%g is neither a fraction below 1 (e.g. 0.05) nor a whole row count ≥ 1", s)))
+	}
+	return errors.Join(errs...)
+}
+
+// subjectName is a NATS subject without wildcards, kept to characters that
+// need no quoting anywhere flowrun prints or passes it.
+var subjectName = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+func checkSubject(s string) error {
+	if !subjectName.MatchString(s) {
+		return fmt.Errorf("subject %q: use dot-separated tokens of letters, digits, '_' and '-' (no spaces or wildcards)", s)
+	}
+	return nil
+}
+
+// Validate checks a stage's own keys; how stages connect is the graph
+// package's business, and the kind's options are its factory's.
+func (s Stage) Validate() error {
+	var errs []error
+	if strings.TrimSpace(s.Kind) == "" {
+		errs = append(errs, At("kind", errors.New("must name a stage kind, e.g. load, plan or train")))
+	}
+	if s.In != "" {
+		errs = append(errs, At("in", checkSubject(s.In)))
+	}
+	errs = append(errs, checkSubjects("out", s.Out)...)
+	errs = append(errs, checkSubjects("feedback", s.Feedback)...)
+	return errors.Join(errs...)
+}
+
+func checkSubjects(key string, subjects []string) []error {
+	var errs []error
+	seen := map[string]int{}
+	for i, sub := range subjects {
+		p := joinPath(key, strconv.Itoa(i))
+		if j, ok := seen[sub]; ok {
+			errs = append(errs, At(p, fmt.Errorf("subject %q is listed twice (also item %d)", sub, j)))
+			continue
+		}
+		seen[sub] = i
+		if err := checkSubject(sub); err != nil {
+			errs = append(errs, At(p, err))
+		}
+	}
+	return errs
+}
+
+// Exporters lists the forms of tracing.exporter, for messages.
+const Exporters = "none, stdout, file:PATH, otlp-grpc://HOST:PORT, otlp-http://HOST:PORT"
+
+// Validate checks the exporter's syntax; whether the endpoint answers is
+// the telemetry package's concern.
+func (t Tracing) Validate() error {
+	e := t.Exporter
+	var err error
+	switch {
+	case e == "none" || e == "stdout":
+	case strings.HasPrefix(e, "file:"):
+		if strings.TrimSpace(strings.TrimPrefix(e, "file:")) == "" {
+			err = errors.New("file: needs a path, e.g. file:trace.jsonl")
+		}
+	case strings.HasPrefix(e, "otlp-grpc://"):
+		err = checkHostPort(strings.TrimPrefix(e, "otlp-grpc://"))
+	case strings.HasPrefix(e, "otlp-http://"):
+		err = checkHostPort(strings.TrimPrefix(e, "otlp-http://"))
+	default:
+		err = fmt.Errorf("unknown exporter %q (allowed: %s)", e, Exporters)
+	}
+	if err != nil {
+		return At("exporter", fmt.Errorf("%q: %w", e, err))
+	}
+	return nil
+}
+
+// Validate checks the server URL's syntax and the credits.
+func (n NATS) Validate() error {
+	var errs []error
+	if n.URL != "" {
+		hp, ok := strings.CutPrefix(n.URL, "nats://")
+		var err error
+		if !ok {
+			err = errors.New("must be empty (an embedded server) or nats://HOST:PORT")
+		} else {
+			err = checkHostPort(hp)
+		}
+		if err != nil {
+			errs = append(errs, At("url", fmt.Errorf("%q: %w", n.URL, err)))
+		}
+	}
+	if n.Credits < 1 {
+		errs = append(errs, At("credits", fmt.Errorf("must be ≥ 1 (a stage with no credit can never receive a batch), got %d", n.Credits)))
+	}
+	return errors.Join(errs...)
+}
+
+func checkHostPort(hp string) error {
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		return fmt.Errorf("%q is not HOST:PORT", hp)
+	}
+	if host == "" {
+		return fmt.Errorf("%q has no host", hp)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func product(factors []int64) *big.Int {
+	n := big.NewInt(1)
+	for _, f := range factors {
+		n.Mul(n, big.NewInt(f))
+	}
+	return n
+}
+
+func formatBytes(n *big.Int) string {
+	f, _ := new(big.Float).SetInt(n).Float64()
+	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	i := 0
+	for f >= 1024 && i < len(units)-1 {
+		f /= 1024
+		i++
+	}
+	if f == math.Trunc(f) {
+		return fmt.Sprintf("%.0f %s", f, units[i])
+	}
+	return fmt.Sprintf("%.1f %s", f, units[i])
+}
