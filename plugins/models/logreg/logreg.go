@@ -1,0 +1,299 @@
+// Package logreg is a logistic-regression dense model: the smallest model
+// that really trains end to end through flowrun's pipeline. Its input is the
+// concatenation of every table's pooled embedding and the dense features;
+// its output is sigmoid(w·x + b), trained with binary cross-entropy and SGD.
+// It returns the gradient of the mean batch loss with respect to the pooled
+// embeddings, so the embedding rows train too.
+//
+// Arithmetic is float32 in a fixed order (features in table order then dense
+// order, samples in batch order), and every product that is added is
+// converted explicitly so Go cannot fuse it into an FMA: the digest must not
+// depend on the machine or on which pipeline ran the model.
+//
+// It imports only sdk/ and the built-in plugins' internal helpers.
+package logreg
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/flowrun/flowrun/plugins/internal/shm"
+	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+// Name is the model's plugin name (builtin:logreg).
+const Name = "logreg"
+
+// Version is this plugin's version.
+const Version = "0.1.0"
+
+type logreg struct {
+	mu     sync.Mutex
+	mapper region.Mapper
+	// configured is false until Configure succeeds.
+	configured bool
+	cfg        Config
+	dims       []int // embedding dim of each table
+	dense      int   // dense features per sample
+	// weights has one entry per input feature: the tables' pooled
+	// embeddings, table after table, then the dense features.
+	weights []float32
+	bias    float32
+}
+
+// New returns the logistic-regression model.
+func New() model.Model { return &logreg{} }
+
+func (m *logreg) Info(context.Context) (plugin.Info, error) {
+	return plugin.Info{
+		Kind:        plugin.KindModel,
+		Name:        Name,
+		Version:     Version,
+		APIVersion:  plugin.APIVersion,
+		Description: "logistic regression on the pooled embeddings and dense features, BCE loss, SGD",
+		Config:      fields(),
+	}, nil
+}
+
+func (m *logreg) Configure(_ context.Context, setup plugin.Setup) error {
+	cfg := defaultConfig()
+	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if setup.DenseFeatures < 0 {
+		return fmt.Errorf("%w: dense_features must be ≥ 0, got %d", plugin.ErrInvalidConfig, setup.DenseFeatures)
+	}
+	dims := make([]int, len(setup.Tables))
+	features := setup.DenseFeatures
+	for t, tab := range setup.Tables {
+		if tab.Dim < 1 {
+			return fmt.Errorf("%w: table %d: dim must be ≥ 1, got %d", plugin.ErrInvalidConfig, t, tab.Dim)
+		}
+		dims[t] = tab.Dim
+		features += tab.Dim
+	}
+	if features < 1 {
+		return fmt.Errorf("%w: the model has no input: no tables and no dense features", plugin.ErrInvalidConfig)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg = cfg
+	m.dims = dims
+	m.dense = setup.DenseFeatures
+	m.weights = initWeights(setup.Seed, features)
+	m.bias = 0
+	m.configured = true
+	return nil
+}
+
+// splitmix64 is the i-th output of the splitmix64 generator seeded with
+// seed. Being counter based, each weight's initial value depends only on
+// (seed, index), not on how many values were drawn before it.
+func splitmix64(seed, i uint64) uint64 {
+	z := seed + (i+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// initWeights draws each weight uniformly from [-1/√n, 1/√n), the usual
+// initialisation of a linear layer with n inputs.
+func initWeights(seed uint64, n int) []float32 {
+	w := make([]float32, n)
+	scale := 1 / math.Sqrt(float64(n))
+	for i := range w {
+		u := float64(splitmix64(seed, uint64(i))>>11) / (1 << 53) // [0, 1)
+		w[i] = float32((2*u - 1) * scale)
+	}
+	return w
+}
+
+// step is one batch, mapped and checked.
+type step struct {
+	batch      int
+	pooled     []float32 // [table][sample][dim]
+	dense      []float32 // [sample][dense]
+	labels     []float32
+	pooledGrad []float32 // nil unless training
+	scores     []float32 // nil unless asked for
+}
+
+func (m *logreg) view(req *model.StepRequest) (*step, error) {
+	if req.Batch < 1 {
+		return nil, fmt.Errorf("%w: batch size must be ≥ 1, got %d", plugin.ErrInvalidRequest, req.Batch)
+	}
+	B := int64(req.Batch)
+	var E int64 // pooled embedding width of one sample
+	for _, d := range m.dims {
+		E += int64(d)
+	}
+	s := &step{batch: req.Batch}
+	var err error
+	if s.pooled, err = shm.Float32s(&m.mapper, req.Pooled, B*E, "pooled"); err != nil {
+		return nil, err
+	}
+	if s.dense, err = shm.Float32s(&m.mapper, req.Dense, B*int64(m.dense), "dense"); err != nil {
+		return nil, err
+	}
+	if s.labels, err = shm.Float32s(&m.mapper, req.Labels, B, "labels"); err != nil {
+		return nil, err
+	}
+	for i, y := range s.labels {
+		if !(y >= 0 && y <= 1) {
+			return nil, fmt.Errorf("%w: label %d is %v, want a value in [0, 1]", plugin.ErrInvalidRequest, i, y)
+		}
+	}
+	if req.Train {
+		if s.pooledGrad, err = shm.Float32s(&m.mapper, req.PooledGrad, B*E, "pooled_grad"); err != nil {
+			return nil, err
+		}
+	}
+	if s.scores, err = shm.OptionalFloat32s(&m.mapper, req.Scores, B, "scores"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Step runs one batch forward and, when training, backward and one SGD
+// update. FLOPs count every multiply and add as one and a sigmoid as four.
+func (m *logreg) Step(ctx context.Context, req *model.StepRequest) (*model.StepResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.configured {
+		return nil, plugin.ErrNotConfigured
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req == nil {
+		return nil, fmt.Errorf("%w: nil step request", plugin.ErrInvalidRequest)
+	}
+	s, err := m.view(req)
+	if err != nil {
+		return nil, fmt.Errorf("logreg step %d: %w", req.Seq, err)
+	}
+	B := s.batch
+	F := int64(len(m.weights))
+	res := &model.StepResult{}
+
+	// Forward: z = b + w·x, p = sigmoid(z). dz holds d(mean loss)/dz.
+	dz := make([]float32, B)
+	x := make([]float32, F)
+	var loss float64
+	for i := range B {
+		m.features(s, i, x)
+		z := m.bias
+		for f, w := range m.weights {
+			z += float32(w * x[f])
+		}
+		p := sigmoid(z)
+		if s.scores != nil {
+			s.scores[i] = p
+		}
+		y := s.labels[i]
+		loss += bceWithLogit(float64(z), float64(y))
+		dz[i] = (p - y) / float32(B)
+	}
+	res.Loss = loss / float64(B)
+	res.FLOPs = int64(B) * (2*F + 4 + 2)
+	if !req.Train {
+		return res, nil
+	}
+
+	// Backward, with the weights of the forward pass: gradients of the
+	// weights (accumulated over samples in batch order) and of the pooled
+	// embeddings. Reading every input before writing PooledGrad keeps the
+	// result right even if a host passes the same region for both.
+	gw := make([]float32, F)
+	var gb float32
+	for i := range B {
+		m.features(s, i, x)
+		for f := range gw {
+			gw[f] += float32(dz[i] * x[f])
+		}
+		gb += dz[i]
+	}
+	var at int64
+	for _, dim := range m.dims {
+		w := m.weights[at : at+int64(dim)]
+		for i := range B {
+			g := s.pooledGrad[int64(B)*at+int64(i*dim) : int64(B)*at+int64((i+1)*dim)]
+			for d := range g {
+				g[d] = dz[i] * w[d]
+			}
+		}
+		at += int64(dim)
+	}
+	lr, l2 := float32(m.cfg.LearningRate), float32(m.cfg.L2)
+	for f, w := range m.weights {
+		g := gw[f]
+		if l2 != 0 {
+			g += float32(l2 * w)
+		}
+		m.weights[f] = w - float32(lr*g)
+	}
+	m.bias -= float32(lr * gb)
+	updateFLOPs := 2 * F
+	if l2 != 0 {
+		updateFLOPs += 2 * F
+	}
+	res.FLOPs += int64(B)*(2*F+1+at) + updateFLOPs + 2
+	return res, nil
+}
+
+// features writes sample i's input vector into x: its pooled embedding of
+// each table, in table order, then its dense features.
+func (m *logreg) features(s *step, i int, x []float32) {
+	B := s.batch
+	var at, base int
+	for _, dim := range m.dims {
+		copy(x[at:at+dim], s.pooled[base+i*dim:base+(i+1)*dim])
+		at += dim
+		base += B * dim
+	}
+	copy(x[at:], s.dense[i*m.dense:(i+1)*m.dense])
+}
+
+// sigmoid is computed in float64 and rounded once, in the form that cannot
+// overflow for either sign of z.
+func sigmoid(z float32) float32 {
+	if z >= 0 {
+		return float32(1 / (1 + math.Exp(-float64(z))))
+	}
+	e := math.Exp(float64(z))
+	return float32(e / (1 + e))
+}
+
+// bceWithLogit is the binary cross-entropy of label y for logit z,
+// log(1+e^z) - y·z, written so that it neither overflows nor loses the
+// small-probability tail to rounding.
+func bceWithLogit(z, y float64) float64 {
+	return max(z, 0) - y*z + math.Log1p(math.Exp(-math.Abs(z)))
+}
+
+// Digest is a sha256 over the weights, in feature order, then the bias,
+// each as a little-endian IEEE-754 float32. SGD has no optimizer state.
+func (m *logreg) Digest(context.Context) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.configured {
+		return nil, plugin.ErrNotConfigured
+	}
+	h := sha256.New()
+	buf := make([]byte, 0, 4*(len(m.weights)+1))
+	for _, w := range m.weights {
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(w))
+	}
+	buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(m.bias))
+	h.Write(buf)
+	return h.Sum(nil), nil
+}
