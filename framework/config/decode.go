@@ -129,7 +129,7 @@ func convertDecodeError(e *mapstructure.DecodeError, root reflect.Type) []error 
 		var out []error
 		for _, k := range strings.Split(keys, ", ") {
 			out = append(out, &Error{Path: joinPath(path, strings.ToLower(k)),
-				Err: fmt.Errorf("%w %q (allowed here: %s)", ErrUnknownKey, k, allowed)})
+				Err: fmt.Errorf("%w %q (allowed%s: %s)", ErrUnknownKey, k, under(path), allowed)})
 		}
 		return out
 	}

@@ -271,7 +271,7 @@ func (t Tracing) Validate() error {
 	case strings.HasPrefix(e, "otlp-http://"):
 		err = checkHostPort(strings.TrimPrefix(e, "otlp-http://"))
 	default:
-		err = fmt.Errorf("unknown exporter %q (allowed: %s)", e, Exporters)
+		return At("exporter", fmt.Errorf("unknown exporter %q (allowed: %s)", e, Exporters))
 	}
 	if err != nil {
 		return At("exporter", fmt.Errorf("%q: %w", e, err))

@@ -1,0 +1,356 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestDefault(t *testing.T) {
+	d := Default()
+	if d.Seed != 1 || d.Dataset.Batches != 20 || d.Dataset.BatchSize != 256 || d.Dataset.Rows != 100000 ||
+		d.Dataset.Locality != "zipf" || d.Cache.Size != 0.05 || d.NATS.Credits != 2 || d.Tracing.Exporter != "none" ||
+		d.Devices["gpu"].Plugin != "builtin:hbm" || len(d.Stages) != 0 {
+		t.Fatalf("unexpected defaults: %+v", d)
+	}
+	// The defaults are valid except that a graph must bring its stages.
+	errs := Errors(d.Validate())
+	if len(errs) != 1 || errs[0].Path != "stages" {
+		t.Fatalf("Default().Validate() = %v, want only the missing stages", errs)
+	}
+	// Each call returns fresh maps: decoding one must not change another.
+	d.Devices["tpu"] = PluginRef{Plugin: "x"}
+	if _, ok := Default().Devices["tpu"]; ok {
+		t.Fatal("Default shares its maps between calls")
+	}
+}
+
+func TestLoadGood(t *testing.T) {
+	cfg, src, err := Load("testdata/good.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Name != "good" {
+		t.Errorf("Name = %q, want the file's base name", cfg.Name)
+	}
+	// Set in the file.
+	if cfg.Seed != 42 || cfg.Dataset.Batches != 10 || cfg.Dataset.Locality != "high" || cfg.Cache.Size != 100 ||
+		cfg.Devices["gpu"].Plugin != "./bin/v100" || cfg.Model.Options["preset"] != "scratchpipe" {
+		t.Errorf("file values not decoded: %+v", cfg)
+	}
+	// Left to the defaults.
+	if cfg.Dataset.Dim != 16 || cfg.Dataset.ZipfS != 1.05 || cfg.Kernel.Plugin != "builtin:cpu" || cfg.NATS.Credits != 2 {
+		t.Errorf("defaults lost: %+v", cfg)
+	}
+	load := cfg.Stages["load"]
+	if load.Kind != "load" || !reflect.DeepEqual(load.Out, []string{"batches"}) {
+		t.Errorf("a scalar out should be a one-subject list: %+v", load)
+	}
+	train := cfg.Stages["train"]
+	if train.In != "batches" || train.Options["device"] != "gpu" {
+		t.Errorf("stage options should stay in Options: %+v", train)
+	}
+	if got := src.Line("stages::train::window::past"); got != 34 {
+		t.Errorf("Line(stages::train::window::past) = %d, want 34", got)
+	}
+}
+
+// TestLoadBad loads every file under testdata/bad. Each lists the errors it
+// must produce in `# want: SUBSTRING` comments, one per error: every want
+// must match an error and there must be no other error.
+func TestLoadBad(t *testing.T) {
+	runBadFiles(t, "testdata/bad/*.yaml", func(path string) error {
+		_, _, err := Load(path, nil)
+		return err
+	})
+}
+
+// runBadFiles is the harness of TestLoadBad, shared in spirit with the
+// graph package's tests.
+func runBadFiles(t *testing.T, glob string, load func(path string) error) {
+	t.Helper()
+	files, err := filepath.Glob(glob)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test files match %s", glob)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wants []string
+			for _, line := range strings.Split(string(data), "\n") {
+				if w, ok := strings.CutPrefix(strings.TrimSpace(line), "# want: "); ok {
+					wants = append(wants, w)
+				}
+			}
+			got := Errors(load(file))
+			if len(got) != len(wants) {
+				t.Errorf("got %d errors, want %d:\n%s", len(got), len(wants), listErrors(got))
+			}
+			for _, w := range wants {
+				found := false
+				for _, e := range got {
+					if strings.Contains(e.Error(), w) {
+						found = true
+						break
+					}
+				}
+				if !found {
+					t.Errorf("no error contains %q; got:\n%s", w, listErrors(got))
+				}
+			}
+		})
+	}
+}
+
+func listErrors(errs []*Error) string {
+	var b strings.Builder
+	for _, e := range errs {
+		b.WriteString("  " + e.Error() + "\n")
+	}
+	return b.String()
+}
+
+func TestLoadSet(t *testing.T) {
+	cfg, _, err := Load("testdata/good.yaml", []string{
+		"seed=7",
+		"dataset.locality=uniform",
+		"cache.size=0.1",
+		"stages.load.out=[a,b]",
+		"name=007",                    // a string key keeps the text as it is
+		"stages.train.window.past=4",  // a stage option: not checked here
+		"stages::train::in=batches.x", // "::" lets keys contain dots
+		"DATASET.BATCHES=3",           // keys are case-insensitive
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Seed != 7 || cfg.Dataset.Locality != "uniform" || cfg.Cache.Size != 0.1 || cfg.Name != "007" ||
+		cfg.Dataset.Batches != 3 || cfg.Stages["train"].In != "batches.x" {
+		t.Errorf("sets not applied: %+v", cfg)
+	}
+	if !reflect.DeepEqual(cfg.Stages["load"].Out, []string{"a", "b"}) {
+		t.Errorf("out = %v, want [a b]", cfg.Stages["load"].Out)
+	}
+	if w := cfg.Stages["train"].Options["window"].(map[string]any)["past"]; w != 4 {
+		t.Errorf("window.past = %v, want 4", w)
+	}
+}
+
+func TestLoadBadSet(t *testing.T) {
+	for _, tc := range []struct {
+		set  string
+		want string
+	}{
+		{"seed", "--set seed: want key=value"},
+		{"=3", "--set =3: want key=value"},
+		{"colour=blue", `--set colour=blue: unknown key "colour" (allowed: cache, dataset`},
+		{"dataset.colour=blue", `--set dataset.colour=blue: unknown key "colour" (allowed under dataset: batch_size`},
+		{"dataset.batches.x=1", "dataset.batches is an integer and has no key"},
+		{"stages.load.out.0=a", "stages.load.out is a list: set it whole"},
+		{"dataset..rows=1", "has an empty part"},
+		{"stages.load.out=[a,", "is not valid YAML"},
+		{"dataset.rows=", "dataset.rows needs a value"},
+		{"dataset.rows=many", `good.yaml: dataset::rows: must be an integer, got the string "many" (from --set dataset.rows=many)`},
+		{"cache.size=5000", "good.yaml: cache::size: a cache of 5000 rows is larger than a table (dataset.rows = 1000); use at most 1000 rows or a fraction below 1 (from --set cache.size=5000)"},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			_, _, err := Load("testdata/good.yaml", []string{tc.set})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Load with --set %s = %v, want an error containing %q", tc.set, err, tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), "testdata/good.yaml: ") {
+				t.Errorf("a --set error has no line: %v", err)
+			}
+		})
+	}
+	// An unknown key is recognisable.
+	_, _, err := Load("testdata/good.yaml", []string{"colour=blue"})
+	if !errors.Is(err, ErrUnknownKey) {
+		t.Errorf("errors.Is(%v, ErrUnknownKey) = false", err)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, src, err := Load("testdata/nope.yaml", nil)
+	if err == nil || src != nil || !strings.Contains(err.Error(), "testdata/nope.yaml: read graph:") {
+		t.Fatalf("Load(missing) = %v, %v", src, err)
+	}
+}
+
+func TestLoadEmptyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := Load(path, []string{"stages.load.kind=load", "stages.load.out=b"})
+	if err != nil {
+		t.Fatalf("an empty file with stages set should be the defaults: %v", err)
+	}
+	if cfg.Name != "empty" || cfg.Dataset.Batches != 20 {
+		t.Errorf("unexpected config %+v", cfg)
+	}
+}
+
+func TestSourceLine(t *testing.T) {
+	src, err := parseSource("g.yaml", []byte(`
+defaults: &d
+  plugin: builtin:lru
+  size: 0.1
+cache:
+  <<: *d
+  size: 0.2
+stages:
+  Plan:
+    out: [a,
+      b]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]int{
+		"cache::size":          7, // written here, not the merged one
+		"cache::plugin":        3, // merged from the anchor
+		"stages::plan":         9, // case-insensitive, like viper
+		"STAGES::Plan::out":    10,
+		"stages::plan::out::1": 11,
+		"stages::plan::in":     9, // absent: the nearest ancestor
+		"tracing::exporter":    0, // nothing in the file
+	} {
+		if got := src.Line(path); got != want {
+			t.Errorf("Line(%q) = %d, want %d", path, got, want)
+		}
+	}
+	var nilSrc *Source
+	if nilSrc.Line("seed") != 0 {
+		t.Error("a nil Source knows no lines")
+	}
+}
+
+func TestSourceCaseDuplicate(t *testing.T) {
+	_, err := parseSource("g.yaml", []byte("stages:\n  plan: {}\n  Plan: {}\n"))
+	if err == nil || !strings.Contains(err.Error(), `g.yaml:3: stages::plan: key "Plan" differs only in case from "plan" at line 2`) {
+		t.Fatalf("got %v", err)
+	}
+	_, err = parseSource("g.yaml", []byte("- a\n- b\n"))
+	if err == nil || !strings.Contains(err.Error(), "g.yaml:1: a graph file is a mapping") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestErrorFormat(t *testing.T) {
+	base := errors.New("must be ≥ 0")
+	for _, tc := range []struct {
+		err  *Error
+		want string
+	}{
+		{&Error{File: "g.yaml", Line: 3, Path: "stages::plan::in", Err: base}, "g.yaml:3: stages::plan::in: must be ≥ 0"},
+		{&Error{File: "g.yaml", Path: "stages", Err: base}, "g.yaml: stages: must be ≥ 0"},
+		{&Error{Path: "seed", Err: base}, "seed: must be ≥ 0"},
+		{&Error{File: "g.yaml", Line: 1, Err: base}, "g.yaml:1: must be ≥ 0"},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("Error() = %q, want %q", got, tc.want)
+		}
+		if !errors.Is(tc.err, base) {
+			t.Errorf("%v does not unwrap to its cause", tc.err)
+		}
+	}
+}
+
+func TestAtAndAnnotate(t *testing.T) {
+	past := errors.New("must be ≥ 0")
+	future := errors.New("must be ≥ 1")
+	// What a stage factory returns, wrapped by the graph builder.
+	fromFactory := errors.Join(At("window::past", past), At("window::future", future), errors.New("pathless"))
+	err := errors.Join(At("stages::plan", fromFactory), At("seed", nil))
+
+	src, perr := parseSource("g.yaml", []byte("stages:\n  plan:\n    window:\n      future: 0\n      past: -1\n"))
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	got := Errors(src.Annotate(err))
+	want := []string{
+		"g.yaml:2: stages::plan: pathless", // sorted by line
+		"g.yaml:4: stages::plan::window::future: must be ≥ 1",
+		"g.yaml:5: stages::plan::window::past: must be ≥ 0",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v", got)
+	}
+	for i := range want {
+		if got[i].Error() != want[i] {
+			t.Errorf("error %d = %q, want %q", i, got[i], want[i])
+		}
+	}
+	if !errors.Is(src.Annotate(err), past) {
+		t.Error("Annotate lost the cause")
+	}
+	// An error already in a file keeps its place.
+	located := &Error{File: "other.yaml", Line: 9, Path: "x", Err: past}
+	if e := At("stages::plan", located); e != error(located) {
+		t.Errorf("At moved a located error: %v", e)
+	}
+	// fmt.Errorf with two %w is not a join: it keeps its message.
+	two := At("a", errors.Join(errors.New("x"))) // a join of one
+	if two.Error() != "a: x" {
+		t.Errorf("At over a join of one = %q", two)
+	}
+	if At("", past) != past || At("p", nil) != nil {
+		t.Error("At with no path or no error should do nothing")
+	}
+	var nilSrc *Source
+	if got := nilSrc.Annotate(At("seed", past)).Error(); got != "seed: must be ≥ 0" {
+		t.Errorf("nil Source Annotate = %q", got)
+	}
+}
+
+func TestDecode(t *testing.T) {
+	type window struct {
+		Past   int `mapstructure:"past"`
+		Future int `mapstructure:"future"`
+	}
+	type planConfig struct {
+		Window  window   `mapstructure:"window"`
+		Device  string   `mapstructure:"device"`
+		Subject []string `mapstructure:"subjects"`
+	}
+	cfg := planConfig{Window: window{Past: 3, Future: 2}, Device: "gpu"}
+	err := Decode(map[string]any{
+		"window":   map[string]any{"past": "three", "fture": 1},
+		"subjects": "one",
+		"colour":   "blue",
+	}, &cfg)
+	got := Errors(err)
+	want := []string{
+		`colour: unknown key "colour" (allowed: device, subjects, window)`,
+		`window::fture: unknown key "fture" (allowed under window: future, past)`,
+		`window::past: must be an integer, got the string "three"`,
+	}
+	var msgs []string
+	for _, e := range got {
+		msgs = append(msgs, e.Error())
+	}
+	for _, w := range want {
+		if !strings.Contains(strings.Join(msgs, "\n"), w) {
+			t.Errorf("missing %q in:\n%s", w, strings.Join(msgs, "\n"))
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d errors, want %d", len(got), len(want))
+	}
+	if cfg.Window.Future != 2 || cfg.Device != "gpu" || !reflect.DeepEqual(cfg.Subject, []string{"one"}) {
+		t.Errorf("defaults or scalar list lost: %+v", cfg)
+	}
+	// Relative paths nest under the caller's.
+	for _, e := range Errors(At("stages::plan", err)) {
+		if !strings.HasPrefix(e.Path, "stages::plan::") {
+			t.Errorf("At did not prefix Decode's path: %v", e)
+		}
+	}
+}
