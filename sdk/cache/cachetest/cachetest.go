@@ -1,0 +1,130 @@
+// Package cachetest is the conformance suite for cache policies. A policy's
+// tests call Run with a constructor, which checks the contract of
+// sdk/cache over real gRPC in process, and RunBinary with the path of the
+// built plugin binary, which checks the same contract against the binary
+// launched as a go-plugin subprocess:
+//
+//	func TestConformance(t *testing.T) {
+//		cachetest.Run(t, func() cache.Cache { return lru.New() })
+//	}
+//
+// The suite configures a few tables with a capacity (merged into the
+// policy's own options, see WithOptions), plans batches whose IDs live in
+// shared-memory regions, and checks every answer: slots in [-1, capacity),
+// hits 0 or 1, per-table counts, one slot per row and one row per slot in a
+// batch, victims that were really resident, no resident row dropped or
+// moved without being reported as a victim, and the sentinel errors.
+//
+// Mock is a Cache with function fields for tests of code that uses caches.
+package cachetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// DefaultCapacity is the capacity (rows per table) the suite configures
+// unless WithCapacity says otherwise.
+const DefaultCapacity = 64
+
+// Option adjusts a conformance run.
+type Option func(*config)
+
+type config struct {
+	capacity int64
+	options  json.RawMessage
+}
+
+// WithCapacity sets the capacity the suite configures, for policies that
+// need it to be a multiple of something (a set-associative cache's ways).
+// It must be at least 8.
+func WithCapacity(rows int64) Option { return func(c *config) { c.capacity = rows } }
+
+// WithOptions gives the policy's own options, as a JSON object; the suite
+// adds "capacity" to it.
+func WithOptions(raw json.RawMessage) Option { return func(c *config) { c.options = raw } }
+
+func newConfig(opts []Option) config {
+	c := config{capacity: DefaultCapacity}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// Run checks the cache contract against policies made by newImpl, each
+// served over real gRPC in this process. Every subtest gets a fresh policy.
+func Run(t *testing.T, newImpl func() cache.Cache, opts ...Option) {
+	t.Helper()
+	runContract(t, newConfig(opts), func(t *testing.T) cache.Cache {
+		return plugintest.InProcess(t, plugin.KindCache, cache.ServerPlugin(newImpl())).(cache.Cache)
+	})
+}
+
+// RunBinary checks that the plugin binary at path answers "describe" as a
+// cache and honours the cache contract, launching it as a go-plugin
+// subprocess for every subtest. It skips only when path is empty; a missing
+// binary fails.
+func RunBinary(t *testing.T, path string, opts ...Option) {
+	t.Helper()
+	if path == "" {
+		t.Skip("cachetest: no plugin binary path given")
+	}
+	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindCache, path) })
+	runContract(t, newConfig(opts), func(t *testing.T) cache.Cache {
+		return plugintest.Binary(t, plugin.KindCache, path, cache.HostPlugin()).(cache.Cache)
+	})
+}
+
+// setupOptions merges capacity into the policy's own options.
+func (c config) setupOptions(t testing.TB, extra map[string]any) json.RawMessage {
+	t.Helper()
+	m := map[string]any{}
+	if len(bytes.TrimSpace(c.options)) > 0 {
+		if err := json.Unmarshal(c.options, &m); err != nil {
+			t.Fatalf("cachetest: WithOptions: not a JSON object: %v", err)
+		}
+	}
+	m["capacity"] = c.capacity
+	for k, v := range extra {
+		m[k] = v
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// tables are the shapes the suite configures: a skewed mid-size table, a
+// table smaller than the capacity, and a large one where nearly every ID
+// is new.
+var tables = []plugin.Table{
+	{Rows: 1000, Dim: 16},
+	{Rows: 40, Dim: 16},
+	{Rows: 100000, Dim: 16},
+}
+
+func (c config) setup(t testing.TB) plugin.Setup {
+	return plugin.Setup{
+		RunID:     "cachetest",
+		Seed:      7,
+		Tables:    tables,
+		BatchSize: 64,
+		Lookups:   4,
+		Options:   c.setupOptions(t, nil),
+	}
+}
+
+func configure(t *testing.T, c cache.Cache, setup plugin.Setup) {
+	t.Helper()
+	if err := c.Configure(context.Background(), setup); err != nil {
+		t.Fatalf("Configure(%s): %v", setup.Options, err)
+	}
+}

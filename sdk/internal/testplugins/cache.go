@@ -1,0 +1,184 @@
+package testplugins
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+// LRU is a per-table least-recently-used cache policy. Rows of the batch
+// being planned are never evicted by it; when a table has more distinct rows
+// in one batch than free or evictable slots, the rest bypass the cache.
+type LRU struct {
+	mu     sync.Mutex
+	mem    region.Mapper
+	tables []lruTable
+	tick   int64
+}
+
+type lruTable struct {
+	rows    int64
+	slotOf  map[int64]int64 // row -> slot
+	rowAt   []int64         // slot -> row, -1 when free
+	lastUse []int64         // slot -> tick of last use
+}
+
+// NewLRU returns an unconfigured LRU.
+func NewLRU() *LRU { return &LRU{} }
+
+func (c *LRU) Info(context.Context) (plugin.Info, error) {
+	return plugin.Info{
+		Kind:        plugin.KindCache,
+		Name:        "test-lru",
+		Version:     "0.1.0",
+		Description: "reference LRU policy for the SDK's tests",
+		Config:      []plugin.Field{{Name: "capacity", Type: "int", Description: "rows per table"}},
+	}, nil
+}
+
+func (c *LRU) Configure(_ context.Context, setup plugin.Setup) error {
+	var opts cache.Options
+	if err := plugin.DecodeOptions(setup.Options, &opts); err != nil {
+		return err
+	}
+	if opts.Capacity < 0 {
+		return fmt.Errorf("%w: capacity %d < 0", plugin.ErrInvalidConfig, opts.Capacity)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tables = make([]lruTable, len(setup.Tables))
+	for i, t := range setup.Tables {
+		rowAt := make([]int64, opts.Capacity)
+		for s := range rowAt {
+			rowAt[s] = -1
+		}
+		c.tables[i] = lruTable{rows: t.Rows, slotOf: map[int64]int64{}, rowAt: rowAt, lastUse: make([]int64, opts.Capacity)}
+	}
+	return nil
+}
+
+func (c *LRU) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tables == nil {
+		return nil, plugin.ErrNotConfigured
+	}
+	if len(req.TableOffsets) != len(c.tables)+1 {
+		return nil, fmt.Errorf("%w: %d table offsets for %d tables", plugin.ErrInvalidRequest, len(req.TableOffsets), len(c.tables))
+	}
+	n := req.TableOffsets[len(c.tables)]
+	idsB, err := c.bytes(req.IDs, 8*n, "ids")
+	if err != nil {
+		return nil, err
+	}
+	slotsB, err := c.bytes(req.Slots, 8*n, "slots")
+	if err != nil {
+		return nil, err
+	}
+	hits, err := c.bytes(req.Hits, n, "hits")
+	if err != nil {
+		return nil, err
+	}
+	victimsB, err := c.bytes(req.Victims, 24*n, "victims")
+	if err != nil {
+		return nil, err
+	}
+	ids, slots, victims := region.Int64s(idsB), region.Int64s(slotsB), region.Int64s(victimsB)
+
+	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(c.tables))}
+	for t := range c.tables {
+		lo, hi := req.TableOffsets[t], req.TableOffsets[t+1]
+		if lo < 0 || hi < lo || hi > n {
+			return nil, fmt.Errorf("%w: table %d offsets [%d, %d) outside %d ids", plugin.ErrInvalidRequest, t, lo, hi, n)
+		}
+		for _, id := range ids[lo:hi] {
+			if id < 0 || id >= c.tables[t].rows {
+				return nil, fmt.Errorf("%w: table %d row %d outside [0, %d)", plugin.ErrInvalidRequest, t, id, c.tables[t].rows)
+			}
+		}
+	}
+	c.tick++
+	for t := range c.tables {
+		tab := &c.tables[t]
+		lo, hi := req.TableOffsets[t], req.TableOffsets[t+1]
+		type outcome struct {
+			slot int64
+			hit  byte
+		}
+		seen := map[int64]outcome{}
+		for i := lo; i < hi; i++ {
+			row := ids[i]
+			o, ok := seen[row]
+			if !ok {
+				if s, cached := tab.slotOf[row]; cached {
+					o = outcome{slot: s, hit: 1}
+				} else {
+					o = outcome{slot: tab.victimSlot(c.tick)}
+					if o.slot >= 0 {
+						if old := tab.rowAt[o.slot]; old >= 0 {
+							delete(tab.slotOf, old)
+							victims[3*res.Victims], victims[3*res.Victims+1], victims[3*res.Victims+2] = int64(t), old, o.slot
+							res.Victims++
+							res.Tables[t].Evictions++
+						}
+						tab.rowAt[o.slot] = row
+						tab.slotOf[row] = o.slot
+					}
+				}
+				if o.slot >= 0 {
+					tab.lastUse[o.slot] = c.tick
+				}
+				seen[row] = o
+			}
+			slots[i], hits[i] = o.slot, o.hit
+			if o.hit == 1 {
+				res.Tables[t].Hits++
+			} else {
+				res.Tables[t].Misses++
+			}
+		}
+	}
+	return res, nil
+}
+
+// victimSlot picks a free slot, else the least recently used slot not
+// touched by the current batch, else -1.
+func (tab *lruTable) victimSlot(now int64) int64 {
+	best := int64(-1)
+	for s, row := range tab.rowAt {
+		if row < 0 {
+			return int64(s)
+		}
+		if tab.lastUse[s] == now {
+			continue
+		}
+		if best < 0 || tab.lastUse[s] < tab.lastUse[best] {
+			best = int64(s)
+		}
+	}
+	return best
+}
+
+func (c *LRU) bytes(ref region.Ref, want int64, what string) ([]byte, error) {
+	return mapAtLeast(&c.mem, ref, want, what)
+}
+
+// mapAtLeast maps ref and checks it holds at least want bytes; every
+// failure is the caller's fault, so it wraps plugin.ErrInvalidRequest.
+func mapAtLeast(m *region.Mapper, ref region.Ref, want int64, what string) ([]byte, error) {
+	if want == 0 {
+		return nil, nil
+	}
+	b, err := m.Bytes(ref)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", plugin.ErrInvalidRequest, what, err)
+	}
+	if int64(len(b)) < want {
+		return nil, fmt.Errorf("%w: %s: %d bytes, need %d", plugin.ErrInvalidRequest, what, len(b), want)
+	}
+	return b[:want], nil
+}
