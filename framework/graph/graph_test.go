@@ -1,0 +1,272 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flowrun/framework/config"
+)
+
+// The fake stage kinds: small typed configs decoded like a real factory's.
+
+type loadConfig struct {
+	Device string `mapstructure:"device"`
+}
+
+func (c *loadConfig) DeviceNames() []string { return []string{c.Device} }
+
+type window struct {
+	Past   int `mapstructure:"past"`
+	Future int `mapstructure:"future"`
+}
+
+type planConfig struct {
+	Window window `mapstructure:"window"`
+}
+
+func (c *planConfig) Validate() error {
+	var errs []error
+	if c.Window.Past < 0 {
+		errs = append(errs, config.At("window::past", fmt.Errorf("must be ≥ 0, got %d", c.Window.Past)))
+	}
+	if c.Window.Future < 0 {
+		errs = append(errs, config.At("window::future", fmt.Errorf("must be ≥ 0, got %d", c.Window.Future)))
+	}
+	return errors.Join(errs...)
+}
+
+type trainConfig struct {
+	Device string  `mapstructure:"device"`
+	LR     float64 `mapstructure:"lr"`
+}
+
+func (c *trainConfig) DeviceNames() []string { return []string{c.Device} }
+
+type fakeKinds struct{}
+
+var defaults = map[string]func() any{
+	"load":  func() any { return &loadConfig{Device: "host"} },
+	"plan":  func() any { return &planConfig{Window: window{Past: 3, Future: 2}} },
+	"train": func() any { return &trainConfig{Device: "gpu", LR: 0.01} },
+}
+
+func (fakeKinds) Known(kind string) bool    { return defaults[kind] != nil }
+func (fakeKinds) Names() []string           { return []string{"train", "plan", "load"} }
+func (fakeKinds) IsSource(kind string) bool { return kind == "load" }
+func (fakeKinds) DecodeOptions(kind string, options map[string]any) (any, error) {
+	// Validate even when decoding failed: a key that did not decode kept
+	// its default, and the user should see every error at once.
+	cfg := defaults[kind]()
+	err := config.Decode(options, cfg)
+	if v, ok := cfg.(interface{ Validate() error }); ok {
+		err = errors.Join(err, v.Validate())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// fakePlugins knows every plugin but those it lists as missing.
+type fakePlugins struct {
+	missing []string
+	checked []string
+}
+
+func (p *fakePlugins) Check(kind, ref string) error {
+	p.checked = append(p.checked, kind+"="+ref)
+	if slices.Contains(p.missing, ref) {
+		return fmt.Errorf("plugin %q not found", ref)
+	}
+	return nil
+}
+
+func build(t *testing.T, path string, sets ...string) (*Graph, error) {
+	t.Helper()
+	cfg, src, err := config.Load(path, sets)
+	if err != nil {
+		return nil, err
+	}
+	plugins := &fakePlugins{missing: []string{"builtin:dlrm-xl", "builtin:missing", "./bin/tpu", "builtin:gpu"}}
+	return Build(cfg, src, fakeKinds{}, plugins)
+}
+
+func names(nodes []Node) []string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+func TestBuildLinear(t *testing.T) {
+	g, err := build(t, "testdata/good/linear.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(g.Nodes), []string{"load", "plan", "train"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("order = %v, want %v", got, want)
+	}
+	if got := names(g.Sources()); !reflect.DeepEqual(got, []string{"load"}) {
+		t.Errorf("Sources = %v", got)
+	}
+	if got := names(g.Sinks()); !reflect.DeepEqual(got, []string{"train"}) {
+		t.Errorf("Sinks = %v", got)
+	}
+	want := map[string]Subject{
+		"batches": {Name: "batches", Producer: "load", Consumer: "plan"},
+		"planned": {Name: "planned", Producer: "plan", Consumer: "train"},
+	}
+	if !reflect.DeepEqual(g.Subjects, want) {
+		t.Errorf("Subjects = %+v, want %+v", g.Subjects, want)
+	}
+	plan, ok := g.Node("plan")
+	if !ok || !reflect.DeepEqual(plan.Options, &planConfig{Window: window{Past: 3, Future: 2}}) {
+		t.Errorf("plan options = %#v", plan.Options)
+	}
+	train, _ := g.Node("train")
+	if !reflect.DeepEqual(train.Options, &trainConfig{Device: "gpu", LR: 0.01}) {
+		t.Errorf("train options not decoded over the defaults: %#v", train.Options)
+	}
+	if g.Config == nil || g.Config.Dataset.Rows != 1000 {
+		t.Error("Graph.Config not kept")
+	}
+}
+
+func TestBuildFeedbackCycleAccepted(t *testing.T) {
+	g, err := build(t, "testdata/good/feedback.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// load is the source; plan is fed only through the feedback edge, so
+	// it is ready at once and comes next by name after eval.
+	if got, want := names(g.Nodes), []string{"load", "eval", "plan", "train"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("order = %v, want %v", got, want)
+	}
+	if s := g.Subjects["trained"]; !s.Feedback || s.Producer != "train" || s.Consumer != "plan" {
+		t.Errorf("trained = %+v, want a feedback subject from train to plan", s)
+	}
+	if g.Subjects["planned"].Feedback {
+		t.Error("planned is not feedback")
+	}
+}
+
+func TestBuildDeterministicOrder(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		g, err := build(t, "testdata/good/ties.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := names(g.Nodes), []string{"a_load", "b_load", "y", "z"}; !reflect.DeepEqual(got, want) {
+			t.Fatalf("order = %v, want %v", got, want)
+		}
+	}
+}
+
+func TestBuildChecksEveryPlugin(t *testing.T) {
+	cfg, src, err := config.Load("testdata/good/linear.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &fakePlugins{}
+	if _, err := Build(cfg, src, fakeKinds{}, p); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"model=builtin:logreg", "kernel=builtin:cpu", "cache=builtin:lru", "device=builtin:hbm", "device=builtin:cpu-dram"}
+	if !reflect.DeepEqual(p.checked, want) {
+		t.Errorf("checked %v, want %v", p.checked, want)
+	}
+	// Without a plugin checker the graph still builds.
+	if _, err := Build(cfg, src, fakeKinds{}, nil); err != nil {
+		t.Errorf("Build with nil Plugins: %v", err)
+	}
+	if _, err := Build(nil, src, fakeKinds{}, nil); err == nil {
+		t.Error("Build(nil config) should fail")
+	}
+	if _, err := Build(cfg, src, nil, nil); err == nil {
+		t.Error("Build(nil kinds) should fail")
+	}
+}
+
+func TestBuildSet(t *testing.T) {
+	// --set can rewire a graph: here into a dangling output.
+	_, err := build(t, "testdata/good/linear.yaml", "stages.load.out=[batches,extra]")
+	if err == nil || !strings.Contains(err.Error(), `linear.yaml: stages::load::out::1: dangling output: no stage reads subject "extra" (make it some stage's in, or remove it from out) (from --set stages.load.out=[batches,extra])`) {
+		t.Fatalf("got %v", err)
+	}
+	// A stage option set on the command line reaches the kind's decoder.
+	_, err = build(t, "testdata/good/linear.yaml", "stages.plan.window.past=-4")
+	if err == nil || !strings.Contains(err.Error(), "stages::plan::window::past: must be ≥ 0, got -4 (from --set stages.plan.window.past=-4)") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// TestBuildBad builds every file under testdata/bad. Each lists the errors
+// it must produce in `# want: SUBSTRING` comments, one per error: each want
+// must match an error, and there must be no other.
+func TestBuildBad(t *testing.T) {
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatal("no test files")
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wants []string
+			for _, line := range strings.Split(string(data), "\n") {
+				if w, ok := strings.CutPrefix(strings.TrimSpace(line), "# want: "); ok {
+					wants = append(wants, w)
+				}
+			}
+			g, err := build(t, file)
+			if g != nil {
+				t.Error("Build returned a graph with errors")
+			}
+			got := config.Errors(err)
+			var list strings.Builder
+			for _, e := range got {
+				list.WriteString("  " + e.Error() + "\n")
+			}
+			if len(got) != len(wants) {
+				t.Errorf("got %d errors, want %d:\n%s", len(got), len(wants), list.String())
+			}
+			for _, w := range wants {
+				found := false
+				for _, e := range got {
+					found = found || strings.Contains(e.Error(), w)
+				}
+				if !found {
+					t.Errorf("no error contains %q; got:\n%s", w, list.String())
+				}
+			}
+			// Every error is located in the file.
+			for _, e := range got {
+				if e.File != file || e.Line == 0 || e.Path == "" {
+					t.Errorf("error not located: %#v", e)
+				}
+			}
+		})
+	}
+}
+
+func TestCycles(t *testing.T) {
+	succ := map[string][]string{
+		"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, // a → b → c → a
+		"d": {"d"},           // self-loop
+		"e": {"f"}, "f": nil, // acyclic
+	}
+	got := cycles([]string{"a", "b", "c", "d", "e", "f"}, succ)
+	want := [][]string{{"a", "b", "c", "a"}, {"d", "d"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("cycles = %v, want %v", got, want)
+	}
+}
