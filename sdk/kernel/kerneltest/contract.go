@@ -1,0 +1,221 @@
+package kerneltest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+const learningRate = 0.25
+
+// runContract runs every contract test; connect returns a fresh,
+// unconfigured kernel behind real gRPC.
+func runContract(t *testing.T, c config, connect func(*testing.T) kernel.Kernel) {
+	t.Helper()
+	ctx := context.Background()
+	setup := plugin.Setup{RunID: "kerneltest", Seed: 3, Tables: shapes, BatchSize: batchSize, Lookups: 4, Options: c.options}
+	configured := func(t *testing.T) kernel.Kernel {
+		k := connect(t)
+		if err := k.Configure(ctx, setup); err != nil {
+			t.Fatalf("Configure: %v", err)
+		}
+		return k
+	}
+
+	var ops []string
+	t.Run("Info", func(t *testing.T) {
+		info, err := connect(t).Info(ctx)
+		if err != nil {
+			t.Fatalf("Info before Configure: %v", err)
+		}
+		if info.Name == "" {
+			t.Error("Info.Name is empty")
+		}
+		if info.Kind != plugin.KindKernel {
+			t.Errorf("Info.Kind = %q, want %q", info.Kind, plugin.KindKernel)
+		}
+		if info.APIVersion != plugin.APIVersion {
+			t.Errorf("Info.APIVersion = %d, want %d", info.APIVersion, plugin.APIVersion)
+		}
+		if len(info.Ops) == 0 {
+			t.Errorf("Info.Ops is empty; a kernel lists the operators it implements (%q, %q, ...)", kernel.OpGatherReduce, kernel.OpScatter)
+		}
+		ops = info.Ops
+	})
+	if t.Failed() {
+		return
+	}
+
+	t.Run("UnknownOption", func(t *testing.T) {
+		bad := setup
+		bad.Options = c.withExtra(t, map[string]any{"kerneltest_no_such_option": true})
+		if err := connect(t).Configure(ctx, bad); !errors.Is(err, plugin.ErrInvalidConfig) {
+			t.Fatalf("Configure with an unknown option: err = %v, want plugin.ErrInvalidConfig (decode options with plugin.DecodeOptions)", err)
+		}
+	})
+
+	if !slices.Contains(ops, kernel.OpGatherReduce) {
+		t.Run("GatherReduceUnsupported", func(t *testing.T) {
+			f := newFixture(t, 1)
+			_, err := configured(t).GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Out: f.pooled})
+			if !errors.Is(err, plugin.ErrUnsupported) {
+				t.Fatalf("GatherReduce not in Info.Ops: err = %v, want plugin.ErrUnsupported", err)
+			}
+		})
+	} else {
+		t.Run("GatherReduceSum", func(t *testing.T) {
+			k, f := configured(t), newFixture(t, 1)
+			before := f.rows()
+			want := referencePool(f, before, kernel.Sum)
+			for round := range 2 {
+				f.fill(f.pooled, float32(math.NaN()))
+				res, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Reduce: kernel.Sum, Out: f.pooled})
+				if err != nil {
+					t.Fatalf("GatherReduce: %v", err)
+				}
+				checkResult(t, res)
+				got := f.floats(f.pooled)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("round %d: table %d bag %d dim %d: got %v, want %v bit for bit (float32 accumulation in bag order)",
+							round, i/(batchSize*dim), i/dim%batchSize, i%dim, got[i], want[i])
+					}
+				}
+			}
+			if !slices.EqualFunc(before, f.rows(), slices.Equal) {
+				t.Error("GatherReduce changed the tables")
+			}
+		})
+
+		t.Run("GatherReduceMean", func(t *testing.T) {
+			k, f := configured(t), newFixture(t, 2)
+			want := referencePool(f, f.rows(), kernel.Mean)
+			f.fill(f.pooled, float32(math.NaN()))
+			res, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Reduce: kernel.Mean, Out: f.pooled})
+			if err != nil {
+				t.Fatalf("GatherReduce: %v", err)
+			}
+			checkResult(t, res)
+			got := f.floats(f.pooled)
+			for i := range want {
+				if !near(got[i], want[i]) || (want[i] == 0 && got[i] != 0) {
+					t.Fatalf("table %d bag %d dim %d: got %v, want %v", i/(batchSize*dim), i/dim%batchSize, i%dim, got[i], want[i])
+				}
+			}
+		})
+
+		t.Run("GatherReduceInvalid", func(t *testing.T) {
+			k := configured(t)
+			invalid(t, "row = table rows", func(f *fixture) error {
+				f.int64s(f.bags.Indices)[0] = shapes[0].Rows
+				_, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Out: f.pooled})
+				return err
+			})
+			invalid(t, "negative row", func(f *fixture) error {
+				f.int64s(f.bags.Indices)[f.bags.IndexStart[2]] = -1
+				_, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Out: f.pooled})
+				return err
+			})
+			invalid(t, "short output", func(f *fixture) error {
+				out := f.pooled
+				out.Length -= 4 * dim
+				_, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Out: out})
+				return err
+			})
+			invalid(t, "missing table region", func(f *fixture) error {
+				f.tables[1].Data = region.Ref{Region: region.Prefix + "0-0-kerneltest-missing", Length: f.tables[1].Data.Length}
+				_, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Out: f.pooled})
+				return err
+			})
+			invalid(t, "table ref shorter than its rows", func(f *fixture) error {
+				f.tables[0].Data.Length -= 4 * dim
+				_, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Out: f.pooled})
+				return err
+			})
+		})
+	}
+
+	if !slices.Contains(ops, kernel.OpScatter) {
+		t.Run("ScatterUnsupported", func(t *testing.T) {
+			f := newFixture(t, 1)
+			_, err := configured(t).Scatter(ctx, &kernel.ScatterRequest{Tables: f.tables, Bags: f.bags, Grads: f.pooled, LearningRate: learningRate})
+			if !errors.Is(err, plugin.ErrUnsupported) {
+				t.Fatalf("Scatter not in Info.Ops: err = %v, want plugin.ErrUnsupported", err)
+			}
+		})
+	} else {
+		for _, reduce := range []kernel.Reduce{kernel.Sum, kernel.Mean} {
+			name := map[kernel.Reduce]string{kernel.Sum: "ScatterSGDSum", kernel.Mean: "ScatterSGDMean"}[reduce]
+			t.Run(name, func(t *testing.T) {
+				k, f := configured(t), newFixture(t, 3+uint64(reduce))
+				grads := f.floats(f.pooled)
+				for i := range grads {
+					grads[i] = float32(math.Sin(float64(i)))
+				}
+				before := f.rows()
+				want := referenceScatter(f, before, grads, reduce, learningRate)
+				res, err := k.Scatter(ctx, &kernel.ScatterRequest{
+					Tables: f.tables, Bags: f.bags, Reduce: reduce, Grads: f.pooled,
+					Optimizer: kernel.SGD, LearningRate: learningRate,
+				})
+				if err != nil {
+					t.Fatalf("Scatter: %v", err)
+				}
+				checkResult(t, res)
+				got := f.rows()
+				for ti := range shapes {
+					for i := range want[ti] {
+						row, d := int64(i/dim), i%dim
+						if want[ti][i] == before[ti][i] && got[ti][i] != before[ti][i] {
+							t.Fatalf("table %d row %d dim %d: no bag names it, yet it changed from %v to %v", ti, row, d, before[ti][i], got[ti][i])
+						}
+						if !near(got[ti][i], want[ti][i]) {
+							t.Fatalf("table %d row %d dim %d: got %v, want %v (was %v)", ti, row, d, got[ti][i], want[ti][i], before[ti][i])
+						}
+					}
+				}
+			})
+		}
+
+		t.Run("ScatterInvalid", func(t *testing.T) {
+			k := configured(t)
+			invalid(t, "row = table rows", func(f *fixture) error {
+				f.int64s(f.bags.Indices)[f.bags.IndexStart[1]] = shapes[1].Rows
+				_, err := k.Scatter(ctx, &kernel.ScatterRequest{Tables: f.tables, Bags: f.bags, Grads: f.pooled, LearningRate: learningRate})
+				return err
+			})
+			invalid(t, "short gradients", func(f *fixture) error {
+				g := f.pooled
+				g.Length = 4
+				_, err := k.Scatter(ctx, &kernel.ScatterRequest{Tables: f.tables, Bags: f.bags, Grads: g, LearningRate: learningRate})
+				return err
+			})
+		})
+	}
+}
+
+// invalid builds a fresh fixture, lets call break and use it, and expects
+// plugin.ErrInvalidRequest.
+func invalid(t *testing.T, what string, call func(*fixture) error) {
+	t.Helper()
+	f := newFixture(t, 9)
+	if err := call(f); !errors.Is(err, plugin.ErrInvalidRequest) {
+		t.Errorf("%s: err = %v, want plugin.ErrInvalidRequest", what, err)
+	}
+}
+
+func checkResult(t *testing.T, res *kernel.Result) {
+	t.Helper()
+	if res == nil {
+		t.Fatal("nil Result and no error")
+	}
+	if res.BytesRead <= 0 || res.BytesWritten <= 0 || res.FLOPs < 0 {
+		t.Errorf("Result %+v: a call that read rows and wrote outputs must count bytes read and written (the cost model charges them)", *res)
+	}
+}

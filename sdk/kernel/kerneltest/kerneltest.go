@@ -1,0 +1,95 @@
+// Package kerneltest is the conformance suite for kernel plugins. A
+// kernel's tests call Run with a constructor, which checks the contract of
+// sdk/kernel over real gRPC in process, and RunBinary with the path of the
+// built plugin binary, which checks it against the binary launched as a
+// go-plugin subprocess:
+//
+//	func TestConformance(t *testing.T) {
+//		kerneltest.Run(t, func() kernel.Kernel { return cpu.New() })
+//	}
+//
+// For every operator the kernel lists in Info.Ops the suite compares its
+// output with a reference computed in the test: gather-reduce sum must be
+// bit-identical to float32 accumulation in bag order, mean within rounding,
+// and an SGD scatter within rounding of the coalesced update; empty bags
+// pool to zeros, rows no bag names stay untouched, and rows outside a table
+// are refused with plugin.ErrInvalidRequest. An operator the kernel does
+// not list must answer plugin.ErrUnsupported.
+//
+// Mock is a Kernel with function fields for tests of code that uses kernels.
+package kerneltest
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
+	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// Option adjusts a conformance run.
+type Option func(*config)
+
+type config struct {
+	options json.RawMessage
+}
+
+// WithOptions gives the kernel's own options (Setup.Options), as a JSON
+// object.
+func WithOptions(raw json.RawMessage) Option { return func(c *config) { c.options = raw } }
+
+func newConfig(opts []Option) config {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// Run checks the kernel contract against kernels made by newImpl, each
+// served over real gRPC in this process. Every subtest gets a fresh kernel.
+func Run(t *testing.T, newImpl func() kernel.Kernel, opts ...Option) {
+	t.Helper()
+	runContract(t, newConfig(opts), func(t *testing.T) kernel.Kernel {
+		return plugintest.InProcess(t, plugin.KindKernel, kernel.ServerPlugin(newImpl())).(kernel.Kernel)
+	})
+}
+
+// RunBinary checks that the plugin binary at path answers "describe" as a
+// kernel and honours the kernel contract, launching it as a go-plugin
+// subprocess for every subtest. It skips only when path is empty; a missing
+// binary fails.
+func RunBinary(t *testing.T, path string, opts ...Option) {
+	t.Helper()
+	if path == "" {
+		t.Skip("kerneltest: no plugin binary path given")
+	}
+	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindKernel, path) })
+	runContract(t, newConfig(opts), func(t *testing.T) kernel.Kernel {
+		return plugintest.Binary(t, plugin.KindKernel, path, kernel.HostPlugin()).(kernel.Kernel)
+	})
+}
+
+// withExtra merges extra keys into the kernel's own options.
+func (c config) withExtra(t testing.TB, extra map[string]any) json.RawMessage {
+	t.Helper()
+	if len(extra) == 0 {
+		return c.options
+	}
+	m := map[string]any{}
+	if len(bytes.TrimSpace(c.options)) > 0 {
+		if err := json.Unmarshal(c.options, &m); err != nil {
+			t.Fatalf("kerneltest: WithOptions: not a JSON object: %v", err)
+		}
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
