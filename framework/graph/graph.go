@@ -209,10 +209,14 @@ func (b *builder) checkReferences() {
 		}
 		b.options[name] = opts
 		if du, ok := opts.(DeviceUser); ok {
+			seen := map[string]bool{}
 			for _, dev := range du.DeviceNames() {
-				if _, ok := b.cfg.Devices[dev]; !ok {
-					b.fail(stagePath(name, "device"), fmt.Errorf("unknown device %q (defined under devices: %s)", dev, strings.Join(sortedKeys(b.cfg.Devices), ", ")))
+				if _, ok := b.cfg.Devices[dev]; ok || seen[dev] {
+					continue
 				}
+				seen[dev] = true
+				b.fail(stagePath(name, deviceKey(st.Options, dev)),
+					fmt.Errorf("unknown device %q (defined under devices: %s)", dev, strings.Join(sortedKeys(b.cfg.Devices), ", ")))
 			}
 		}
 	}
@@ -233,6 +237,22 @@ func (b *builder) checkReferences() {
 	for _, name := range sortedKeys(b.cfg.Devices) {
 		check("devices::"+name+"::plugin", PluginDevice, b.cfg.Devices[name].Plugin)
 	}
+}
+
+// deviceKey finds the option that names dev, so that the error points at
+// its line: a stage may place work on several devices under keys of its
+// own (host_device, compute_device). A device that comes from the kind's
+// defaults is in no option; then the error goes to the stage's `device`.
+func deviceKey(options map[string]any, dev string) string {
+	if v, ok := options["device"].(string); ok && v == dev {
+		return "device"
+	}
+	for _, k := range sortedKeys(options) {
+		if v, ok := options[k].(string); ok && v == dev {
+			return k
+		}
+	}
+	return "device"
 }
 
 // nodesAndSubjects checks each stage's ends and then each subject's: one

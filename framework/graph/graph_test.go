@@ -42,11 +42,17 @@ func (c *planConfig) Validate() error {
 }
 
 type trainConfig struct {
-	Device string  `mapstructure:"device"`
-	LR     float64 `mapstructure:"lr"`
+	Device        string  `mapstructure:"device"`
+	ComputeDevice string  `mapstructure:"compute_device"`
+	LR            float64 `mapstructure:"lr"`
 }
 
-func (c *trainConfig) DeviceNames() []string { return []string{c.Device} }
+func (c *trainConfig) DeviceNames() []string {
+	if c.ComputeDevice == "" {
+		return []string{c.Device}
+	}
+	return []string{c.Device, c.ComputeDevice}
+}
 
 type fakeKinds struct{}
 
