@@ -354,3 +354,58 @@ func TestDecode(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceDoc keeps docs/graph-reference.md honest: its example loads,
+// and the keys it promises as stable are in the schema.
+func TestReferenceDoc(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/graph-reference.md")
+	if err != nil {
+		t.Skip("docs not in this checkout:", err)
+	}
+	_, example, ok := strings.Cut(string(doc), "## Example\n\n```yaml\n")
+	if !ok {
+		t.Fatal("no example graph in the reference")
+	}
+	example, _, _ = strings.Cut(example, "```")
+	path := filepath.Join(t.TempDir(), "example.yaml")
+	if err := os.WriteFile(path, []byte(example), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := Load(path, nil)
+	if err != nil {
+		t.Fatalf("the reference's example does not load:\n%v", err)
+	}
+	if cfg.Stages["exchange"].Options["device"] != "gpu" {
+		t.Errorf("example stage options lost: %+v", cfg.Stages["exchange"])
+	}
+	for _, key := range []string{"seed", "dataset.batches", "dataset.batch_size", "dataset.tables", "dataset.rows",
+		"dataset.dim", "dataset.lookups", "dataset.locality", "cache.size"} {
+		if !strings.Contains(string(doc), "`"+key+"`") {
+			t.Errorf("stable key %s is not documented", key)
+		}
+		if _, err := schemaAt(reflect.TypeOf(Config{}), strings.Split(key, ".")); err != nil {
+			t.Errorf("stable key %s left the schema: %v", key, err)
+		}
+	}
+}
+
+func TestDevicesMerge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "g.yaml")
+	err := os.WriteFile(path, []byte("devices:\n  tpu: {plugin: ./tpu}\n  gpu: {options: {hbm_gb: 80}}\nstages:\n  load: {kind: load}\n"), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Load(path, nil)
+	// gpu is replaced as a whole, so it lost its plugin; host and tpu are fine.
+	got := Errors(err)
+	if len(got) != 1 || !strings.Contains(got[0].Error(), "g.yaml:3: devices::gpu::plugin: must name a plugin") {
+		t.Fatalf("got %v", err)
+	}
+	cfg, _, err := Load(path, []string{"devices.gpu.plugin=builtin:hbm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Devices) != 3 || cfg.Devices["host"].Plugin != "builtin:cpu-dram" || cfg.Devices["gpu"].Options["hbm_gb"] != 80 {
+		t.Errorf("devices = %+v", cfg.Devices)
+	}
+}
