@@ -526,3 +526,27 @@ func TestSubscriptionEndsWithContext(t *testing.T) {
 		t.Fatal("Messages not closed after the context ended")
 	}
 }
+
+func TestConnCloseEndsSubscriptions(t *testing.T) {
+	s := startServer(t, ServerOptions{})
+	c, err := Connect(s.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := c.Subscribe(context.Background(), "x", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan struct{})
+	go func() {
+		for range sub.Messages() {
+		}
+		close(ended)
+	}()
+	c.Close()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a consumer ranging over Messages did not end when its connection closed")
+	}
+}

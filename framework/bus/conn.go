@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -17,6 +18,11 @@ import (
 type Conn struct {
 	nc  *nats.Conn
 	log *slog.Logger
+
+	// subs are the open subscriptions, closed (nacking what they have not
+	// queued) before the connection itself, so no publisher is left waiting.
+	mu   sync.Mutex
+	subs map[*Subscription]struct{}
 
 	// noResponderRetries counts publish attempts that found no subscriber;
 	// tests read it to know a publisher really started before its consumer.
@@ -86,7 +92,7 @@ func Connect(serverURL string, opts ...Option) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: connect %s: %w", redactURLs(serverURL), err)
 	}
-	return &Conn{nc: nc, log: log}, nil
+	return &Conn{nc: nc, log: log, subs: map[*Subscription]struct{}{}}, nil
 }
 
 // NATS exposes the underlying connection for what the bus does not cover
@@ -98,9 +104,33 @@ func (c *Conn) NATS() *nats.Conn { return c.nc }
 // password redacted.
 func (c *Conn) ConnectedURL() string { return c.nc.ConnectedUrlRedacted() }
 
-// Close closes the connection. Subscriptions on it stop delivering; a
-// Publish waiting for an ack returns an error.
-func (c *Conn) Close() { c.nc.Close() }
+// Close closes every subscription on the connection (their channels close,
+// messages not yet queued are refused so their publishers retry elsewhere),
+// then the connection. A Publish waiting for an ack returns an error.
+func (c *Conn) Close() {
+	c.mu.Lock()
+	subs := make([]*Subscription, 0, len(c.subs))
+	for s := range c.subs {
+		subs = append(subs, s)
+	}
+	c.mu.Unlock()
+	for _, s := range subs {
+		_ = s.Close()
+	}
+	c.nc.Close()
+}
+
+func (c *Conn) track(s *Subscription) {
+	c.mu.Lock()
+	c.subs[s] = struct{}{}
+	c.mu.Unlock()
+}
+
+func (c *Conn) untrack(s *Subscription) {
+	c.mu.Lock()
+	delete(c.subs, s)
+	c.mu.Unlock()
+}
 
 // redactURLs hides passwords in an error message: a URL list comes from
 // configuration and may carry credentials.

@@ -36,6 +36,7 @@ func WithDrainTimeout(d time.Duration) SubscribeOption {
 
 // Subscription receives a subject's messages into a bounded queue.
 type Subscription struct {
+	conn    *Conn
 	subject string
 	sub     *nats.Subscription
 	ch      chan *Message
@@ -71,6 +72,7 @@ func (c *Conn) Subscribe(ctx context.Context, subject string, credits int, opts 
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	s := &Subscription{
+		conn:    c,
 		subject: subject,
 		ch:      make(chan *Message, credits),
 		ctx:     sctx,
@@ -99,6 +101,7 @@ func (c *Conn) Subscribe(ctx context.Context, subject string, credits int, opts 
 		cancel()
 		return nil, fmt.Errorf("bus: subscribe %s: %w", subject, err)
 	}
+	c.track(s)
 	go func() {
 		<-sctx.Done()
 		_ = s.Close()
@@ -182,6 +185,7 @@ func (s *Subscription) Close() error {
 		s.mu.Unlock()
 		s.senders.Wait()
 		close(s.ch)
+		s.conn.untrack(s)
 	})
 	return s.closeErr
 }
