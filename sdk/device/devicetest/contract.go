@@ -1,0 +1,168 @@
+package devicetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// runContract runs every contract test; connect returns a fresh,
+// unconfigured device behind real gRPC.
+func runContract(t *testing.T, c config, connect func(*testing.T) device.Device) {
+	t.Helper()
+	ctx := context.Background()
+	setup := plugin.Setup{
+		RunID: "devicetest", Seed: 1, BatchSize: 128, Lookups: 8, DenseFeatures: 13,
+		Tables:  []plugin.Table{{Rows: 1 << 20, Dim: 64}, {Rows: 1000, Dim: 64}},
+		Options: c.options,
+	}
+	configured := func(t *testing.T) device.Device {
+		t.Helper()
+		d := connect(t)
+		if err := d.Configure(ctx, setup); err != nil {
+			t.Fatalf("Configure: %v", err)
+		}
+		return d
+	}
+	cost := func(t *testing.T, d device.Device, ops []device.Op) []int64 {
+		t.Helper()
+		res, err := d.Cost(ctx, &device.CostRequest{Seq: 1, Ops: ops})
+		if err != nil {
+			t.Fatalf("Cost: %v", err)
+		}
+		if res == nil || len(res.ModeledNs) != len(ops) {
+			t.Fatalf("Cost of %d ops answered %+v, want one modeled time per op", len(ops), res)
+		}
+		for i, ns := range res.ModeledNs {
+			if ns < 0 {
+				t.Fatalf("op %d (%+v): modeled %d ns, want ≥ 0", i, ops[i], ns)
+			}
+		}
+		return res.ModeledNs
+	}
+
+	t.Run("Info", func(t *testing.T) {
+		info, err := connect(t).Info(ctx)
+		if err != nil {
+			t.Fatalf("Info before Configure: %v", err)
+		}
+		if info.Name == "" {
+			t.Error("Info.Name is empty")
+		}
+		if info.Kind != plugin.KindDevice {
+			t.Errorf("Info.Kind = %q, want %q", info.Kind, plugin.KindDevice)
+		}
+		if info.APIVersion != plugin.APIVersion {
+			t.Errorf("Info.APIVersion = %d, want %d", info.APIVersion, plugin.APIVersion)
+		}
+	})
+
+	t.Run("UnknownOption", func(t *testing.T) {
+		bad := setup
+		bad.Options = c.withExtra(t, map[string]any{"devicetest_no_such_option": true})
+		if err := connect(t).Configure(ctx, bad); !errors.Is(err, plugin.ErrInvalidConfig) {
+			t.Fatalf("Configure with an unknown option: err = %v, want plugin.ErrInvalidConfig (decode options with plugin.DecodeOptions)", err)
+		}
+	})
+
+	t.Run("Profile", func(t *testing.T) {
+		p, err := configured(t).Profile(ctx)
+		if err != nil {
+			t.Fatalf("Profile: %v", err)
+		}
+		for _, e := range checkProfile(p) {
+			t.Error(e)
+		}
+	})
+
+	t.Run("Cost", func(t *testing.T) {
+		d := configured(t)
+		if got := cost(t, d, nil); len(got) != 0 {
+			t.Errorf("Cost of no ops: %v", got)
+		}
+		ops := []device.Op{
+			{Name: "gather", Kind: device.Read, Bytes: 1 << 20},
+			{Name: "update", Kind: device.Write, Bytes: 1 << 20},
+			{Name: "mlp", Kind: device.Compute, FLOPs: 1 << 30},
+			{Name: "h2d", Kind: device.Transfer, Bytes: 1 << 20},
+			{Name: "empty read", Kind: device.Read},
+		}
+		first := cost(t, d, ops)
+		if again := cost(t, d, ops); !slices.Equal(first, again) {
+			t.Errorf("the same ops cost %v, then %v; a cost model is deterministic", first, again)
+		}
+	})
+
+	t.Run("MoreWorkNotFaster", func(t *testing.T) {
+		d := configured(t)
+		for _, kind := range []device.OpKind{device.Read, device.Write, device.Transfer, device.Compute} {
+			var ops []device.Op
+			for size := int64(0); size <= 1<<36; size = max(1, size*16) {
+				op := device.Op{Name: fmt.Sprintf("%d", size), Kind: kind}
+				if kind == device.Compute {
+					op.FLOPs = size
+				} else {
+					op.Bytes = size
+				}
+				ops = append(ops, op)
+			}
+			ns := cost(t, d, ops)
+			for i := 1; i < len(ns); i++ {
+				if ns[i] < ns[i-1] {
+					t.Errorf("op kind %d: %s units cost %d ns, fewer (%s) cost %d ns", kind, ops[i].Name, ns[i], ops[i-1].Name, ns[i-1])
+				}
+			}
+			if ns[len(ns)-1] <= ns[0] {
+				t.Errorf("op kind %d: 2^36 units cost %d ns, no more than 0 units (%d ns)", kind, ns[len(ns)-1], ns[0])
+			}
+		}
+	})
+
+	t.Run("InvalidRequest", func(t *testing.T) {
+		d := configured(t)
+		for _, op := range []device.Op{
+			{Name: "negative bytes", Kind: device.Read, Bytes: -1},
+			{Name: "negative flops", Kind: device.Compute, FLOPs: -1},
+			{Name: "unknown kind", Kind: device.OpKind(99), Bytes: 1},
+		} {
+			_, err := d.Cost(ctx, &device.CostRequest{Seq: 1, Ops: []device.Op{{Name: "fine", Kind: device.Read, Bytes: 8}, op}})
+			if !errors.Is(err, plugin.ErrInvalidRequest) {
+				t.Errorf("%s: err = %v, want plugin.ErrInvalidRequest", op.Name, err)
+			}
+		}
+	})
+}
+
+// checkProfile returns what is wrong with a profile.
+func checkProfile(p device.Profile) []error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	if p.Name == "" {
+		bad("Profile.Name is empty")
+	}
+	if p.Source == "" {
+		bad("Profile.Source is empty; every figure needs a citation")
+	}
+	if !(p.BandwidthGBps > 0) || !finite(p.BandwidthGBps) {
+		bad("Profile.BandwidthGBps = %v, want > 0", p.BandwidthGBps)
+	}
+	if !(p.Efficiency > 0 && p.Efficiency <= 1) {
+		bad("Profile.Efficiency = %v, want in (0, 1]", p.Efficiency)
+	}
+	for name, v := range map[string]float64{"LinkGBps": p.LinkGBps, "LatencyNs": p.LatencyNs, "GFLOPS": p.GFLOPS} {
+		if !(v >= 0) || !finite(v) {
+			bad("Profile.%s = %v, want ≥ 0", name, v)
+		}
+	}
+	if p.CapacityBytes < 0 {
+		bad("Profile.CapacityBytes = %d, want ≥ 0 (0: unlimited)", p.CapacityBytes)
+	}
+	return errs
+}

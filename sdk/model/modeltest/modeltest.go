@@ -1,0 +1,94 @@
+// Package modeltest is the conformance suite for model plugins. A model's
+// tests call Run with a constructor, which checks the contract of
+// sdk/model over real gRPC in process, and RunBinary with the path of the
+// built plugin binary, which checks it against the binary launched as a
+// go-plugin subprocess:
+//
+//	func TestConformance(t *testing.T) {
+//		modeltest.Run(t, func() model.Model { return dlrm.New() })
+//	}
+//
+// The suite trains on a fixed, linearly separable synthetic batch and
+// checks that the loss goes down, that the pooled-embedding gradient is
+// written and finite, that a forward-only step changes nothing, and that
+// Digest is a sha256 that depends only on the Setup's seed and the steps
+// taken.
+//
+// Mock is a Model with function fields for tests of code that uses models.
+package modeltest
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
+	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// Option adjusts a conformance run.
+type Option func(*config)
+
+type config struct {
+	options json.RawMessage
+	steps   int
+}
+
+// WithOptions gives the model's own options (Setup.Options), as a JSON
+// object: a preset, a learning rate that trains in a few steps, ...
+func WithOptions(raw json.RawMessage) Option { return func(c *config) { c.options = raw } }
+
+// WithTrainSteps sets how many training steps on the synthetic batch must
+// lower the loss (default 20).
+func WithTrainSteps(n int) Option { return func(c *config) { c.steps = n } }
+
+func newConfig(opts []Option) config {
+	c := config{steps: 20}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// Run checks the model contract against models made by newImpl, each
+// served over real gRPC in this process. Every subtest gets fresh models.
+func Run(t *testing.T, newImpl func() model.Model, opts ...Option) {
+	t.Helper()
+	runContract(t, newConfig(opts), func(t *testing.T) model.Model {
+		return plugintest.InProcess(t, plugin.KindModel, model.ServerPlugin(newImpl())).(model.Model)
+	})
+}
+
+// RunBinary checks that the plugin binary at path answers "describe" as a
+// model and honours the model contract, launching it as a go-plugin
+// subprocess for every instance. It skips only when path is empty; a
+// missing binary fails.
+func RunBinary(t *testing.T, path string, opts ...Option) {
+	t.Helper()
+	if path == "" {
+		t.Skip("modeltest: no plugin binary path given")
+	}
+	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindModel, path) })
+	runContract(t, newConfig(opts), func(t *testing.T) model.Model {
+		return plugintest.Binary(t, plugin.KindModel, path, model.HostPlugin()).(model.Model)
+	})
+}
+
+func (c config) withExtra(t testing.TB, extra map[string]any) json.RawMessage {
+	t.Helper()
+	m := map[string]any{}
+	if len(bytes.TrimSpace(c.options)) > 0 {
+		if err := json.Unmarshal(c.options, &m); err != nil {
+			t.Fatalf("modeltest: WithOptions: not a JSON object: %v", err)
+		}
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
