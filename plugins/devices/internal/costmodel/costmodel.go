@@ -1,0 +1,144 @@
+// Package costmodel is the analytical cost model the built-in memory
+// devices (cpu-dram, hbm) share: a device is a named Profile, and the
+// modeled time of an operation is
+//
+//	Read, Write:  latency + bytes / (bandwidth · efficiency)
+//	Transfer:     latency + bytes / (link · efficiency)
+//	Compute:      flops / (gflops · efficiency)
+//
+// With bandwidth in GB/s (1e9 bytes per second), bytes / GB/s is directly
+// nanoseconds. Every figure this package returns is modeled time on the
+// profiled hardware, never a measurement of the host flowrun runs on.
+//
+// Devices differ only in their default Profile; this package holds the
+// plugin itself so they cannot drift apart. It imports only sdk/.
+package costmodel
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// Version is the version of every device built on this package.
+const Version = "0.1.0"
+
+// Spec is what distinguishes one device plugin from another.
+type Spec struct {
+	// Name is the plugin name (builtin:NAME).
+	Name string
+	// Description is the plugin's one-line Info description.
+	Description string
+	// Defaults is the profile used where options do not override it.
+	Defaults device.Profile
+}
+
+// Device is a cost-modeled device plugin.
+type Device struct {
+	spec Spec
+
+	mu         sync.Mutex
+	configured bool
+	profile    device.Profile
+}
+
+var _ device.Device = (*Device)(nil)
+
+// New returns a device plugin for spec.
+func New(spec Spec) *Device { return &Device{spec: spec} }
+
+// Info describes the device and its options with their defaults.
+func (d *Device) Info(context.Context) (plugin.Info, error) {
+	return plugin.Info{
+		Kind:        plugin.KindDevice,
+		Name:        d.spec.Name,
+		Version:     Version,
+		APIVersion:  plugin.APIVersion,
+		Description: d.spec.Description,
+		Config:      fields(d.spec.Defaults),
+	}, nil
+}
+
+// Configure decodes the options over the default profile and validates the
+// result.
+func (d *Device) Configure(_ context.Context, setup plugin.Setup) error {
+	var cfg Config
+	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
+		return err
+	}
+	p, _ := cfg.apply(d.spec.Defaults)
+	if err := Validate(p); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.profile = p
+	d.configured = true
+	return nil
+}
+
+// Profile returns the configured profile.
+func (d *Device) Profile(context.Context) (device.Profile, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.configured {
+		return device.Profile{}, plugin.ErrNotConfigured
+	}
+	return d.profile, nil
+}
+
+// Cost returns the modeled nanoseconds of each op, in request order. One
+// invalid op refuses the whole request.
+func (d *Device) Cost(ctx context.Context, req *device.CostRequest) (*device.CostResult, error) {
+	p, err := d.Profile(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req == nil {
+		return nil, fmt.Errorf("%w: nil cost request", plugin.ErrInvalidRequest)
+	}
+	res := &device.CostResult{ModeledNs: make([]int64, len(req.Ops))}
+	for i, op := range req.Ops {
+		ns, err := Cost(p, op)
+		if err != nil {
+			return nil, fmt.Errorf("batch %d: op %d (%q): %w", req.Seq, i, op.Name, err)
+		}
+		res.ModeledNs[i] = ns
+	}
+	return res, nil
+}
+
+// Cost is the modeled time of op on a device with profile p, in whole
+// nanoseconds rounded up (so that any non-empty op costs at least 1 ns).
+func Cost(p device.Profile, op device.Op) (int64, error) {
+	if op.Bytes < 0 || op.FLOPs < 0 {
+		return 0, fmt.Errorf("%w: negative size (bytes %d, flops %d)", plugin.ErrInvalidRequest, op.Bytes, op.FLOPs)
+	}
+	var ns float64
+	switch op.Kind {
+	case device.Read, device.Write:
+		ns = p.LatencyNs + float64(op.Bytes)/(p.BandwidthGBps*p.Efficiency)
+	case device.Transfer:
+		if p.LinkGBps == 0 {
+			return 0, fmt.Errorf("%w: transfer on %s, which has no link", plugin.ErrInvalidRequest, p.Name)
+		}
+		ns = p.LatencyNs + float64(op.Bytes)/(p.LinkGBps*p.Efficiency)
+	case device.Compute:
+		if p.GFLOPS == 0 && op.FLOPs > 0 {
+			return 0, fmt.Errorf("%w: compute on %s, which has no arithmetic", plugin.ErrInvalidRequest, p.Name)
+		}
+		if op.FLOPs > 0 {
+			ns = float64(op.FLOPs) / (p.GFLOPS * p.Efficiency)
+		}
+	default:
+		return 0, fmt.Errorf("%w: unknown op kind %d", plugin.ErrInvalidRequest, op.Kind)
+	}
+	if ns >= math.MaxInt64 {
+		return 0, fmt.Errorf("%w: modeled time overflows (%g ns)", plugin.ErrInvalidRequest, ns)
+	}
+	return int64(math.Ceil(ns)), nil
+}
