@@ -30,6 +30,13 @@ const (
 	AttrRunID = "flowrun.run_id"
 )
 
+// Span attribute keys shared by the stage runtime and the tests and reports
+// that read traces back.
+const (
+	AttrStage    = "flowrun.stage"
+	AttrBatchSeq = "flowrun.batch.seq"
+)
+
 // DefaultShutdownTimeout bounds Shutdown: long enough to flush a batch to a
 // live collector, short enough that a missing one costs a run two seconds.
 const DefaultShutdownTimeout = 2 * time.Second
@@ -223,10 +230,17 @@ func (t *Telemetry) ForceFlush(ctx context.Context) error {
 // timeout even when an OTLP collector is unreachable, reporting that as an
 // error (spans not yet sent are then lost). Later calls return the first
 // call's result.
+//
+// An already cancelled ctx does not skip the flush: the run's context is
+// typically the one Ctrl-C just cancelled, and that is exactly when the
+// trace matters. The shutdown timeout bounds the wait instead.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	t.once.Do(func() {
 		if t.sdk == nil {
 			return
+		}
+		if ctx.Err() != nil {
+			ctx = context.WithoutCancel(ctx)
 		}
 		ctx, cancel := context.WithTimeout(ctx, t.timeout)
 		defer cancel()

@@ -279,3 +279,28 @@ not json
 		t.Fatalf("%d records before the bad line, want 1", len(recs))
 	}
 }
+
+// The run's context is usually cancelled by the time telemetry shuts down;
+// the span file must still be closed properly.
+func TestShutdownWithCancelledContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	tel, err := Setup(context.Background(), "file:"+path, testRes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, s := tel.Tracer("x").Start(context.Background(), "load",
+		trace.WithAttributes(attribute.String(AttrStage, "load"), attribute.Int64(AttrBatchSeq, 0)))
+	s.End()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown with a cancelled context: %v", err)
+	}
+	recs, err := ReadSpansFile(path)
+	if err != nil || len(recs) != 1 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	if n, ok := recs[0].Int(AttrBatchSeq); !ok || n != 0 {
+		t.Fatalf("batch seq %v %v", n, ok)
+	}
+}
