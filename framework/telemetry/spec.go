@@ -21,8 +21,8 @@ const (
 	kindOTLPHTTP = "otlp-http"
 )
 
-// spec is a parsed exporter spec.
-type spec struct {
+// exporterSpec is a parsed exporter spec.
+type exporterSpec struct {
 	kind     string
 	path     string // file
 	endpoint string // otlp: host:port
@@ -36,40 +36,40 @@ func ValidateSpec(s string) error {
 	return err
 }
 
-func parseSpec(s string) (spec, error) {
+func parseSpec(s string) (exporterSpec, error) {
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "" || s == kindNone:
-		return spec{kind: kindNone}, nil
+		return exporterSpec{kind: kindNone}, nil
 	case s == kindStdout:
-		return spec{kind: kindStdout}, nil
+		return exporterSpec{kind: kindStdout}, nil
 	case strings.HasPrefix(s, kindFile+":"):
 		p := strings.TrimPrefix(s, kindFile+":")
 		if p == "" {
-			return spec{}, fmt.Errorf("telemetry: exporter %q: empty file path: %w", s, ErrBadSpec)
+			return exporterSpec{}, fmt.Errorf("telemetry: exporter %q: empty file path: %w", s, ErrBadSpec)
 		}
-		return spec{kind: kindFile, path: p}, nil
+		return exporterSpec{kind: kindFile, path: p}, nil
 	case strings.HasPrefix(s, kindOTLPGRPC+"://"), strings.HasPrefix(s, kindOTLPHTTP+"://"):
 		u, err := url.Parse(s)
 		if err != nil {
-			return spec{}, fmt.Errorf("telemetry: exporter %q: %v: %w", s, err, ErrBadSpec)
+			return exporterSpec{}, fmt.Errorf("telemetry: exporter %q: %v: %w", s, err, ErrBadSpec)
 		}
 		host, port, err := net.SplitHostPort(u.Host)
 		if err != nil || host == "" || port == "" {
-			return spec{}, fmt.Errorf("telemetry: exporter %q: endpoint must be HOST:PORT: %w", s, ErrBadSpec)
+			return exporterSpec{}, fmt.Errorf("telemetry: exporter %q: endpoint must be HOST:PORT: %w", s, ErrBadSpec)
 		}
 		if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-			return spec{}, fmt.Errorf("telemetry: exporter %q: only HOST:PORT (and a path for otlp-http) is allowed: %w", s, ErrBadSpec)
+			return exporterSpec{}, fmt.Errorf("telemetry: exporter %q: only HOST:PORT (and a path for otlp-http) is allowed: %w", s, ErrBadSpec)
 		}
-		sp := spec{kind: u.Scheme, endpoint: u.Host}
+		sp := exporterSpec{kind: u.Scheme, endpoint: u.Host}
 		if p := u.EscapedPath(); p != "" && p != "/" {
 			if sp.kind == kindOTLPGRPC {
-				return spec{}, fmt.Errorf("telemetry: exporter %q: otlp-grpc takes no path: %w", s, ErrBadSpec)
+				return exporterSpec{}, fmt.Errorf("telemetry: exporter %q: otlp-grpc takes no path: %w", s, ErrBadSpec)
 			}
 			sp.urlPath = p
 		}
 		return sp, nil
 	default:
-		return spec{}, fmt.Errorf("telemetry: unknown exporter %q: %w", s, ErrBadSpec)
+		return exporterSpec{}, fmt.Errorf("telemetry: unknown exporter %q: %w", s, ErrBadSpec)
 	}
 }

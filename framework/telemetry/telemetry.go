@@ -114,12 +114,12 @@ type Telemetry struct {
 // written before End returns), so a span file is complete the moment
 // Shutdown returns and readable while the run is going. OTLP exporters use a
 // batch span processor: the network must not sit on a stage's path.
-func Setup(ctx context.Context, specStr string, res Resource, opts ...Option) (*Telemetry, error) {
+func Setup(ctx context.Context, spec string, res Resource, opts ...Option) (*Telemetry, error) {
 	o := options{stdout: os.Stdout, shutdownTimeout: DefaultShutdownTimeout}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	sp, err := parseSpec(specStr)
+	sp, err := parseSpec(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func Setup(ctx context.Context, specStr string, res Resource, opts ...Option) (*
 	if res.RunID != "" {
 		logger = logger.With("run", res.RunID)
 	}
-	t := &Telemetry{spec: specStr, logger: logger, timeout: o.shutdownTimeout}
+	t := &Telemetry{spec: spec, logger: logger, timeout: o.shutdownTimeout}
 	if sp.kind == kindNone {
 		t.tp = noop.NewTracerProvider()
 		return t, nil
