@@ -1,0 +1,221 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// Process names a plugin subprocess.
+type Process struct {
+	Kind plugin.Kind
+	// Name is the base name of Path, as in span names.
+	Name string
+	// Path is the binary's absolute path.
+	Path string
+	Pid  int
+}
+
+func (p Process) String() string {
+	return fmt.Sprintf("%s plugin %q (%s, pid %d)", p.Kind, p.Name, p.Path, p.Pid)
+}
+
+// ExitError reports a plugin subprocess that exited while the host was
+// still using it.
+type ExitError struct {
+	Process
+	// State is how the process ended ("exit status 2", "signal: killed").
+	State string
+	// Stderr is the tail of what the process wrote to its stderr: usually
+	// the panic or the last log lines.
+	Stderr string
+}
+
+func (e *ExitError) Error() string {
+	msg := fmt.Sprintf("%s exited unexpectedly", e.Process)
+	if e.State != "" {
+		msg += " (" + e.State + ")"
+	}
+	if tail := lastLine(e.Stderr); tail != "" {
+		msg += ": " + tail
+	}
+	return msg
+}
+
+// process is a launched plugin subprocess.
+type process struct {
+	Process
+	client *goplugin.Client
+	cmd    *exec.Cmd
+	stderr *tailWriter
+}
+
+// hostPlugins is the plugin set a host dispenses from: every kind. A binary
+// serves one; dispensing another kind yields a client whose calls answer
+// "unsupported", which launch turns into a clear error.
+func hostPlugins() map[int]goplugin.PluginSet {
+	return plugin.VersionedPlugins(map[plugin.Kind]goplugin.Plugin{
+		plugin.KindCache:  cache.HostPlugin(),
+		plugin.KindKernel: kernel.HostPlugin(),
+		plugin.KindModel:  model.HostPlugin(),
+		plugin.KindDevice: device.HostPlugin(),
+	})
+}
+
+// launch starts the binary of r, dispenses kind from it, checks that it
+// says it is a plugin of that kind, and starts watching it.
+func (h *Host) launch(ctx context.Context, kind plugin.Kind, r Ref) (any, *process, error) {
+	path, err := filepath.Abs(r.Path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s plugin %q: %w", kind, r.Path, err)
+	}
+	p := &process{
+		Process: Process{Kind: kind, Name: r.Name, Path: path},
+		cmd:     exec.Command(path),
+		stderr:  &tailWriter{max: 4096},
+	}
+	p.client = goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig:  plugin.Handshake,
+		VersionedPlugins: hostPlugins(),
+		Cmd:              p.cmd,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
+		GRPCDialOptions:  plugin.GRPCDialOptions(),
+		Stderr:           p.stderr,
+		SyncStdout:       h.stderr,
+		SyncStderr:       io.MultiWriter(h.stderr, p.stderr),
+		Logger:           h.logger.Named(string(kind)).Named(r.Name),
+		StartTimeout:     h.startTimeout,
+	})
+	fail := func(err error) (any, *process, error) {
+		p.client.Kill()
+		if tail := lastLine(p.stderr.String()); tail != "" {
+			err = fmt.Errorf("%w (stderr: %s)", err, tail)
+		}
+		return nil, nil, fmt.Errorf("%s plugin %q: %w", kind, r.Path, err)
+	}
+
+	proto, err := p.client.Client()
+	if err != nil {
+		return fail(fmt.Errorf("start: %w", err))
+	}
+	if rc := p.client.ReattachConfig(); rc != nil {
+		p.Pid = rc.Pid
+	}
+	raw, err := proto.Dispense(string(kind))
+	if err != nil {
+		return fail(fmt.Errorf("dispense: %w", err))
+	}
+	base, ok := raw.(plugin.Base)
+	if !ok {
+		return fail(fmt.Errorf("dispensed %T", raw))
+	}
+	infoCtx, cancel := context.WithTimeout(ctx, h.startTimeout)
+	info, err := base.Info(infoCtx)
+	cancel()
+	switch {
+	case errors.Is(err, plugin.ErrUnsupported):
+		return fail(fmt.Errorf("the binary does not serve a %s plugin", kind))
+	case err != nil:
+		return fail(fmt.Errorf("info: %w", err))
+	case info.Kind != kind:
+		return fail(fmt.Errorf("the binary is a %s plugin, not a %s plugin", info.Kind, kind))
+	}
+
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		p.client.Kill()
+		return nil, nil, ErrClosed
+	}
+	h.procs = append(h.procs, p)
+	h.watchers.Add(1)
+	h.mu.Unlock()
+	go h.watch(p)
+	h.logger.Debug("plugin started", "kind", kind, "name", r.Name, "path", path, "pid", p.Pid, "version", info.Version)
+	return raw, p, nil
+}
+
+// watch reports p on Failures if it exits before the host closes.
+// go-plugin only exposes Exited, so it polls.
+func (h *Host) watch(p *process) {
+	defer h.watchers.Done()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-tick.C:
+		}
+		if !p.client.Exited() {
+			continue
+		}
+		// Exited is set under go-plugin's lock after cmd.Wait returned, so
+		// ProcessState is complete.
+		err := &ExitError{Process: p.Process, Stderr: p.stderr.String()}
+		if st := p.cmd.ProcessState; st != nil {
+			err.State = st.String()
+		}
+		select {
+		case <-h.done:
+			return // closing: the exit is ours
+		default:
+		}
+		h.logger.Error("plugin exited unexpectedly", "kind", p.Kind, "name", p.Name, "path", p.Path, "pid", p.Pid, "state", err.State)
+		select {
+		case h.failures <- err:
+		case <-h.done:
+		}
+		return
+	}
+}
+
+// tailWriter keeps the last max bytes written to it.
+type tailWriter struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	if over := len(w.buf) - w.max; over > 0 {
+		w.buf = append(w.buf[:0], w.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.buf)
+}
+
+// lastLine is the last non-blank line of s, for one-line error messages.
+// A Go panic is reported by its first line instead, which says what
+// panicked.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return strings.TrimSpace(lines[len(lines)-1])
+}

@@ -1,0 +1,88 @@
+package pluginhost
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// BuiltinPrefix starts a reference to an in-process plugin.
+const BuiltinPrefix = "builtin:"
+
+// Ref is a parsed plugin reference.
+type Ref struct {
+	// Builtin is set for "builtin:NAME"; Name is then NAME.
+	Builtin bool
+	// Name is the builtin's name, or the base name of Path; spans are
+	// named after it.
+	Name string
+	// Path is the plugin binary's path, as written (empty for a builtin).
+	Path string
+}
+
+func (r Ref) String() string {
+	if r.Builtin {
+		return BuiltinPrefix + r.Name
+	}
+	return r.Path
+}
+
+// ParseRef parses a plugin reference: "builtin:NAME", or else the path of a
+// plugin binary (absolute, or relative to the working directory; PATH is
+// not searched).
+func ParseRef(ref string) (Ref, error) {
+	ref = strings.TrimSpace(ref)
+	if ref == "" {
+		return Ref{}, errors.New("empty plugin reference")
+	}
+	if name, ok := strings.CutPrefix(ref, BuiltinPrefix); ok {
+		if name == "" {
+			return Ref{}, fmt.Errorf("plugin reference %q: no builtin name", ref)
+		}
+		return Ref{Builtin: true, Name: name}, nil
+	}
+	return Ref{Name: filepath.Base(ref), Path: ref}, nil
+}
+
+// Check validates a plugin reference of kind without launching anything: a
+// builtin must be listed in the host's Builtins, a path must name an
+// existing, regular, executable file.
+func (h *Host) Check(kind plugin.Kind, ref string) error {
+	return h.builtins.check(kind, ref)
+}
+
+func (b Builtins) check(kind plugin.Kind, ref string) error {
+	if !kind.Valid() {
+		return fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, plugin.Kinds)
+	}
+	r, err := ParseRef(ref)
+	if err != nil {
+		return fmt.Errorf("%s plugin: %w", kind, err)
+	}
+	if r.Builtin {
+		if !b.Has(kind, r.Name) {
+			return fmt.Errorf("%s plugin %q: no such builtin (builtins: %s)", kind, ref, strings.Join(b.Names(kind), ", "))
+		}
+		return nil
+	}
+	return checkExecutable(kind, r.Path)
+}
+
+func checkExecutable(kind plugin.Kind, path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("%s plugin %q: no such file (a plugin reference is builtin:NAME or the path of a plugin binary)", kind, path)
+	case err != nil:
+		return fmt.Errorf("%s plugin %q: %w", kind, path, err)
+	case !st.Mode().IsRegular():
+		return fmt.Errorf("%s plugin %q: not a regular file", kind, path)
+	case st.Mode().Perm()&0o111 == 0:
+		return fmt.Errorf("%s plugin %q: not executable", kind, path)
+	}
+	return nil
+}
