@@ -75,9 +75,17 @@ func InProcess(t testing.TB, kind plugin.Kind, p goplugin.Plugin) any {
 		t.Fatalf("connect to in-process %s plugin: %v", kind, err)
 	}
 	t.Cleanup(func() {
+		// Closing the client asks the server to stop (go-plugin's
+		// controller Shutdown); cancelling too would stop it twice,
+		// concurrently, which go-plugin does not guard against.
 		proto.Close()
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+			cancel()
+			<-closed
+		}
 		cancel()
-		<-closed
 	})
 	raw, err := proto.Dispense(string(kind))
 	if err != nil {
