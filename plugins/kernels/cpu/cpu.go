@@ -10,10 +10,11 @@
 // coalesced in (row, position) order, where position is the lookup's place
 // in the table's index array. A row's update therefore depends only on the
 // lookups that name it, not on the row's number, so a row updated in a
-// cache slot ends with the same bits as in its home table. Tables are independent, so
-// they may run on separate goroutines without changing a single bit; when
-// the request's regions overlap (so one table's writes could be another's
-// reads) the tables run one after another instead.
+// cache slot ends with the same bits as in its home table.
+//
+// Tables are independent, so they may run on separate goroutines without
+// changing a single bit; when the request's regions overlap (so one table's
+// writes could be another's reads) the tables run one after another instead.
 //
 // It imports only sdk/ and the built-in plugins' internal helpers.
 package cpu
@@ -104,8 +105,8 @@ func (k *cpuKernel) view(tables []kernel.Table, bags kernel.Bags, reduce kernel.
 	if len(bags.IndexStart) != len(tables) {
 		return nil, fmt.Errorf("%w: %d index starts for %d tables", plugin.ErrInvalidRequest, len(bags.IndexStart), len(tables))
 	}
-	if bags.Batch < 0 {
-		return nil, fmt.Errorf("%w: batch must be ≥ 0, got %d", plugin.ErrInvalidRequest, bags.Batch)
+	if bags.Batch < 0 || bags.Batch > math.MaxInt32 {
+		return nil, fmt.Errorf("%w: batch must be in [0, 2³¹), got %d", plugin.ErrInvalidRequest, bags.Batch)
 	}
 	B := int64(bags.Batch)
 	T := int64(len(tables))
