@@ -76,6 +76,7 @@ func RunBinary(t *testing.T, path string, opts ...Option) {
 	if path == "" {
 		t.Skip("cachetest: no plugin binary path given")
 	}
+	plugintest.CheckBinary(t, path)
 	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindCache, path) })
 	runContract(t, newConfig(opts), func(t *testing.T) cache.Cache {
 		return plugintest.Binary(t, plugin.KindCache, path, cache.HostPlugin()).(cache.Cache)

@@ -64,6 +64,7 @@ func RunBinary(t *testing.T, path string, opts ...Option) {
 	if path == "" {
 		t.Skip("devicetest: no plugin binary path given")
 	}
+	plugintest.CheckBinary(t, path)
 	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindDevice, path) })
 	runContract(t, newConfig(opts), func(t *testing.T) device.Device {
 		return plugintest.Binary(t, plugin.KindDevice, path, device.HostPlugin()).(device.Device)

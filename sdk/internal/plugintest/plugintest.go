@@ -201,3 +201,16 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// CheckBinary fails t at once unless path is an existing executable file,
+// so a missing binary is one clear failure rather than one per subtest.
+func CheckBinary(t testing.TB, path string) {
+	t.Helper()
+	st, err := os.Stat(path)
+	switch {
+	case err != nil:
+		t.Fatalf("plugin binary: %v", err)
+	case !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0:
+		t.Fatalf("plugin binary %s: not an executable file", path)
+	}
+}

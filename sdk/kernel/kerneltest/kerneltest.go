@@ -66,6 +66,7 @@ func RunBinary(t *testing.T, path string, opts ...Option) {
 	if path == "" {
 		t.Skip("kerneltest: no plugin binary path given")
 	}
+	plugintest.CheckBinary(t, path)
 	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindKernel, path) })
 	runContract(t, newConfig(opts), func(t *testing.T) kernel.Kernel {
 		return plugintest.Binary(t, plugin.KindKernel, path, kernel.HostPlugin()).(kernel.Kernel)

@@ -69,6 +69,7 @@ func RunBinary(t *testing.T, path string, opts ...Option) {
 	if path == "" {
 		t.Skip("modeltest: no plugin binary path given")
 	}
+	plugintest.CheckBinary(t, path)
 	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindModel, path) })
 	runContract(t, newConfig(opts), func(t *testing.T) model.Model {
 		return plugintest.Binary(t, plugin.KindModel, path, model.HostPlugin()).(model.Model)
