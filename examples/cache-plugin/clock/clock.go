@@ -1,4 +1,14 @@
-package main
+// Package clock is a CLOCK (second-chance) cache policy, written as a
+// third-party author would: against flowrun's sdk/ and the standard library
+// only. The command in the parent directory serves it as a plugin binary;
+// flowrun also links it in as builtin:clock.
+//
+// Per table, capacity slots form a circle with a reference bit each and a
+// hand that sweeps for a victim, clearing set bits as it passes (the second
+// chance). A batch's hits are found first and held, so that no miss of the
+// same batch evicts them; when every slot holds a row of the batch, the
+// excess bypasses the cache (slot -1).
+package clock
 
 import (
 	"context"
@@ -37,6 +47,9 @@ type clock struct {
 	tables []*clockTable // nil until Configure
 	epoch  uint64
 }
+
+// New returns a CLOCK policy; Configure gives it its capacity.
+func New() cache.Cache { return newClock() }
 
 func newClock() *clock { return &clock{} }
 

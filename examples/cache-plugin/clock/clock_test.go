@@ -1,4 +1,4 @@
-package main
+package clock
 
 import (
 	"context"
@@ -19,10 +19,10 @@ import (
 // over real gRPC inside this test process.
 func TestConformance(t *testing.T) {
 	t.Run("InsertReferenced", func(t *testing.T) {
-		cachetest.Run(t, func() cache.Cache { return newClock() })
+		cachetest.Run(t, New)
 	})
 	t.Run("InsertUnreferenced", func(t *testing.T) {
-		cachetest.Run(t, func() cache.Cache { return newClock() },
+		cachetest.Run(t, New,
 			cachetest.WithOptions(json.RawMessage(`{"insert_referenced": false}`)))
 	})
 }
@@ -35,7 +35,8 @@ func TestConformanceBinary(t *testing.T) {
 		t.Skip("builds the plugin binary")
 	}
 	bin := filepath.Join(t.TempDir(), "flowrun-cache-clock")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/flowrun/flowrun/examples/cache-plugin")
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	cachetest.RunBinary(t, bin)
