@@ -1,0 +1,56 @@
+package main
+
+import (
+	"github.com/flowrun/flowrun/examples/cache-plugin/clock"
+	"github.com/flowrun/flowrun/framework/pluginhost"
+	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/framework/stages/exchange"
+	"github.com/flowrun/flowrun/framework/stages/load"
+	"github.com/flowrun/flowrun/framework/stages/plan"
+	"github.com/flowrun/flowrun/framework/stages/train"
+	"github.com/flowrun/flowrun/plugins/caches/lru"
+	"github.com/flowrun/flowrun/plugins/caches/none"
+	"github.com/flowrun/flowrun/plugins/devices/cpudram"
+	"github.com/flowrun/flowrun/plugins/devices/hbm"
+	"github.com/flowrun/flowrun/plugins/kernels/cpu"
+	"github.com/flowrun/flowrun/plugins/models/logreg"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/model"
+)
+
+// stages lists every stage kind flowrun knows, explicitly.
+func stages() stage.Registry {
+	r, err := stage.NewRegistry(
+		load.NewFactory(),
+		plan.NewFactory(),
+		exchange.NewFactory(),
+		train.NewFactory(),
+	)
+	if err != nil {
+		panic(err) // a programming error in this list, caught by every test
+	}
+	return r
+}
+
+// builtins lists every plugin linked into flowrun (plugin: builtin:NAME).
+func builtins() pluginhost.Builtins {
+	return pluginhost.Builtins{
+		Caches: map[string]func() cache.Cache{
+			"none":  none.New,
+			"lru":   lru.New,
+			"clock": clock.New,
+		},
+		Kernels: map[string]func() kernel.Kernel{
+			"cpu": cpu.New,
+		},
+		Models: map[string]func() model.Model{
+			"logreg": logreg.New,
+		},
+		Devices: map[string]func() device.Device{
+			"cpu-dram": cpudram.New,
+			"hbm":      hbm.New,
+		},
+	}
+}

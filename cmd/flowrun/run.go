@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/flowrun/flowrun/framework/bus"
+	"github.com/flowrun/flowrun/framework/results"
+	"github.com/flowrun/flowrun/framework/runtime"
+	"github.com/flowrun/flowrun/framework/telemetry"
+)
+
+type runFlags struct {
+	sets  []string
+	out   string
+	trace string
+	nats  string
+	quiet bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run GRAPH",
+		Short: "Run a graph and print its summary",
+		Long: `Run a training or inference graph to the end.
+
+Every key of the graph can be overridden with --set (repeatable), e.g.
+  flowrun run graphs/demo.yaml --set seed=7 --set dataset.batches=40
+
+Traces go where --trace says (or the graph's tracing.exporter): none, stdout,
+file:PATH (JSON lines), otlp-grpc://host:port or otlp-http://host:port.
+Stages talk over an embedded NATS server unless --nats names one.
+A failed run exits non-zero, names the stage, batch and cause, and writes
+no results file.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			res, err := runGraph(ctx, args[0], f, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if !f.quiet {
+				printSummary(cmd.OutOrStdout(), res)
+			}
+			if f.out != "" {
+				if err := res.Write(f.out); err != nil {
+					return err
+				}
+				if !f.quiet {
+					fmt.Fprintf(cmd.OutOrStdout(), "results    %s\n", f.out)
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&f.sets, "set", nil, "override a graph key, `key=value` (repeatable)")
+	cmd.Flags().StringVar(&f.out, "out", "", "write results as JSON to `FILE`")
+	cmd.Flags().StringVar(&f.trace, "trace", "", "trace exporter: none, stdout, file:PATH, otlp-grpc://host:port, otlp-http://host:port (default: the graph's tracing.exporter)")
+	cmd.Flags().StringVar(&f.nats, "nats", "", "use the NATS server at `URL` (nats://host:port) instead of an embedded one")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	return cmd
+}
+
+// runGraph loads, validates and runs one graph with its own plugin host,
+// bus and telemetry, and tears them all down before returning.
+func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*results.Results, error) {
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	g, err := validateGraph(path, f.sets)
+	if err != nil {
+		return nil, err
+	}
+	cfg := g.Config
+	runID := runtime.NewRunID()
+
+	spec := cfg.Tracing.Exporter
+	if f.trace != "" {
+		spec = f.trace
+	}
+	tel, err := telemetry.Setup(ctx, spec, telemetry.Resource{Graph: cfg.Name, RunID: runID, Version: version}, telemetry.WithLogger(log))
+	if err != nil {
+		return nil, usageError{err}
+	}
+	defer func() {
+		if err := tel.Shutdown(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("trace export", "err", err)
+		}
+	}()
+	host, err := newHost(tel.TracerProvider(), stderr)
+	if err != nil {
+		return nil, err
+	}
+	defer host.Close()
+
+	url := cfg.NATS.URL
+	if f.nats != "" {
+		url = f.nats
+	}
+	if url == "" {
+		srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
+		if err != nil {
+			return nil, err
+		}
+		defer srv.Shutdown()
+		url = srv.ClientURL()
+	}
+	conn, err := bus.Connect(url, bus.WithName("flowrun "+cfg.Name), bus.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+
+	bar := newProgress(stderr, f.quiet)
+	defer bar.finish()
+	res, err := runtime.Run(ctx, runtime.Options{
+		Graph: g, Stages: stages(), Plugins: host, Bus: conn,
+		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.update, RunID: runID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res.File = path
+	return res, nil
+}

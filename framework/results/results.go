@@ -1,0 +1,214 @@
+// Package results is what a run leaves behind: results.json. Every figure
+// is data — per-stage counts and latency percentiles on both clocks
+// (measured wall time and modeled device time, the latter always labelled
+// modeled), cache statistics, training metrics and the model digest.
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+)
+
+// Results is the content of results.json.
+type Results struct {
+	Graph   string `json:"graph"`
+	File    string `json:"file,omitempty"`
+	RunID   string `json:"run_id"`
+	Seed    uint64 `json:"seed"`
+	Batches int    `json:"batches"`
+	// EvalBatches are the held-out batches scored after training.
+	EvalBatches int            `json:"eval_batches"`
+	Config      map[string]any `json:"config,omitempty"`
+	Stages      []Stage        `json:"stages"`
+	// Digest is sha256 over every embedding row and every dense parameter
+	// (with optimizer state) at the end of the run, in canonical order.
+	Digest      string      `json:"digest"`
+	IterationMs Iteration   `json:"iteration_ms"`
+	Throughput  Throughput  `json:"throughput"`
+	Cache       *Cache      `json:"cache,omitempty"`
+	Metrics     Metrics     `json:"metrics"`
+	Memory      []Memory    `json:"memory,omitempty"`
+	Plugins     []PluginUse `json:"plugins,omitempty"`
+	WallMs      float64     `json:"wall_ms"`
+	Started     time.Time   `json:"started"`
+}
+
+// Stage is one stage's figures.
+type Stage struct {
+	Name    string `json:"name"`
+	Kind    string `json:"kind"`
+	Batches int    `json:"batches"`
+	// WallMs are percentiles of the measured time the stage spent per batch.
+	WallMs Percentiles `json:"wall_ms"`
+	// ModeledMs are percentiles of the modeled device time per batch (only
+	// for stages that charge a device).
+	ModeledMs *Percentiles `json:"modeled_ms,omitempty"`
+}
+
+// Percentiles of a distribution, in milliseconds.
+type Percentiles struct {
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Mean float64 `json:"mean"`
+	Max  float64 `json:"max"`
+}
+
+// Iteration is time per training batch.
+type Iteration struct {
+	// Wall is measured: run wall time over training batches.
+	Wall float64 `json:"wall"`
+	// Modeled is the sum of the modeled time of every stage per batch
+	// (a non-overlapped bound; the modeled pipeline schedule comes with the
+	// modeled clock).
+	Modeled float64 `json:"modeled,omitempty"`
+}
+
+// Throughput is samples per second.
+type Throughput struct {
+	WallSamplesPerS    float64 `json:"wall_samples_per_s"`
+	ModeledSamplesPerS float64 `json:"modeled_samples_per_s,omitempty"`
+}
+
+// Cache is the run's cache statistics over training batches.
+type Cache struct {
+	Plugin    string           `json:"plugin"`
+	Rows      int64            `json:"rows_per_table"`
+	Hits      int64            `json:"hits"`
+	Misses    int64            `json:"misses"`
+	Evictions int64            `json:"evictions"`
+	HitRate   float64          `json:"hit_rate"`
+	LinkBytes map[string]int64 `json:"bytes_per_link,omitempty"`
+}
+
+// Point is one value of a series at a batch.
+type Point struct {
+	Batch uint64  `json:"batch"`
+	Value float64 `json:"value"`
+}
+
+// Metrics are the training (or inference) metrics.
+type Metrics struct {
+	Loss      *LossCurve         `json:"loss,omitempty"`
+	AUC       *float64           `json:"auc,omitempty"`
+	LogLoss   *float64           `json:"logloss,omitempty"`
+	NE        *float64           `json:"ne,omitempty"`
+	Extra     map[string]float64 `json:"extra,omitempty"`
+	EvalCount int                `json:"eval_samples,omitempty"`
+}
+
+// LossCurve is the training loss: first, last and every Every batches.
+type LossCurve struct {
+	First float64 `json:"first"`
+	Last  float64 `json:"last"`
+	// FirstTenthMean and LastTenthMean average the first and last tenth of
+	// the batches: less noisy than single batches for "did it learn".
+	FirstTenthMean float64 `json:"first_tenth_mean"`
+	LastTenthMean  float64 `json:"last_tenth_mean"`
+	Every          int     `json:"every"`
+	Points         []Point `json:"points"`
+}
+
+// Memory is peak bytes held on a device.
+type Memory struct {
+	Device    string `json:"device"`
+	PeakBytes int64  `json:"peak_bytes"`
+}
+
+// PluginUse records which plugin served each role, and how.
+type PluginUse struct {
+	Kind   string `json:"kind"`
+	Role   string `json:"role"`
+	Ref    string `json:"ref"`
+	Name   string `json:"name"`
+	Remote bool   `json:"out_of_process"`
+}
+
+// PercentilesOf summarises durations given in nanoseconds.
+func PercentilesOf(ns []int64) Percentiles {
+	if len(ns) == 0 {
+		return Percentiles{}
+	}
+	s := append([]int64(nil), ns...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	var sum float64
+	for _, v := range s {
+		sum += float64(v)
+	}
+	q := func(p float64) float64 {
+		// nearest-rank percentile
+		i := int(math.Ceil(p*float64(len(s)))) - 1
+		if i < 0 {
+			i = 0
+		}
+		return float64(s[i]) / 1e6
+	}
+	return Percentiles{P50: q(0.50), P95: q(0.95), P99: q(0.99), Mean: sum / float64(len(s)) / 1e6, Max: float64(s[len(s)-1]) / 1e6}
+}
+
+// NewLossCurve summarises a loss series, keeping every every-th point.
+func NewLossCurve(points []Point, every int) *LossCurve {
+	if len(points) == 0 {
+		return nil
+	}
+	if every < 1 {
+		every = 1
+	}
+	c := &LossCurve{First: points[0].Value, Last: points[len(points)-1].Value, Every: every}
+	tenth := max(1, len(points)/10)
+	for i := 0; i < tenth; i++ {
+		c.FirstTenthMean += points[i].Value / float64(tenth)
+		c.LastTenthMean += points[len(points)-1-i].Value / float64(tenth)
+	}
+	for i, p := range points {
+		if i%every == 0 || i == len(points)-1 {
+			c.Points = append(c.Points, p)
+		}
+	}
+	return c
+}
+
+// Write writes r as indented JSON to path atomically: a reader never sees a
+// half-written file, and a failed run never leaves one behind.
+func (r *Results) Write(path string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*.json")
+	if err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write results: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write results: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
+
+// Read loads a results file.
+func Read(path string) (*Results, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Results
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &r, nil
+}

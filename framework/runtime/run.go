@@ -1,0 +1,328 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/results"
+	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// PluginOpener resolves plugin references (builtin:NAME or a binary path)
+// to running, not yet configured plugins, and reports plugins that die.
+// framework/pluginhost.Host is the implementation.
+type PluginOpener interface {
+	Cache(ctx context.Context, ref string) (cache.Cache, error)
+	Kernel(ctx context.Context, ref string) (kernel.Kernel, error)
+	Model(ctx context.Context, ref string) (model.Model, error)
+	Device(ctx context.Context, ref string) (device.Device, error)
+	// Failures delivers an error naming any plugin process that exits
+	// while the run uses it.
+	Failures() <-chan error
+}
+
+// Run runs the graph to the end and returns its results. On failure it
+// returns the first error (a *StageError for a stage, the plugin host's
+// error for a crashed plugin) and no results.
+func Run(ctx context.Context, opts Options) (*results.Results, error) {
+	g := opts.Graph
+	cfg := g.Config
+	r := &run{
+		opts:    opts,
+		id:      opts.RunID,
+		log:     opts.Logger,
+		metrics: &stage.Metrics{},
+		seen:    make(map[uint64]int),
+		total:   -1,
+		done:    make(chan struct{}),
+		started: time.Now(),
+	}
+	if r.id == "" {
+		r.id = NewRunID()
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	tp := opts.TracerProvider
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	r.tracer = tp.Tracer("github.com/flowrun/flowrun/framework/runtime")
+	defer r.mapper.Close()
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	ctx, root := r.tracer.Start(ctx, "flowrun.run", trace.WithAttributes(
+		attribute.String("flowrun.graph", cfg.Name),
+		attribute.String("flowrun.run_id", r.id),
+		attribute.Int64("flowrun.seed", int64(cfg.Seed)),
+	))
+	defer root.End()
+	fail := func(err error) error {
+		root.RecordError(err)
+		root.SetStatus(codes.Error, err.Error())
+		return err
+	}
+
+	plugins, uses, err := openPlugins(ctx, opts.Plugins, cfg, r.id)
+	if err != nil {
+		return nil, fail(err)
+	}
+	layout := batch.NewLayout(cfg.Dataset)
+	tables, err := batch.NewTables(cfg.Seed, cfg.Dataset.Tables, cfg.Dataset.Rows, cfg.Dataset.Dim)
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer tables.Close()
+
+	for _, gn := range g.Nodes {
+		f, ok := opts.Stages[stage.Kind(gn.Kind)]
+		if !ok {
+			return nil, fail(fmt.Errorf("stage %s: unknown kind %q", gn.Name, gn.Kind))
+		}
+		scfg, ok := gn.Options.(stage.Config)
+		if !ok {
+			return nil, fail(fmt.Errorf("stage %s: options were not decoded by its kind", gn.Name))
+		}
+		set := stage.Settings{
+			Name: gn.Name, Graph: cfg, Tables: tables, Layout: layout, Plugins: plugins,
+			TracerProvider: tp, Logger: r.log.With("stage", gn.Name), Metrics: r.metrics,
+		}
+		st, err := f.Create(ctx, set, scfg)
+		if err != nil {
+			return nil, fail(err)
+		}
+		n := &node{Node: gn, id: set.ID(stage.Kind(gn.Kind)), stage: st}
+		for _, out := range gn.Out {
+			n.outs = append(n.outs, r.subject(out))
+		}
+		if len(gn.Out) == 0 {
+			r.sinks++
+		}
+		r.nodes = append(r.nodes, n)
+	}
+	defer func() {
+		for i := len(r.nodes) - 1; i >= 0; i-- {
+			if c, ok := r.nodes[i].stage.(stage.Closer); ok {
+				if err := c.Close(context.WithoutCancel(ctx)); err != nil {
+					r.log.Warn("close stage", "stage", r.nodes[i].id, "err", err)
+				}
+			}
+		}
+	}()
+
+	// Enough buffers for every stage to hold one batch and every edge to
+	// queue its credits; more would only add memory, not overlap.
+	credits := max(cfg.NATS.Credits, 1)
+	if r.pool, err = batch.NewPool(layout, len(r.nodes)+credits); err != nil {
+		return nil, fail(err)
+	}
+	defer r.pool.Close()
+
+	// Subscribe downstream first so that no publish waits for a consumer
+	// that is still being set up.
+	wctx, stopWorkers := context.WithCancel(ctx)
+	defer stopWorkers()
+	for i := len(r.nodes) - 1; i >= 0; i-- {
+		n := r.nodes[i]
+		if n.In == "" {
+			continue
+		}
+		if n.sub, err = opts.Bus.Subscribe(wctx, r.subject(n.In), credits); err != nil {
+			return nil, fail(fmt.Errorf("stage %s: %w", n.id, err))
+		}
+	}
+
+	var wg sync.WaitGroup
+	for _, n := range r.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if n.In == "" {
+				err = r.source(wctx, n)
+			} else {
+				err = r.worker(wctx, n)
+			}
+			if err != nil && wctx.Err() == nil {
+				cancel(err)
+			}
+		}()
+	}
+
+	var failures <-chan error
+	if opts.Plugins != nil {
+		failures = opts.Plugins.Failures()
+	}
+	select {
+	case <-r.done:
+	case err := <-failures:
+		cancel(err)
+	case <-ctx.Done():
+	}
+	stopWorkers()
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		return nil, fail(err)
+	}
+
+	for _, n := range r.nodes {
+		if f, ok := n.stage.(stage.Finisher); ok {
+			if err := f.Finish(ctx); err != nil {
+				return nil, fail(&StageError{Stage: n.id, Seq: uint64(r.total), Err: fmt.Errorf("finish: %w", err)})
+			}
+		}
+	}
+	dense, err := plugins.Model.Digest(ctx)
+	if err != nil {
+		return nil, fail(fmt.Errorf("model digest: %w", err))
+	}
+	res := r.results(cfg, tables.Digest(dense), uses)
+	root.SetAttributes(attribute.String("flowrun.digest", res.Digest))
+	return res, nil
+}
+
+// openPlugins opens and configures every plugin the graph names.
+func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config, runID string) (stage.Plugins, []results.PluginUse, error) {
+	var ps stage.Plugins
+	var uses []results.PluginUse
+	if host == nil {
+		return ps, nil, errors.New("no plugin host")
+	}
+	tables := make([]plugin.Table, cfg.Dataset.Tables)
+	for i := range tables {
+		tables[i] = plugin.Table{Rows: cfg.Dataset.Rows, Dim: cfg.Dataset.Dim}
+	}
+	configure := func(p plugin.Base, kind plugin.Kind, role, ref string, options map[string]any) error {
+		raw, err := json.Marshal(options)
+		if err != nil {
+			return fmt.Errorf("%s plugin %q: options: %w", role, ref, err)
+		}
+		setup := plugin.Setup{
+			RunID: runID, Seed: cfg.Seed, Tables: tables, BatchSize: cfg.Dataset.BatchSize,
+			Lookups: cfg.Dataset.Lookups, DenseFeatures: cfg.Dataset.DenseFeatures, Options: raw,
+		}
+		if err := p.Configure(ctx, setup); err != nil {
+			return fmt.Errorf("%s plugin %q: configure: %w", role, ref, err)
+		}
+		info, err := p.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("%s plugin %q: info: %w", role, ref, err)
+		}
+		uses = append(uses, results.PluginUse{Kind: string(kind), Role: role, Ref: ref, Name: info.Name, Remote: !isBuiltin(ref)})
+		return nil
+	}
+	var errs []error
+	opened := func(role, ref string, err error) bool {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s plugin %q: %w", role, ref, err))
+		}
+		return err == nil
+	}
+	var err error
+	if ps.Model, err = host.Model(ctx, cfg.Model.Plugin); opened("model", cfg.Model.Plugin, err) {
+		errs = append(errs, configure(ps.Model, plugin.KindModel, "model", cfg.Model.Plugin, cfg.Model.Options))
+	}
+	if ps.Kernel, err = host.Kernel(ctx, cfg.Kernel.Plugin); opened("kernel", cfg.Kernel.Plugin, err) {
+		errs = append(errs, configure(ps.Kernel, plugin.KindKernel, "kernel", cfg.Kernel.Plugin, cfg.Kernel.Options))
+	}
+	cacheOpts := map[string]any{}
+	for k, v := range cfg.Cache.Options {
+		cacheOpts[k] = v
+	}
+	cacheOpts["capacity"] = cfg.Cache.CacheRows(cfg.Dataset.Rows)
+	if ps.Cache, err = host.Cache(ctx, cfg.Cache.Plugin); opened("cache", cfg.Cache.Plugin, err) {
+		errs = append(errs, configure(ps.Cache, plugin.KindCache, "cache", cfg.Cache.Plugin, cacheOpts))
+	}
+	ps.Devices = make(map[string]device.Device, len(cfg.Devices))
+	names := make([]string, 0, len(cfg.Devices))
+	for name := range cfg.Devices {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ref := cfg.Devices[name]
+		role := "devices." + name
+		d, err := host.Device(ctx, ref.Plugin)
+		if opened(role, ref.Plugin, err) {
+			ps.Devices[name] = d
+			errs = append(errs, configure(d, plugin.KindDevice, role, ref.Plugin, ref.Options))
+		}
+	}
+	return ps, uses, errors.Join(errs...)
+}
+
+func isBuiltin(ref string) bool { return len(ref) > 8 && ref[:8] == "builtin:" }
+
+func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUse) *results.Results {
+	wall := time.Since(r.started)
+	res := &results.Results{
+		Graph: cfg.Name, RunID: r.id, Seed: cfg.Seed, Batches: cfg.Dataset.Batches,
+		EvalBatches: r.total - cfg.Dataset.Batches, Digest: digest, Plugins: uses,
+		WallMs: float64(wall.Nanoseconds()) / 1e6, Started: r.started,
+	}
+	var modeledPerBatch float64
+	for _, n := range r.nodes {
+		s := results.Stage{Name: n.Name, Kind: n.Kind, Batches: len(n.wallNs), WallMs: results.PercentilesOf(n.wallNs)}
+		if len(n.modNs) > 0 {
+			p := results.PercentilesOf(n.modNs)
+			s.ModeledMs = &p
+			modeledPerBatch += p.Mean
+		}
+		res.Stages = append(res.Stages, s)
+	}
+	samples := float64(cfg.Dataset.BatchSize)
+	if cfg.Dataset.Batches > 0 {
+		res.IterationMs.Wall = res.WallMs / float64(max(r.total, 1))
+		res.Throughput.WallSamplesPerS = samples * float64(max(r.total, 1)) / wall.Seconds()
+	}
+	if modeledPerBatch > 0 {
+		res.IterationMs.Modeled = modeledPerBatch
+		res.Throughput.ModeledSamplesPerS = samples / (modeledPerBatch / 1e3)
+	}
+	series, totals, values := r.metrics.Snapshot()
+	if pts := series["loss"]; len(pts) > 0 {
+		rp := make([]results.Point, len(pts))
+		for i, p := range pts {
+			rp[i] = results.Point{Batch: p.Seq, Value: p.Value}
+		}
+		res.Metrics.Loss = results.NewLossCurve(rp, max(1, len(rp)/20))
+	}
+	for name, dst := range map[string]**float64{"auc": &res.Metrics.AUC, "logloss": &res.Metrics.LogLoss, "ne": &res.Metrics.NE} {
+		if v, ok := values[name]; ok {
+			*dst = &v
+		}
+	}
+	res.Metrics.EvalCount = int(values["eval_samples"])
+	hits, misses := int64(totals["cache.hits"]), int64(totals["cache.misses"])
+	if hits+misses > 0 {
+		res.Cache = &results.Cache{
+			Plugin: cfg.Cache.Plugin, Rows: cfg.Cache.CacheRows(cfg.Dataset.Rows),
+			Hits: hits, Misses: misses, Evictions: int64(totals["cache.evictions"]),
+			HitRate: float64(hits) / float64(hits+misses),
+			LinkBytes: map[string]int64{
+				"to_device": int64(totals["link.bytes_to_device"]),
+				"to_host":   int64(totals["link.bytes_to_host"]),
+			},
+		}
+	}
+	return res
+}

@@ -1,0 +1,262 @@
+// Package runtime runs a built graph: it creates the host tables, the batch
+// pool and the stages, subscribes every stage to its input subject, drives
+// the source, and tracks each batch until every sink has seen it. It owns
+// the run's root span, the per-stage span per batch and the stopping rules:
+// the first stage error or plugin crash stops the run, naming the stage (or
+// plugin), the batch and the cause.
+package runtime
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/bus"
+	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+// Options is what a run needs besides its graph.
+type Options struct {
+	Graph *graph.Graph
+	// Stages are the stage kinds the graph may use.
+	Stages stage.Registry
+	// Plugins resolves the graph's plugin references.
+	Plugins PluginOpener
+	// Bus is a connection to the NATS server that joins the stages.
+	Bus *bus.Conn
+	// TracerProvider makes the run's spans; nil traces nothing.
+	TracerProvider trace.TracerProvider
+	Logger         *slog.Logger
+	// Progress, when set, is called after every batch that leaves the
+	// graph, with the batches done so far and the total (0 while unknown).
+	Progress func(done, total int)
+	// RunID names the run; empty makes a random one.
+	RunID string
+}
+
+// StageError is a stage failing on a batch.
+type StageError struct {
+	Stage string // kind/name
+	Seq   uint64
+	Err   error
+}
+
+func (e *StageError) Error() string {
+	return fmt.Sprintf("stage %s failed on batch %d: %v", e.Stage, e.Seq, e.Err)
+}
+
+func (e *StageError) Unwrap() error { return e.Err }
+
+// node is a created stage and what the runtime measures of it.
+type node struct {
+	graph.Node
+	id     string
+	stage  any
+	outs   []string // full subjects
+	sub    *bus.Subscription
+	wallNs []int64
+	modNs  []int64
+}
+
+// run is the state of one run.
+type run struct {
+	opts    Options
+	id      string
+	tracer  trace.Tracer
+	log     *slog.Logger
+	nodes   []*node
+	sinks   int
+	pool    *batch.Pool
+	mapper  region.Mapper
+	metrics *stage.Metrics
+
+	mu        sync.Mutex
+	seen      map[uint64]int // sinks that have seen a batch
+	completed int
+	total     int // -1 until the source reaches EOF
+	done      chan struct{}
+	started   time.Time
+}
+
+// NewRunID returns a random run id (16 hex digits).
+func NewRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// subject is the NATS subject of a graph subject in this run: runs sharing
+// an external server never see each other's batches.
+func (r *run) subject(name string) string { return "flowrun." + r.id + "." + name }
+
+// complete records that a sink has finished a batch; when every sink has,
+// its buffer goes back to the pool.
+func (r *run) complete(h *batch.Header) error {
+	r.mu.Lock()
+	r.seen[h.Seq]++
+	last := r.seen[h.Seq] == r.sinks
+	if last {
+		delete(r.seen, h.Seq)
+		r.completed++
+	}
+	done, total := r.completed, r.total
+	r.mu.Unlock()
+	if !last {
+		return nil
+	}
+	if err := r.pool.Release(h.Buffer); err != nil {
+		return err
+	}
+	if r.opts.Progress != nil {
+		r.opts.Progress(done, max(total, 0))
+	}
+	r.checkDone()
+	return nil
+}
+
+func (r *run) checkDone() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.total >= 0 && r.completed == r.total {
+		select {
+		case <-r.done:
+		default:
+			close(r.done)
+		}
+	}
+}
+
+func (r *run) spanAttrs(n *node, b *batch.Batch) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.String("flowrun.run_id", r.id),
+		attribute.String("flowrun.stage", n.Name),
+		attribute.String("flowrun.stage.kind", n.Kind),
+		attribute.Int64("flowrun.batch.seq", int64(b.Seq)),
+		attribute.Bool("flowrun.batch.eval", b.Eval),
+	}
+	for _, k := range b.StatNames() {
+		attrs = append(attrs, attribute.Int64("flowrun."+k, b.Stats[k]))
+	}
+	return attrs
+}
+
+// process runs one stage on one batch inside its span and measures it.
+func (r *run) process(ctx context.Context, n *node, b *batch.Batch, work func(context.Context) error) error {
+	ctx, span := r.tracer.Start(ctx, n.id, trace.WithAttributes(
+		attribute.Int64("flowrun.batch.seq", int64(b.Seq))))
+	defer span.End()
+	// Modeled time is per stage; every other stat travels downstream for
+	// the stages that need it (exchange reads plan's misses).
+	delete(b.Stats, "modeled_ns")
+	start := time.Now()
+	err := work(ctx)
+	elapsed := time.Since(start)
+	n.wallNs = append(n.wallNs, elapsed.Nanoseconds())
+	if ns, ok := b.Stats["modeled_ns"]; ok {
+		n.modNs = append(n.modNs, ns)
+	}
+	span.SetAttributes(r.spanAttrs(n, b)...)
+	span.SetAttributes(attribute.Float64("flowrun.wall_ms", float64(elapsed.Nanoseconds())/1e6))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		return &StageError{Stage: n.id, Seq: b.Seq, Err: err}
+	}
+	return nil
+}
+
+// forward publishes a processed batch on every output subject of n, or
+// completes it if n is a sink.
+func (r *run) forward(ctx context.Context, n *node, b *batch.Batch) error {
+	if len(n.outs) == 0 {
+		return r.complete(&b.Header)
+	}
+	data, err := b.Header.Marshal()
+	if err != nil {
+		return err
+	}
+	for _, out := range n.outs {
+		msg := bus.NewMessage(data)
+		bus.Inject(ctx, msg)
+		if err := r.opts.Bus.Publish(ctx, out, msg); err != nil {
+			return fmt.Errorf("stage %s: publish batch %d to %s: %w", n.id, b.Seq, out, err)
+		}
+	}
+	return nil
+}
+
+// source drives a source stage: one buffer per batch from the pool, which
+// blocks while the graph is full.
+func (r *run) source(ctx context.Context, n *node) error {
+	src := n.stage.(stage.Source)
+	for seq := uint64(0); ; seq++ {
+		h, err := r.pool.Acquire(ctx, seq)
+		if err != nil {
+			return err
+		}
+		b := batch.New(h, &r.mapper)
+		var eof bool
+		var sctx context.Context
+		err = r.process(ctx, n, b, func(ctx context.Context) error {
+			sctx = ctx
+			err := src.Next(ctx, b)
+			if errors.Is(err, io.EOF) {
+				eof = true
+				return nil
+			}
+			return err
+		})
+		if eof {
+			r.pool.Release(h.Buffer)
+			n.wallNs = n.wallNs[:len(n.wallNs)-1]
+			r.mu.Lock()
+			r.total = int(seq)
+			r.mu.Unlock()
+			r.checkDone()
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.forward(trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(sctx)), n, b); err != nil {
+			return err
+		}
+	}
+}
+
+// worker runs a non-source stage over its input subject until the run ends.
+func (r *run) worker(ctx context.Context, n *node) error {
+	st := n.stage.(stage.Stage)
+	for msg := range n.sub.Messages() {
+		h, err := batch.Unmarshal(msg.Data)
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", n.id, err)
+		}
+		b := batch.New(h, &r.mapper)
+		mctx := bus.Extract(ctx, msg)
+		var sctx context.Context
+		if err := r.process(mctx, n, b, func(ctx context.Context) error {
+			sctx = ctx
+			return st.Process(ctx, b)
+		}); err != nil {
+			return err
+		}
+		if err := r.forward(sctx, n, b); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,201 @@
+// Package stage defines what a stage kind is: a sealed Factory that makes a
+// typed, validated Config and builds the stage from it, the Settings a stage
+// is handed (telemetry, plugins, the run's shape), and the Stage interfaces
+// the runtime drives.
+//
+// A stage does one batch at a time through plugins and returns; moving
+// batches between stages (NATS subjects, credits, trace context) is the
+// runtime's job, not the stage's. Stage kinds import this package and the
+// SDK, never each other, the graph or the runtime.
+package stage
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/model"
+)
+
+// Kind names a stage kind (load, plan, ...).
+type Kind string
+
+// Config is a stage kind's own options. Validate reports every problem,
+// each under its key path (config.At).
+type Config interface {
+	Validate() error
+}
+
+// Plugins are the plugin instances of a run, already configured. A stage
+// uses the ones its kind needs.
+type Plugins struct {
+	Cache   cache.Cache
+	Kernel  kernel.Kernel
+	Model   model.Model
+	Devices map[string]device.Device
+}
+
+// Settings is everything a stage is handed when it is created.
+type Settings struct {
+	// Name is the stage's name in the graph; ID is "kind/name".
+	Name string
+	// Graph is the whole decoded graph (dataset shape, seed, cache size).
+	Graph *config.Config
+	// Tables are the host embedding tables, shared by every stage.
+	Tables *batch.Tables
+	// Layout is where each array of a batch lives inside a batch buffer.
+	Layout *batch.Layout
+	Plugins
+	// TracerProvider makes the stage's own spans, if it wants any beyond
+	// the span the runtime opens around each batch.
+	TracerProvider trace.TracerProvider
+	Logger         *slog.Logger
+	// Metrics receives the stage's figures (training loss, scores, ...).
+	Metrics *Metrics
+}
+
+// ID is the stage's component id, "kind/name".
+func (s Settings) ID(k Kind) string { return fmt.Sprintf("%s/%s", k, s.Name) }
+
+// Stage processes one batch. The runtime calls Process for one batch at a
+// time, in sequence order, and publishes the batch onward when it returns
+// nil. Attributes the stage sets on b (b.SetStat) go onto the batch's span.
+type Stage interface {
+	Process(ctx context.Context, b *batch.Batch) error
+}
+
+// Source is a stage with no input: it fills batches. The runtime hands it
+// one empty batch at a time (sequence number and buffer set, in order) once
+// the graph has room for it, and stops at io.EOF.
+type Source interface {
+	Next(ctx context.Context, b *batch.Batch) error
+}
+
+// Closer is implemented by stages that hold resources past the last batch.
+type Closer interface {
+	Close(ctx context.Context) error
+}
+
+// Finisher is implemented by stages with work to do once every training
+// batch has passed them (held-out evaluation, final statistics).
+type Finisher interface {
+	Finish(ctx context.Context) error
+}
+
+// CreateFunc builds a stage from its settings and decoded config.
+type CreateFunc func(ctx context.Context, set Settings, cfg Config) (any, error)
+
+// Factory makes one stage kind. It is sealed: build one with NewFactory.
+type Factory interface {
+	Kind() Kind
+	// Source reports whether the kind makes batches (and has no input).
+	Source() bool
+	// CreateDefaultConfig returns a new Config holding the defaults.
+	CreateDefaultConfig() Config
+	// Create builds a Stage (or a Source, when Source() is true).
+	Create(ctx context.Context, set Settings, cfg Config) (any, error)
+	unexported()
+}
+
+type factory struct {
+	kind     Kind
+	source   bool
+	defaults func() Config
+	create   CreateFunc
+}
+
+// FactoryOption adjusts a factory.
+type FactoryOption func(*factory)
+
+// AsSource marks a kind as a batch source.
+func AsSource() FactoryOption { return func(f *factory) { f.source = true } }
+
+// NewFactory returns the factory for a stage kind.
+func NewFactory(kind Kind, defaults func() Config, create CreateFunc, opts ...FactoryOption) Factory {
+	f := &factory{kind: kind, defaults: defaults, create: create}
+	for _, o := range opts {
+		o(f)
+	}
+	return f
+}
+
+func (f *factory) Kind() Kind                  { return f.kind }
+func (f *factory) Source() bool                { return f.source }
+func (f *factory) CreateDefaultConfig() Config { return f.defaults() }
+func (f *factory) Create(ctx context.Context, set Settings, cfg Config) (any, error) {
+	s, err := f.create(ctx, set, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create stage %s: %w", set.ID(f.kind), err)
+	}
+	switch s.(type) {
+	case Source:
+		if !f.source {
+			return nil, fmt.Errorf("create stage %s: kind %s is not a source", set.ID(f.kind), f.kind)
+		}
+	case Stage:
+	default:
+		return nil, fmt.Errorf("create stage %s: %T is neither a Stage nor a Source", set.ID(f.kind), s)
+	}
+	return s, nil
+}
+func (f *factory) unexported() {}
+
+// Registry is the set of stage kinds a run may use, listed explicitly by the
+// caller (cmd/flowrun/components.go), never filled by init().
+type Registry map[Kind]Factory
+
+// NewRegistry indexes factories by kind; a kind listed twice is an error.
+func NewRegistry(factories ...Factory) (Registry, error) {
+	r := make(Registry, len(factories))
+	for _, f := range factories {
+		if _, dup := r[f.Kind()]; dup {
+			return nil, fmt.Errorf("stage kind %q listed twice", f.Kind())
+		}
+		r[f.Kind()] = f
+	}
+	return r, nil
+}
+
+// Names lists the registered kinds, sorted.
+func (r Registry) Names() []string {
+	names := make([]string, 0, len(r))
+	for k := range r {
+		names = append(names, string(k))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Known reports whether kind is registered.
+func (r Registry) Known(kind string) bool { _, ok := r[Kind(kind)]; return ok }
+
+// IsSource reports whether kind is a registered source kind.
+func (r Registry) IsSource(kind string) bool {
+	f, ok := r[Kind(kind)]
+	return ok && f.Source()
+}
+
+// DecodeOptions decodes a stage's options over its kind's defaults,
+// rejecting unknown keys, and validates the result.
+func (r Registry) DecodeOptions(kind string, options map[string]any) (any, error) {
+	f, ok := r[Kind(kind)]
+	if !ok {
+		return nil, fmt.Errorf("unknown stage kind %q", kind)
+	}
+	cfg := f.CreateDefaultConfig()
+	if err := decode(options, cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}

@@ -1,0 +1,24 @@
+package exchange
+
+import (
+	"errors"
+
+	"github.com/flowrun/flowrun/framework/config"
+)
+
+// Config is the exchange stage's options.
+type Config struct {
+	// Device names the device whose link the rows cross.
+	Device string `mapstructure:"device"`
+}
+
+// Validate checks the options.
+func (c *Config) Validate() error {
+	if c.Device == "" {
+		return config.At("device", errors.New("must name a device of the graph"))
+	}
+	return nil
+}
+
+// DeviceNames lists the devices the stage uses, for the graph's checks.
+func (c *Config) DeviceNames() []string { return []string{c.Device} }

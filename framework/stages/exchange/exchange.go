@@ -1,0 +1,45 @@
+// Package exchange is the stage that moves a batch's cache traffic over the
+// link between host memory and the device: missed rows towards the device,
+// evicted rows back. It charges the link's cost model for both directions
+// and records the bytes per direction; the modeled time is labelled as such
+// everywhere it is reported.
+package exchange
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/sdk/device"
+)
+
+type exchanger struct {
+	set stage.Settings
+	dev device.Device
+}
+
+func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
+	rowBytes := int64(e.set.Layout.Dim) * 4
+	toDevice := b.Stats["misses"] * rowBytes
+	toHost := b.Stats["victims"] * rowBytes
+	res, err := e.dev.Cost(ctx, &device.CostRequest{Seq: b.Seq, Ops: []device.Op{
+		{Name: "rows-to-device", Kind: device.Transfer, Bytes: toDevice},
+		{Name: "victims-to-host", Kind: device.Transfer, Bytes: toHost},
+	}})
+	if err != nil {
+		return fmt.Errorf("device cost: %w", err)
+	}
+	var ns int64
+	for _, v := range res.ModeledNs {
+		ns += v
+	}
+	b.SetStat("bytes_to_device", toDevice)
+	b.SetStat("bytes_to_host", toHost)
+	b.SetStat("modeled_ns", ns)
+	if !b.Eval {
+		e.set.Metrics.Add("link.bytes_to_device", float64(toDevice))
+		e.set.Metrics.Add("link.bytes_to_host", float64(toHost))
+	}
+	return nil
+}

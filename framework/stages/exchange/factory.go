@@ -1,0 +1,25 @@
+package exchange
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/stage"
+)
+
+// Kind is the exchange stage's kind.
+const Kind stage.Kind = "exchange"
+
+// NewFactory returns the exchange stage's factory.
+func NewFactory() stage.Factory {
+	return stage.NewFactory(Kind,
+		func() stage.Config { return &Config{Device: "gpu"} },
+		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
+			c := cfg.(*Config)
+			d, ok := set.Devices[c.Device]
+			if !ok {
+				return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
+			}
+			return &exchanger{set: set, dev: d}, nil
+		})
+}

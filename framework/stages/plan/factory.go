@@ -1,0 +1,23 @@
+package plan
+
+import (
+	"context"
+	"errors"
+
+	"github.com/flowrun/flowrun/framework/stage"
+)
+
+// Kind is the plan stage's kind.
+const Kind stage.Kind = "plan"
+
+// NewFactory returns the plan stage's factory.
+func NewFactory() stage.Factory {
+	return stage.NewFactory(Kind,
+		func() stage.Config { return &Config{} },
+		func(_ context.Context, set stage.Settings, _ stage.Config) (any, error) {
+			if set.Cache == nil {
+				return nil, errors.New("plan needs a cache plugin")
+			}
+			return &planner{set: set}, nil
+		})
+}

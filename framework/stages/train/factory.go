@@ -1,0 +1,25 @@
+package train
+
+import (
+	"context"
+	"errors"
+
+	"github.com/flowrun/flowrun/framework/stage"
+)
+
+// Kind is the train stage's kind.
+const Kind stage.Kind = "train"
+
+// NewFactory returns the train stage's factory.
+func NewFactory() stage.Factory {
+	return stage.NewFactory(Kind,
+		func() stage.Config {
+			return &Config{LearningRate: 0.05, Reduce: "sum", HostDevice: "host", ComputeDevice: "gpu"}
+		},
+		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
+			if set.Kernel == nil || set.Model == nil {
+				return nil, errors.New("train needs a kernel and a model plugin")
+			}
+			return newTrainer(set, cfg.(*Config))
+		})
+}

@@ -1,0 +1,174 @@
+// Package train is the stage that trains on a batch: it pools the batch's
+// embedding rows from the host tables (kernel gather-reduce), runs the
+// dense model forward and backward (model plugin), and applies the pooled
+// gradients to the rows (kernel scatter). Held-out batches are only scored;
+// at the end of the run their scores give AUC, logloss and NE.
+package train
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/model"
+)
+
+type trainer struct {
+	set    stage.Settings
+	cfg    *Config
+	reduce kernel.Reduce
+	host   device.Device
+	gpu    device.Device
+
+	mu             sync.Mutex
+	scores, labels []float32
+}
+
+func newTrainer(set stage.Settings, cfg *Config) (*trainer, error) {
+	t := &trainer{set: set, cfg: cfg}
+	if cfg.Reduce == "mean" {
+		t.reduce = kernel.Mean
+	}
+	var ok bool
+	if cfg.HostDevice != "" {
+		if t.host, ok = set.Devices[cfg.HostDevice]; !ok {
+			return nil, fmt.Errorf("host_device %q is not a device of the graph", cfg.HostDevice)
+		}
+	}
+	if cfg.ComputeDevice != "" {
+		if t.gpu, ok = set.Devices[cfg.ComputeDevice]; !ok {
+			return nil, fmt.Errorf("compute_device %q is not a device of the graph", cfg.ComputeDevice)
+		}
+	}
+	return t, nil
+}
+
+func (t *trainer) bags(b *batch.Batch) (kernel.Bags, error) {
+	ids, err := b.Ref(batch.IDs)
+	if err != nil {
+		return kernel.Bags{}, err
+	}
+	offs, err := b.Ref(batch.Offsets)
+	if err != nil {
+		return kernel.Bags{}, err
+	}
+	return kernel.Bags{Batch: t.set.Layout.BatchSize, Indices: ids, IndexStart: t.set.Layout.IndexStart()[:t.set.Layout.Tables], Offsets: offs}, nil
+}
+
+func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
+	bags, err := t.bags(b)
+	if err != nil {
+		return err
+	}
+	pooled, err := b.Ref(batch.Pooled)
+	if err != nil {
+		return err
+	}
+	tables := t.set.Tables.Kernel()
+	gather, err := t.set.Kernel.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: tables, Bags: bags, Reduce: t.reduce, Out: pooled})
+	if err != nil {
+		return fmt.Errorf("gather-reduce: %w", err)
+	}
+	step := &model.StepRequest{Seq: b.Seq, Batch: t.set.Layout.BatchSize, Pooled: pooled, Train: !b.Eval}
+	if step.Dense, err = b.Ref(batch.Dense); err != nil {
+		return err
+	}
+	if step.Labels, err = b.Ref(batch.Labels); err != nil {
+		return err
+	}
+	if step.Scores, err = b.Ref(batch.Scores); err != nil {
+		return err
+	}
+	if step.PooledGrad, err = b.Ref(batch.Grads); err != nil {
+		return err
+	}
+	res, err := t.set.Model.Step(ctx, step)
+	if err != nil {
+		return fmt.Errorf("model step: %w", err)
+	}
+	ops := []device.Op{{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead}}
+	gpuOps := []device.Op{
+		{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled.Length},
+		{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs},
+	}
+	b.SetStat("gather_bytes", gather.BytesRead)
+	if b.Eval {
+		if err := t.keepScores(b); err != nil {
+			return err
+		}
+	} else {
+		scatter, err := t.set.Kernel.Scatter(ctx, &kernel.ScatterRequest{
+			Tables: tables, Bags: bags, Reduce: t.reduce, Grads: step.PooledGrad,
+			Optimizer: kernel.SGD, LearningRate: float32(t.cfg.LearningRate),
+		})
+		if err != nil {
+			return fmt.Errorf("scatter: %w", err)
+		}
+		ops = append(ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: scatter.BytesRead + scatter.BytesWritten})
+		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
+		b.SetStat("scatter_bytes", scatter.BytesWritten)
+		t.set.Metrics.Append("loss", b.Seq, res.Loss)
+	}
+	modeled, err := charge(ctx, b.Seq, t.host, ops)
+	if err != nil {
+		return err
+	}
+	gpuNs, err := charge(ctx, b.Seq, t.gpu, gpuOps)
+	if err != nil {
+		return err
+	}
+	b.SetStat("modeled_ns", modeled+gpuNs)
+	return nil
+}
+
+// charge asks a device for the modeled time of a batch's operations on it,
+// in one call, and returns their sum (the operations run one after another).
+func charge(ctx context.Context, seq uint64, d device.Device, ops []device.Op) (int64, error) {
+	if d == nil {
+		return 0, nil
+	}
+	res, err := d.Cost(ctx, &device.CostRequest{Seq: seq, Ops: ops})
+	if err != nil {
+		return 0, fmt.Errorf("device cost: %w", err)
+	}
+	var sum int64
+	for _, ns := range res.ModeledNs {
+		sum += ns
+	}
+	return sum, nil
+}
+
+func (t *trainer) keepScores(b *batch.Batch) error {
+	scores, err := b.Float32s(batch.Scores)
+	if err != nil {
+		return err
+	}
+	labels, err := b.Float32s(batch.Labels)
+	if err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.scores = append(t.scores, scores[:t.set.Layout.BatchSize]...)
+	t.labels = append(t.labels, labels[:t.set.Layout.BatchSize]...)
+	return nil
+}
+
+// Finish turns the held-out scores into AUC, logloss and NE.
+func (t *trainer) Finish(context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.scores) == 0 {
+		return nil
+	}
+	e := Evaluate(t.scores, t.labels)
+	t.set.Metrics.Set("auc", e.AUC)
+	t.set.Metrics.Set("logloss", e.LogLoss)
+	t.set.Metrics.Set("ne", e.NE)
+	t.set.Metrics.Set("eval_samples", float64(len(t.scores)))
+	return nil
+}
