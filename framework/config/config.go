@@ -21,6 +21,10 @@ type Config struct {
 	// Seed makes a run deterministic: data, initial weights and every
 	// random choice of every plugin derive from it.
 	Seed uint64 `mapstructure:"seed"`
+	// Pipeline says whether batches overlap in the graph (pipelined, the
+	// default) or go through it one at a time (sequential: the straw-man
+	// of ScratchPipe, and the reference every pipelined design must match).
+	Pipeline Pipeline `mapstructure:"pipeline"`
 	// Dataset is where batches come from.
 	Dataset Dataset `mapstructure:"dataset"`
 	// Model is the dense model plugin.
@@ -124,7 +128,8 @@ type NATS struct {
 // a graph must define them.
 func Default() *Config {
 	return &Config{
-		Seed: 1,
+		Seed:     1,
+		Pipeline: Pipelined,
 		Dataset: Dataset{
 			Kind:          "synthetic",
 			Batches:       20,

@@ -130,9 +130,14 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	}()
 
 	// Enough buffers for every stage to hold one batch and every edge to
-	// queue its credits; more would only add memory, not overlap.
+	// queue its credits; more would only add memory, not overlap. A
+	// sequential graph has one buffer, so one batch is in flight.
 	credits := max(cfg.NATS.Credits, 1)
-	if r.pool, err = batch.NewPool(layout, len(r.nodes)+credits); err != nil {
+	buffers := len(r.nodes) + credits
+	if cfg.Pipeline == config.Sequential {
+		buffers = 1
+	}
+	if r.pool, err = batch.NewPool(layout, buffers); err != nil {
 		return nil, fail(err)
 	}
 	defer r.pool.Close()
