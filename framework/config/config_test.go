@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -407,5 +408,28 @@ func TestDevicesMerge(t *testing.T) {
 	}
 	if len(cfg.Devices) != 3 || cfg.Devices["host"].Plugin != "builtin:cpu-dram" || cfg.Devices["gpu"].Options["hbm_gb"] != 80 {
 		t.Errorf("devices = %+v", cfg.Devices)
+	}
+}
+
+// TestYAMLBomb: anchors of anchors expand exponentially; Load must refuse
+// them quickly instead of walking every expansion.
+func TestYAMLBomb(t *testing.T) {
+	for _, merge := range []bool{false, true} {
+		var b strings.Builder
+		b.WriteString("a0: &a0 {x: 1, y: 2}\n")
+		for i := 1; i < 40; i++ {
+			if merge {
+				fmt.Fprintf(&b, "a%d: &a%d {<<: [*a%d, *a%d], k%d: 1}\n", i, i, i-1, i-1, i)
+			} else {
+				fmt.Fprintf(&b, "a%d: &a%d [*a%d, *a%d]\n", i, i, i-1, i-1)
+			}
+		}
+		path := filepath.Join(t.TempDir(), "bomb.yaml")
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := Load(path, nil); err == nil {
+			t.Errorf("merge=%v: a YAML bomb loaded", merge)
+		}
 	}
 }

@@ -21,6 +21,8 @@ type Source struct {
 	// lines maps a lower-cased key path (sequence items by index) to the
 	// line of its key.
 	lines map[string]int
+	// visits counts nodes walked, against maxVisits.
+	visits int
 	// sets maps a key path given with --set to the flag's argument.
 	sets map[string]string
 }
@@ -63,9 +65,14 @@ func (s *Source) setFor(path string) (string, bool) {
 	return "", false
 }
 
-// maxDepth bounds the walk of a YAML tree; aliases could otherwise make it
-// arbitrarily deep, and no graph needs anywhere near this.
-const maxDepth = 64
+// maxDepth and maxVisits bound the walk of a YAML tree. Merge keys are
+// followed into their anchors, and anchors that merge anchors that merge
+// ... grow exponentially (the "billion laughs"); no graph needs anywhere
+// near these bounds, and past them only line numbers are lost.
+const (
+	maxDepth  = 64
+	maxVisits = 100000
+)
 
 // parseSource parses data with yaml.v3 and records the line of every key.
 // It reports syntax errors with their line, a document that is not a
@@ -94,14 +101,14 @@ func parseSource(file string, data []byte) (*Source, error) {
 }
 
 func (s *Source) walk(n *yaml.Node, path string, depth int, errs *[]error) {
-	if depth > maxDepth {
+	s.visits++
+	if depth > maxDepth || s.visits > maxVisits {
 		return
 	}
+	// A plain alias (`*name`) is not followed: the keys under it are on
+	// the anchor's lines, where errors about them are better placed
+	// anyway, and following aliases is what makes YAML bombs explode.
 	switch n.Kind {
-	case yaml.AliasNode:
-		if n.Alias != nil {
-			s.walk(n.Alias, path, depth+1, errs)
-		}
 	case yaml.SequenceNode:
 		for i, item := range n.Content {
 			p := joinPath(path, strconv.Itoa(i))
@@ -149,7 +156,8 @@ func (s *Source) walk(n *yaml.Node, path string, depth int, errs *[]error) {
 // walkMerge records the keys of a merged mapping (or sequence of them)
 // where the mapping that merges them has not set them itself.
 func (s *Source) walkMerge(n *yaml.Node, path string, depth int, errs *[]error) {
-	if depth > maxDepth {
+	s.visits++
+	if depth > maxDepth || s.visits > maxVisits {
 		return
 	}
 	switch n.Kind {
@@ -162,9 +170,10 @@ func (s *Source) walkMerge(n *yaml.Node, path string, depth int, errs *[]error) 
 			s.walkMerge(item, path, depth+1, errs)
 		}
 	case yaml.MappingNode:
-		sub := &Source{File: s.File, lines: map[string]int{}}
+		sub := &Source{File: s.File, lines: map[string]int{}, visits: s.visits}
 		var ignored []error // duplicates inside an anchor are reported where it is defined
 		sub.walk(n, path, depth, &ignored)
+		s.visits = sub.visits
 		for p, l := range sub.lines {
 			s.setLine(p, l)
 		}
