@@ -156,6 +156,15 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		}
 	}
 
+	// The run is complete when every sink has seen every batch of every
+	// source.
+	r.total = 0
+	for _, n := range r.nodes {
+		if src, ok := n.stage.(stage.Source); ok {
+			r.total += int(src.Batches())
+		}
+	}
+	r.checkDone()
 	var wg sync.WaitGroup
 	for _, n := range r.nodes {
 		wg.Add(1)

@@ -10,9 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -202,39 +200,24 @@ func (r *run) forward(ctx context.Context, n *node, b *batch.Batch) error {
 // blocks while the graph is full.
 func (r *run) source(ctx context.Context, n *node) error {
 	src := n.stage.(stage.Source)
-	for seq := uint64(0); ; seq++ {
+	for seq := uint64(0); seq < src.Batches(); seq++ {
 		h, err := r.pool.Acquire(ctx, seq)
 		if err != nil {
 			return err
 		}
 		b := batch.New(h, &r.mapper)
-		var eof bool
 		var sctx context.Context
-		err = r.process(ctx, n, b, func(ctx context.Context) error {
+		if err := r.process(ctx, n, b, func(ctx context.Context) error {
 			sctx = ctx
-			err := src.Next(ctx, b)
-			if errors.Is(err, io.EOF) {
-				eof = true
-				return nil
-			}
-			return err
-		})
-		if eof {
-			r.pool.Release(h.Buffer)
-			n.wallNs = n.wallNs[:len(n.wallNs)-1]
-			r.mu.Lock()
-			r.total = int(seq)
-			r.mu.Unlock()
-			r.checkDone()
-			return nil
-		}
-		if err != nil {
+			return src.Next(ctx, b)
+		}); err != nil {
 			return err
 		}
-		if err := r.forward(trace.ContextWithSpanContext(ctx, trace.SpanContextFromContext(sctx)), n, b); err != nil {
+		if err := r.forward(sctx, n, b); err != nil {
 			return err
 		}
 	}
+	return nil
 }
 
 // worker runs a non-source stage over its input subject until the run ends.

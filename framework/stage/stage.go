@@ -73,9 +73,13 @@ type Stage interface {
 }
 
 // Source is a stage with no input: it fills batches. The runtime hands it
-// one empty batch at a time (sequence number and buffer set, in order) once
-// the graph has room for it, and stops at io.EOF.
+// one empty batch at a time (sequence number and buffer, in order) once the
+// graph has room for it, for sequence numbers 0 to Batches()-1.
 type Source interface {
+	// Batches is how many batches the source makes in all; the runtime uses
+	// it to know when the run is complete and to show progress.
+	Batches() uint64
+	// Next fills batch b.Seq.
 	Next(ctx context.Context, b *batch.Batch) error
 }
 

@@ -5,7 +5,6 @@ package load
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/data"
@@ -30,10 +29,13 @@ func newLoader(set stage.Settings, cfg *Config) (*loader, error) {
 	return l, nil
 }
 
+// Batches is the training batches followed by the held-out ones.
+func (l *loader) Batches() uint64 { return l.train + l.eval }
+
 // Next fills batch b.Seq: training batches first, then held-out ones.
 func (l *loader) Next(_ context.Context, b *batch.Batch) error {
-	if b.Seq >= l.train+l.eval {
-		return io.EOF
+	if b.Seq >= l.Batches() {
+		return fmt.Errorf("batch %d is past the dataset's %d batches", b.Seq, l.Batches())
 	}
 	b.Eval = b.Seq >= l.train
 	var a data.Arrays
