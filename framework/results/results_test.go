@@ -1,0 +1,61 @@
+package results
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestPercentilesNearestRank(t *testing.T) {
+	ns := make([]int64, 100)
+	for i := range ns {
+		ns[len(ns)-1-i] = int64(i+1) * 1e6 // 1..100 ms, reversed
+	}
+	p := PercentilesOf(ns)
+	if p.P50 != 50 || p.P95 != 95 || p.P99 != 99 || p.Max != 100 || p.Mean != 50.5 {
+		t.Fatalf("got %+v", p)
+	}
+	if (PercentilesOf(nil) != Percentiles{}) {
+		t.Fatal("empty input must give zeros")
+	}
+}
+
+func TestLossCurve(t *testing.T) {
+	var pts []Point
+	for i := 0; i < 100; i++ {
+		pts = append(pts, Point{Batch: uint64(i), Value: float64(100 - i)})
+	}
+	c := NewLossCurve(pts, 10)
+	if c.First != 100 || c.Last != 1 || len(c.Points) != 11 {
+		t.Fatalf("got first %v last %v, %d points", c.First, c.Last, len(c.Points))
+	}
+	if c.FirstTenthMean != 95.5 || c.LastTenthMean != 5.5 {
+		t.Fatalf("tenth means %v %v", c.FirstTenthMean, c.LastTenthMean)
+	}
+	if NewLossCurve(nil, 1) != nil {
+		t.Fatal("no points must give no curve")
+	}
+}
+
+func TestWriteIsAtomicAndReadable(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	r := &Results{Graph: "g", Seed: 3, Batches: 2, Digest: "abc"}
+	if err := r.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Graph != "g" || got.Seed != 3 || got.Digest != "abc" {
+		t.Fatalf("read back %+v", got)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("temporary files left behind: %v", entries)
+	}
+	if err := r.Write(filepath.Join(dir, "missing", "r.json")); err == nil {
+		t.Fatal("write into a missing directory succeeded")
+	}
+}
