@@ -8,6 +8,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/flowrun/flowrun/framework/batch"
@@ -166,9 +167,13 @@ func (t *trainer) Finish(context.Context) error {
 		return nil
 	}
 	e := Evaluate(t.scores, t.labels)
-	t.set.Metrics.Set("auc", e.AUC)
+	// AUC and NE are undefined when the held-out labels are one class;
+	// they are then left out rather than written as NaN (not JSON).
+	if !math.IsNaN(e.AUC) {
+		t.set.Metrics.Set("auc", e.AUC)
+		t.set.Metrics.Set("ne", e.NE)
+	}
 	t.set.Metrics.Set("logloss", e.LogLoss)
-	t.set.Metrics.Set("ne", e.NE)
 	t.set.Metrics.Set("eval_samples", float64(len(t.scores)))
 	return nil
 }
