@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -125,6 +126,9 @@ func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.update, RunID: runID,
 	})
 	if err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("run %s interrupted; no results written", runID)
+		}
 		return nil, err
 	}
 	res.File = path
