@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flowrun/flowrun/framework/results"
 )
@@ -18,6 +22,21 @@ import (
 // in $FLOWRUN_BIN. With FLOWRUN_INTEGRATION=1 (scripts/test.sh, CI) a
 // missing binary fails the test; without it the test is skipped, so a plain
 // `go test ./...` works before anything is built.
+
+// testTmp is a directory for what tests share (binaries they build),
+// removed when they end.
+var testTmp string
+
+func TestMain(m *testing.M) {
+	var err error
+	if testTmp, err = os.MkdirTemp("", "flowrun-cmd-test-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(testTmp)
+	os.Exit(code)
+}
 
 // repoGraphs is the shipped graphs directory, seen from this package.
 const repoGraphs = "../../graphs"
@@ -152,3 +171,46 @@ func runResults(tb testing.TB, graph string, args ...string) *results.Results {
 
 // demo is the shipped in-process demo graph.
 var demo = filepath.Join(repoGraphs, "demo.yaml")
+
+// startNATSServer starts bin (a nats-server) on a free loopback port for the
+// test and returns its URL once it accepts connections.
+func startNATSServer(tb testing.TB, bin string) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	var logs bytes.Buffer
+	cmd := exec.Command(bin, "-a", "127.0.0.1", "-p", fmt.Sprint(port))
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	tb.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		select {
+		case <-exited:
+			tb.Fatalf("%s exited: %v\n%s", cmd, waitErr, logs.String())
+		default:
+		}
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return "nats://" + addr
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s: not accepting connections on %s after 10s: %v", cmd, addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
