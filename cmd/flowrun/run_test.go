@@ -171,13 +171,14 @@ func TestRunDigest(t *testing.T) {
 }
 
 // TestRunExternalNATS runs the demo against a separately started
-// nats-server: the stages meet there instead of on an embedded server, and
-// the model ends the same.
+// nats-server: the stages meet there instead of on an embedded server, the
+// trace still joins every stage's span across it, and the model ends the
+// same.
 func TestRunExternalNATS(t *testing.T) {
 	t.Parallel()
 	url := startNATSServer(t, needBin(t, "nats-server"))
 	base := wantDemoDigest(t)
-	res := runResults(t, demo, "--nats", url)
+	res := checkTrace(t, demo, "--nats", url)
 	if res.Digest != base {
 		t.Errorf("--nats %s: digest %s, embedded server %s", url, res.Digest, base)
 	}
