@@ -2,7 +2,6 @@ package cache
 
 import (
 	"context"
-	"errors"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -15,29 +14,24 @@ import (
 // HostPlugin is the go-plugin plugin a host dispenses caches through: its
 // GRPCClient returns a Cache that turns every call into one RPC. It has no
 // server half.
-func HostPlugin() goplugin.Plugin { return &grpcPlugin{} }
+func HostPlugin() goplugin.Plugin { return newPlugin(nil) }
 
 // ServerPlugin is the go-plugin plugin that serves impl. It also dispenses
 // clients, so tests can put it on both ends of a connection; Serve uses it.
-func ServerPlugin(impl Cache) goplugin.Plugin { return &grpcPlugin{impl: impl} }
+func ServerPlugin(impl Cache) goplugin.Plugin { return newPlugin(impl) }
 
-// grpcPlugin is the go-plugin glue for caches; gRPC only.
-type grpcPlugin struct {
-	goplugin.NetRPCUnsupportedPlugin
-	impl Cache
+// newPlugin is the go-plugin glue for caches, serving impl unless it is nil.
+func newPlugin(impl Cache) goplugin.Plugin {
+	return &rpc.GRPCPlugin[Cache, *client]{Kind: plugin.KindCache, Impl: impl, Register: register, NewClient: newClient}
 }
 
-func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if p.impl == nil {
-		return errors.New("cache: no implementation to serve")
-	}
-	pb.RegisterCacheServer(s, &server{impl: p.impl})
-	return nil
+func register(s *grpc.Server, base rpc.BaseServer[Cache]) {
+	pb.RegisterCacheServer(s, &server{BaseServer: base})
 }
 
-func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+func newClient(conn *grpc.ClientConn) *client {
 	stub := pb.NewCacheClient(conn)
-	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}, nil
+	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}
 }
 
 // client is the host half: a Cache whose calls are RPCs.
@@ -66,21 +60,18 @@ func (c *client) Plan(ctx context.Context, req *PlanRequest) (*PlanResult, error
 }
 
 // server is the plugin half: it turns RPCs into calls on the implementation.
+// rpc.BaseServer answers Info and Configure.
 type server struct {
-	pb.UnimplementedCacheServer
-	impl Cache
+	rpc.BaseServer[Cache]
+	unimplemented
 }
 
-func (s *server) Info(ctx context.Context, _ *pb.Empty) (*pb.PluginInfo, error) {
-	return rpc.ServeInfo(ctx, s.impl, plugin.KindCache)
-}
-
-func (s *server) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.Empty, error) {
-	return rpc.ServeConfigure(ctx, s.impl, req)
-}
+// unimplemented keeps the generated server's Info and Configure one level
+// below rpc.BaseServer's, so that they do not clash.
+type unimplemented struct{ pb.UnimplementedCacheServer }
 
 func (s *server) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanResult, error) {
-	res, err := s.impl.Plan(ctx, &PlanRequest{
+	res, err := s.Impl.Plan(ctx, &PlanRequest{
 		Seq:          req.GetSeq(),
 		IDs:          rpc.RefFromPB(req.GetIds()),
 		TableOffsets: req.GetTableOffsets(),

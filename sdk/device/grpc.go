@@ -2,7 +2,6 @@ package device
 
 import (
 	"context"
-	"errors"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -15,29 +14,24 @@ import (
 // HostPlugin is the go-plugin plugin a host dispenses devices through: its
 // GRPCClient returns a Device that turns every call into one RPC. It has no
 // server half.
-func HostPlugin() goplugin.Plugin { return &grpcPlugin{} }
+func HostPlugin() goplugin.Plugin { return newPlugin(nil) }
 
 // ServerPlugin is the go-plugin plugin that serves impl. It also dispenses
 // clients, so tests can put it on both ends of a connection; Serve uses it.
-func ServerPlugin(impl Device) goplugin.Plugin { return &grpcPlugin{impl: impl} }
+func ServerPlugin(impl Device) goplugin.Plugin { return newPlugin(impl) }
 
-// grpcPlugin is the go-plugin glue for devices; gRPC only.
-type grpcPlugin struct {
-	goplugin.NetRPCUnsupportedPlugin
-	impl Device
+// newPlugin is the go-plugin glue for devices, serving impl unless it is nil.
+func newPlugin(impl Device) goplugin.Plugin {
+	return &rpc.GRPCPlugin[Device, *client]{Kind: plugin.KindDevice, Impl: impl, Register: register, NewClient: newClient}
 }
 
-func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if p.impl == nil {
-		return errors.New("device: no implementation to serve")
-	}
-	pb.RegisterDeviceServer(s, &server{impl: p.impl})
-	return nil
+func register(s *grpc.Server, base rpc.BaseServer[Device]) {
+	pb.RegisterDeviceServer(s, &server{BaseServer: base})
 }
 
-func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+func newClient(conn *grpc.ClientConn) *client {
 	stub := pb.NewDeviceClient(conn)
-	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}, nil
+	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}
 }
 
 // client is the host half: a Device whose calls are RPCs.
@@ -76,21 +70,18 @@ func (c *client) Cost(ctx context.Context, req *CostRequest) (*CostResult, error
 }
 
 // server is the plugin half: it turns RPCs into calls on the implementation.
+// rpc.BaseServer answers Info and Configure.
 type server struct {
-	pb.UnimplementedDeviceServer
-	impl Device
+	rpc.BaseServer[Device]
+	unimplemented
 }
 
-func (s *server) Info(ctx context.Context, _ *pb.Empty) (*pb.PluginInfo, error) {
-	return rpc.ServeInfo(ctx, s.impl, plugin.KindDevice)
-}
-
-func (s *server) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.Empty, error) {
-	return rpc.ServeConfigure(ctx, s.impl, req)
-}
+// unimplemented keeps the generated server's Info and Configure one level
+// below rpc.BaseServer's, so that they do not clash.
+type unimplemented struct{ pb.UnimplementedDeviceServer }
 
 func (s *server) Profile(ctx context.Context, _ *pb.Empty) (*pb.DeviceProfile, error) {
-	p, err := s.impl.Profile(ctx)
+	p, err := s.Impl.Profile(ctx)
 	if err != nil {
 		return nil, rpc.ToStatus(err)
 	}
@@ -111,7 +102,7 @@ func (s *server) Cost(ctx context.Context, req *pb.CostRequest) (*pb.CostResult,
 	for i, op := range req.GetOps() {
 		in.Ops[i] = Op{Name: op.GetName(), Kind: OpKind(op.GetKind()), Bytes: op.GetBytes(), FLOPs: op.GetFlops()}
 	}
-	res, err := s.impl.Cost(ctx, in)
+	res, err := s.Impl.Cost(ctx, in)
 	if err != nil {
 		return nil, rpc.ToStatus(err)
 	}

@@ -2,7 +2,6 @@ package kernel
 
 import (
 	"context"
-	"errors"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -15,29 +14,24 @@ import (
 // HostPlugin is the go-plugin plugin a host dispenses kernels through: its
 // GRPCClient returns a Kernel that turns every call into one RPC. It has no
 // server half.
-func HostPlugin() goplugin.Plugin { return &grpcPlugin{} }
+func HostPlugin() goplugin.Plugin { return newPlugin(nil) }
 
 // ServerPlugin is the go-plugin plugin that serves impl. It also dispenses
 // clients, so tests can put it on both ends of a connection; Serve uses it.
-func ServerPlugin(impl Kernel) goplugin.Plugin { return &grpcPlugin{impl: impl} }
+func ServerPlugin(impl Kernel) goplugin.Plugin { return newPlugin(impl) }
 
-// grpcPlugin is the go-plugin glue for kernels; gRPC only.
-type grpcPlugin struct {
-	goplugin.NetRPCUnsupportedPlugin
-	impl Kernel
+// newPlugin is the go-plugin glue for kernels, serving impl unless it is nil.
+func newPlugin(impl Kernel) goplugin.Plugin {
+	return &rpc.GRPCPlugin[Kernel, *client]{Kind: plugin.KindKernel, Impl: impl, Register: register, NewClient: newClient}
 }
 
-func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if p.impl == nil {
-		return errors.New("kernel: no implementation to serve")
-	}
-	pb.RegisterKernelServer(s, &server{impl: p.impl})
-	return nil
+func register(s *grpc.Server, base rpc.BaseServer[Kernel]) {
+	pb.RegisterKernelServer(s, &server{BaseServer: base})
 }
 
-func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+func newClient(conn *grpc.ClientConn) *client {
 	stub := pb.NewKernelClient(conn)
-	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}, nil
+	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}
 }
 
 // client is the host half: a Kernel whose calls are RPCs.
@@ -75,21 +69,18 @@ func (c *client) Scatter(ctx context.Context, req *ScatterRequest) (*Result, err
 }
 
 // server is the plugin half: it turns RPCs into calls on the implementation.
+// rpc.BaseServer answers Info and Configure.
 type server struct {
-	pb.UnimplementedKernelServer
-	impl Kernel
+	rpc.BaseServer[Kernel]
+	unimplemented
 }
 
-func (s *server) Info(ctx context.Context, _ *pb.Empty) (*pb.PluginInfo, error) {
-	return rpc.ServeInfo(ctx, s.impl, plugin.KindKernel)
-}
-
-func (s *server) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.Empty, error) {
-	return rpc.ServeConfigure(ctx, s.impl, req)
-}
+// unimplemented keeps the generated server's Info and Configure one level
+// below rpc.BaseServer's, so that they do not clash.
+type unimplemented struct{ pb.UnimplementedKernelServer }
 
 func (s *server) GatherReduce(ctx context.Context, req *pb.GatherReduceRequest) (*pb.KernelResult, error) {
-	res, err := s.impl.GatherReduce(ctx, &GatherReduceRequest{
+	res, err := s.Impl.GatherReduce(ctx, &GatherReduceRequest{
 		Tables: tablesFromPB(req.GetTables()),
 		Bags:   bagsFromPB(req.GetBags()),
 		Reduce: Reduce(req.GetReduce()),
@@ -102,7 +93,7 @@ func (s *server) GatherReduce(ctx context.Context, req *pb.GatherReduceRequest) 
 }
 
 func (s *server) Scatter(ctx context.Context, req *pb.ScatterRequest) (*pb.KernelResult, error) {
-	res, err := s.impl.Scatter(ctx, &ScatterRequest{
+	res, err := s.Impl.Scatter(ctx, &ScatterRequest{
 		Tables:       tablesFromPB(req.GetTables()),
 		Bags:         bagsFromPB(req.GetBags()),
 		Reduce:       Reduce(req.GetReduce()),

@@ -2,7 +2,6 @@ package model
 
 import (
 	"context"
-	"errors"
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -15,29 +14,24 @@ import (
 // HostPlugin is the go-plugin plugin a host dispenses models through: its
 // GRPCClient returns a Model that turns every call into one RPC. It has no
 // server half.
-func HostPlugin() goplugin.Plugin { return &grpcPlugin{} }
+func HostPlugin() goplugin.Plugin { return newPlugin(nil) }
 
 // ServerPlugin is the go-plugin plugin that serves impl. It also dispenses
 // clients, so tests can put it on both ends of a connection; Serve uses it.
-func ServerPlugin(impl Model) goplugin.Plugin { return &grpcPlugin{impl: impl} }
+func ServerPlugin(impl Model) goplugin.Plugin { return newPlugin(impl) }
 
-// grpcPlugin is the go-plugin glue for models; gRPC only.
-type grpcPlugin struct {
-	goplugin.NetRPCUnsupportedPlugin
-	impl Model
+// newPlugin is the go-plugin glue for models, serving impl unless it is nil.
+func newPlugin(impl Model) goplugin.Plugin {
+	return &rpc.GRPCPlugin[Model, *client]{Kind: plugin.KindModel, Impl: impl, Register: register, NewClient: newClient}
 }
 
-func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	if p.impl == nil {
-		return errors.New("model: no implementation to serve")
-	}
-	pb.RegisterModelServer(s, &server{impl: p.impl})
-	return nil
+func register(s *grpc.Server, base rpc.BaseServer[Model]) {
+	pb.RegisterModelServer(s, &server{BaseServer: base})
 }
 
-func (p *grpcPlugin) GRPCClient(_ context.Context, _ *goplugin.GRPCBroker, conn *grpc.ClientConn) (any, error) {
+func newClient(conn *grpc.ClientConn) *client {
 	stub := pb.NewModelClient(conn)
-	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}, nil
+	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}
 }
 
 // client is the host half: a Model whose calls are RPCs.
@@ -72,21 +66,18 @@ func (c *client) Digest(ctx context.Context) ([]byte, error) {
 }
 
 // server is the plugin half: it turns RPCs into calls on the implementation.
+// rpc.BaseServer answers Info and Configure.
 type server struct {
-	pb.UnimplementedModelServer
-	impl Model
+	rpc.BaseServer[Model]
+	unimplemented
 }
 
-func (s *server) Info(ctx context.Context, _ *pb.Empty) (*pb.PluginInfo, error) {
-	return rpc.ServeInfo(ctx, s.impl, plugin.KindModel)
-}
-
-func (s *server) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.Empty, error) {
-	return rpc.ServeConfigure(ctx, s.impl, req)
-}
+// unimplemented keeps the generated server's Info and Configure one level
+// below rpc.BaseServer's, so that they do not clash.
+type unimplemented struct{ pb.UnimplementedModelServer }
 
 func (s *server) Step(ctx context.Context, req *pb.StepRequest) (*pb.StepResult, error) {
-	res, err := s.impl.Step(ctx, &StepRequest{
+	res, err := s.Impl.Step(ctx, &StepRequest{
 		Seq:        req.GetSeq(),
 		Batch:      int(req.GetBatch()),
 		Pooled:     rpc.RefFromPB(req.GetPooled()),
@@ -106,7 +97,7 @@ func (s *server) Step(ctx context.Context, req *pb.StepRequest) (*pb.StepResult,
 }
 
 func (s *server) Digest(ctx context.Context, _ *pb.Empty) (*pb.DigestResult, error) {
-	d, err := s.impl.Digest(ctx)
+	d, err := s.Impl.Digest(ctx)
 	if err != nil {
 		return nil, rpc.ToStatus(err)
 	}

@@ -36,19 +36,29 @@ func (c BaseClient) Configure(ctx context.Context, setup plugin.Setup) error {
 	return FromStatus(err)
 }
 
-// ServeInfo answers a kind's Info RPC from impl, filling the kind and API
-// version if impl left them zero.
-func ServeInfo(ctx context.Context, impl plugin.Base, kind plugin.Kind) (*pb.PluginInfo, error) {
-	info, err := impl.Info(ctx)
+// BaseServer answers the Info and Configure RPCs every kind's service
+// has, from Impl. The kinds' server halves embed it, with their generated
+// Unimplemented server one level deeper so that its Info and Configure do
+// not shadow these.
+type BaseServer[Impl plugin.Base] struct {
+	Impl Impl
+	// Kind fills Info's kind if Impl left it zero.
+	Kind plugin.Kind
+}
+
+// Info answers a kind's Info RPC from Impl, filling the kind and API
+// version if Impl left them zero.
+func (s BaseServer[Impl]) Info(ctx context.Context, _ *pb.Empty) (*pb.PluginInfo, error) {
+	info, err := s.Impl.Info(ctx)
 	if err != nil {
 		return nil, ToStatus(err)
 	}
-	return InfoToPB(CompleteInfo(info, kind)), nil
+	return InfoToPB(CompleteInfo(info, s.Kind)), nil
 }
 
-// ServeConfigure answers a kind's Configure RPC from impl.
-func ServeConfigure(ctx context.Context, impl plugin.Base, req *pb.ConfigureRequest) (*pb.Empty, error) {
-	if err := impl.Configure(ctx, SetupFromPB(req.GetSetup())); err != nil {
+// Configure answers a kind's Configure RPC from Impl.
+func (s BaseServer[Impl]) Configure(ctx context.Context, req *pb.ConfigureRequest) (*pb.Empty, error) {
+	if err := s.Impl.Configure(ctx, SetupFromPB(req.GetSetup())); err != nil {
 		return nil, ToStatus(err)
 	}
 	return &pb.Empty{}, nil
