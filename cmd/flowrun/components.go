@@ -4,9 +4,14 @@ import (
 	"github.com/flowrun/flowrun/examples/cache-plugin/clock"
 	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/framework/stages/cast"
+	"github.com/flowrun/flowrun/framework/stages/collect"
 	"github.com/flowrun/flowrun/framework/stages/exchange"
+	"github.com/flowrun/flowrun/framework/stages/filter"
+	"github.com/flowrun/flowrun/framework/stages/insert"
 	"github.com/flowrun/flowrun/framework/stages/load"
 	"github.com/flowrun/flowrun/framework/stages/plan"
+	"github.com/flowrun/flowrun/framework/stages/score"
 	"github.com/flowrun/flowrun/framework/stages/train"
 	"github.com/flowrun/flowrun/plugins/caches/lru"
 	"github.com/flowrun/flowrun/plugins/caches/none"
@@ -25,8 +30,13 @@ func stages() stage.Registry {
 	r, err := stage.NewRegistry(
 		load.NewFactory(),
 		plan.NewFactory(),
+		collect.NewFactory(),
 		exchange.NewFactory(),
+		insert.NewFactory(),
 		train.NewFactory(),
+		cast.NewFactory(),
+		score.NewFactory(),
+		filter.NewFactory(),
 	)
 	if err != nil {
 		panic(err) // a programming error in this list, caught by every test

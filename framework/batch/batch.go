@@ -25,6 +25,20 @@ const (
 	Pooled  = "pooled"  // float32 [table][sample][dim]
 	Grads   = "grads"   // float32 [table][sample][dim]
 	Scores  = "scores"  // float32 [sample]
+
+	// Cache traffic staged by collect for insert (ScratchPipe's [Collect]
+	// → [Exchange] → [Insert]).
+	MissRows   = "miss_rows"   // float32 [miss][dim]: host rows of the missed IDs, one per distinct (table, row)
+	MissIndex  = "miss_index"  // int64 (table, row, slot) triples, parallel to MissRows
+	VictimRows = "victim_rows" // float32 [victim][dim]: Storage rows of the victims, parallel to Victims
+
+	// Tensor Casting's casted index arrays (Algorithm 2), laid out like
+	// IDs: table t's entries start at IndexStart[t].
+	CastSrc  = "cast_src"  // int64: the bag whose gradient each sorted lookup gathers
+	CastDst  = "cast_dst"  // int64: the coalesced gradient each sorted lookup reduces into
+	CastRows = "cast_rows" // int64: the row each coalesced gradient updates, one per unique row
+
+	TopK = "topk" // int64 [k]: sample indices of the k highest scores, best first
 )
 
 // Header is what travels on the bus for a batch.

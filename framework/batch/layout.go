@@ -44,6 +44,16 @@ func NewLayout(d config.Dataset) *Layout {
 		{Pooled, 4 * pooled},
 		{Grads, 4 * pooled},
 		{Scores, 4 * int64(d.BatchSize)},
+		// Worst case: every ID of the batch a distinct miss evicting a
+		// distinct victim. Buffers are sparse files, so a graph that never
+		// collects never touches (or pays for) these pages.
+		{MissRows, 4 * ids * int64(d.Dim)},
+		{MissIndex, 8 * 3 * ids},
+		{VictimRows, 4 * ids * int64(d.Dim)},
+		{CastSrc, 8 * ids},
+		{CastDst, 8 * ids},
+		{CastRows, 8 * ids},
+		{TopK, 8 * int64(d.BatchSize)},
 	} {
 		l.offsets[a.name] = l.Size
 		l.sizes[a.name] = a.bytes

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/cache"
@@ -92,6 +93,13 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		return nil, fail(err)
 	}
 	defer tables.Close()
+	storage, err := newStorage(g, cfg)
+	if err != nil {
+		return nil, fail(err)
+	}
+	if storage != nil {
+		defer storage.Close()
+	}
 
 	for _, gn := range g.Nodes {
 		f, ok := opts.Stages[stage.Kind(gn.Kind)]
@@ -103,7 +111,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 			return nil, fail(fmt.Errorf("stage %s: options were not decoded by its kind", gn.Name))
 		}
 		set := stage.Settings{
-			Name: gn.Name, Graph: cfg, Tables: tables, Layout: layout, Plugins: plugins,
+			Name: gn.Name, Graph: cfg, Tables: tables, Layout: layout, Storage: storage, Plugins: plugins,
 			TracerProvider: tp, Logger: r.log.With("stage", gn.Name), Metrics: r.metrics,
 		}
 		st, err := f.Create(ctx, set, scfg)
@@ -205,6 +213,13 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 			}
 		}
 	}
+	// Storage holds the trained values of the rows it caches; the host
+	// tables get them back before the digest, which covers the tables.
+	if storage != nil {
+		if _, err := storage.Flush(tables); err != nil {
+			return nil, fail(err)
+		}
+	}
 	dense, err := plugins.Model.Digest(ctx)
 	if err != nil {
 		return nil, fail(fmt.Errorf("model digest: %w", err))
@@ -212,6 +227,23 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	res := r.results(cfg, tables.Digest(dense), uses)
 	root.SetAttributes(attribute.String("flowrun.digest", res.Digest))
 	return res, nil
+}
+
+// storageUser is implemented by a decoded stage config whose stage works on
+// the device-side cache rows (collect, insert, train with source: storage).
+type storageUser interface{ UsesStorage() bool }
+
+// newStorage creates the run's Storage, one table of cache.size rows per
+// embedding table, when some stage uses it; otherwise nil, so a graph
+// without a scratchpad pays nothing for one.
+func newStorage(g *graph.Graph, cfg *config.Config) (*batch.Storage, error) {
+	for _, n := range g.Nodes {
+		if u, ok := n.Options.(storageUser); ok && u.UsesStorage() {
+			rows := min(cfg.Cache.CacheRows(cfg.Dataset.Rows), cfg.Dataset.Rows)
+			return batch.NewStorage(cfg.Dataset.Tables, rows, cfg.Dataset.Dim)
+		}
+	}
+	return nil, nil
 }
 
 // openPlugins opens and configures every plugin the graph names.

@@ -53,6 +53,10 @@ type Settings struct {
 	Tables *batch.Tables
 	// Layout is where each array of a batch lives inside a batch buffer.
 	Layout *batch.Layout
+	// Storage is the device-side cache rows (ScratchPipe's Storage array),
+	// filled by insert and read by train with source: storage; nil unless
+	// a stage of the graph uses it.
+	Storage *batch.Storage
 	Plugins
 	// TracerProvider makes the stage's own spans, if it wants any beyond
 	// the span the runtime opens around each batch.

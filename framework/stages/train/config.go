@@ -20,6 +20,10 @@ type Config struct {
 	// and the transfer of pooled embeddings and their gradients over its
 	// link are charged to it); empty charges nothing.
 	ComputeDevice string `mapstructure:"compute_device"`
+	// Source is where the rows are gathered from and scattered to: host
+	// (the host tables) or storage (the device-side cache rows, indexed by
+	// the batch's slots; needs collect and insert upstream).
+	Source string `mapstructure:"source"`
 }
 
 // Validate checks the options.
@@ -31,8 +35,20 @@ func (c *Config) Validate() error {
 	if c.Reduce != "sum" && c.Reduce != "mean" {
 		errs = append(errs, config.At("reduce", fmt.Errorf("must be sum or mean, got %q", c.Reduce)))
 	}
+	if c.Source != SourceHost && c.Source != SourceStorage {
+		errs = append(errs, config.At("source", fmt.Errorf("must be %s or %s, got %q", SourceHost, SourceStorage, c.Source)))
+	}
 	return errors.Join(errs...)
 }
+
+// The values of Source.
+const (
+	SourceHost    = "host"
+	SourceStorage = "storage"
+)
+
+// UsesStorage tells the runtime to create the run's Storage.
+func (c *Config) UsesStorage() bool { return c.Source == SourceStorage }
 
 // DeviceNames lists the devices the stage uses, for the graph's checks.
 func (c *Config) DeviceNames() []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
@@ -14,12 +15,21 @@ const Kind stage.Kind = "train"
 func NewFactory() stage.Factory {
 	return stage.NewFactory(Kind,
 		func() stage.Config {
-			return &Config{LearningRate: 0.05, Reduce: "sum", HostDevice: "host", ComputeDevice: "gpu"}
+			return &Config{LearningRate: 0.05, Reduce: "sum", HostDevice: "host", ComputeDevice: "gpu", Source: SourceHost}
 		},
 		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
 			if set.Kernel == nil || set.Model == nil {
 				return nil, errors.New("train needs a kernel and a model plugin")
 			}
-			return newTrainer(set, cfg.(*Config))
+			c := cfg.(*Config)
+			if c.Source == SourceStorage {
+				if set.Storage == nil {
+					return nil, errors.New("train with source: storage needs the run's Storage (and collect and insert upstream)")
+				}
+				if set.Graph == nil || set.Graph.Pipeline != config.Sequential {
+					return nil, errors.New("train with source: storage needs pipeline: sequential (pipelined, insert would refill slots this batch still trains on)")
+				}
+			}
+			return newTrainer(set, c)
 		})
 }

@@ -70,6 +70,12 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 		return err
 	}
 	tables := t.set.Tables.Kernel()
+	if t.cfg.Source == SourceStorage {
+		if bags, err = t.slotBags(b, bags); err != nil {
+			return err
+		}
+		tables = t.set.Storage.Kernel()
+	}
 	gather, err := t.set.Kernel.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: tables, Bags: bags, Reduce: t.reduce, Out: pooled})
 	if err != nil {
 		return fmt.Errorf("gather-reduce: %w", err)
@@ -113,6 +119,9 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
 		b.SetStat("scatter_bytes", scatter.BytesWritten)
 		t.set.Metrics.Append("loss", b.Seq, res.Loss)
+	}
+	if t.cfg.Source == SourceStorage {
+		ops, gpuOps = nil, onDevice(ops, gpuOps)
 	}
 	modeled, err := charge(ctx, b.Seq, t.host, ops)
 	if err != nil {

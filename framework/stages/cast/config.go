@@ -1,0 +1,22 @@
+package cast
+
+// Config is the cast stage's options.
+type Config struct {
+	// Device names the device that casts (Tensor Casting runs it on the
+	// GPU, overlapped with the forward pass); its modeled time for reading
+	// the index pairs and writing the casted arrays is charged to it.
+	// Empty charges nothing.
+	Device string `mapstructure:"device"`
+}
+
+// Validate has nothing to check: the graph checks that Device is one of
+// its devices.
+func (c *Config) Validate() error { return nil }
+
+// DeviceNames lists the devices the stage uses, for the graph's checks.
+func (c *Config) DeviceNames() []string {
+	if c.Device == "" {
+		return nil
+	}
+	return []string{c.Device}
+}

@@ -1,0 +1,32 @@
+package cast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/stage"
+)
+
+// Kind is the cast stage's kind.
+const Kind stage.Kind = "cast"
+
+// NewFactory returns the cast stage's factory.
+func NewFactory() stage.Factory {
+	return stage.NewFactory(Kind,
+		func() stage.Config { return &Config{Device: "gpu"} },
+		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
+			c := cfg.(*Config)
+			if set.Layout == nil {
+				return nil, errors.New("cast needs the batch layout")
+			}
+			s := &caster{set: set}
+			if c.Device != "" {
+				var ok bool
+				if s.dev, ok = set.Devices[c.Device]; !ok {
+					return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
+				}
+			}
+			return s, nil
+		})
+}

@@ -1,0 +1,176 @@
+// Package collect is ScratchPipe's [Collect] stage: for one planned batch it
+// gathers, from the host tables, the row of every ID the plan missed and
+// placed in a slot, and, from Storage, the row of every victim the plan
+// evicts, into the batch's miss_rows and victim_rows staging arrays. The
+// exchange stage charges their trip over the link and the insert stage
+// writes them where they go.
+//
+// Collect also checks the plan against Storage: every hit must name the row
+// its slot holds, every victim the row its slot holds, and no slot may be
+// given to two rows of one batch. A plan that disagrees would otherwise
+// train on the wrong row without a trace.
+package collect
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/sdk/device"
+)
+
+type collector struct {
+	set       stage.Settings
+	host, dev device.Device
+
+	// Reused per table: the slot each staged row goes to, the row each
+	// slot is given, the victim index of each evicted row.
+	slotOf, rowIn, victim map[int64]int64
+}
+
+// arrays are the batch arrays collect reads and writes.
+type arrays struct {
+	ids, slots, victims, missIndex []int64
+	hits                           []byte
+	missRows, victimRows           []float32
+}
+
+func (c *collector) view(b *batch.Batch) (a arrays, err error) {
+	for _, x := range []struct {
+		name string
+		dst  *[]int64
+	}{{batch.IDs, &a.ids}, {batch.Slots, &a.slots}, {batch.Victims, &a.victims}, {batch.MissIndex, &a.missIndex}} {
+		if *x.dst, err = b.Int64s(x.name); err != nil {
+			return a, err
+		}
+	}
+	if a.hits, err = b.Bytes(batch.Hits); err != nil {
+		return a, err
+	}
+	if a.missRows, err = b.Float32s(batch.MissRows); err != nil {
+		return a, err
+	}
+	a.victimRows, err = b.Float32s(batch.VictimRows)
+	return a, err
+}
+
+func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
+	a, err := c.view(b)
+	if err != nil {
+		return err
+	}
+	st, tabs, l := c.set.Storage, c.set.Tables, c.set.Layout
+	dim := int64(l.Dim)
+	nVictims := b.Stats["victims"]
+	if nVictims < 0 || 3*nVictims > int64(len(a.victims)) || nVictims*dim > int64(len(a.victimRows)) {
+		return fmt.Errorf("batch %d: %d victims do not fit the batch's victims array; is plan upstream?", b.Seq, nVictims)
+	}
+
+	// Victims first: their Storage rows are the freshest copy, also of a
+	// victim the same batch misses again.
+	victims := make([]map[int64]int64, l.Tables)
+	for i := range nVictims {
+		t, row, slot := a.victims[3*i], a.victims[3*i+1], a.victims[3*i+2]
+		if !st.ValidSlot(int(t), slot) {
+			return fmt.Errorf("batch %d: victim %d: table %d slot %d is outside Storage (%d tables × %d slots)", b.Seq, i, t, slot, st.Len(), st.Capacity)
+		}
+		if held := st.RowOf(int(t), slot); held != row {
+			return fmt.Errorf("batch %d: victim %d: plan evicts row %d of table %d from slot %d, which holds row %d", b.Seq, i, row, t, slot, held)
+		}
+		copy(a.victimRows[i*dim:(i+1)*dim], st.Row(int(t), slot))
+		if victims[t] == nil {
+			victims[t] = map[int64]int64{}
+		}
+		victims[t][row] = i
+	}
+
+	if c.slotOf == nil {
+		c.slotOf, c.rowIn = map[int64]int64{}, map[int64]int64{}
+	}
+	var staged, bypassed int64
+	start := l.IndexStart()
+	for t := range l.Tables {
+		clear(c.slotOf)
+		clear(c.rowIn)
+		// The plan covered the table's whole ID range, so collect does too:
+		// every slot the plan promised a row must get that row.
+		for p := start[t]; p < start[t+1]; p++ {
+			row, slot := a.ids[p], a.slots[p]
+			if slot < 0 {
+				if a.hits[p] == 1 {
+					return fmt.Errorf("batch %d: table %d position %d: row %d is a hit without a slot", b.Seq, t, p, row)
+				}
+				bypassed++
+				continue
+			}
+			if !st.ValidSlot(t, slot) {
+				return fmt.Errorf("batch %d: table %d position %d: slot %d is outside Storage's %d slots", b.Seq, t, p, slot, st.Capacity)
+			}
+			if row < 0 || row >= tabs.Rows {
+				return fmt.Errorf("batch %d: table %d position %d: row %d outside [0, %d)", b.Seq, t, p, row, tabs.Rows)
+			}
+			if other, ok := c.rowIn[slot]; ok && other != row {
+				return fmt.Errorf("batch %d: table %d: plan gives slot %d to rows %d and %d", b.Seq, t, slot, other, row)
+			}
+			c.rowIn[slot] = row
+			if a.hits[p] == 1 {
+				if held := st.RowOf(t, slot); held != row {
+					return fmt.Errorf("batch %d: table %d position %d: plan says row %d hits slot %d, which holds row %d", b.Seq, t, p, row, slot, held)
+				}
+				continue
+			}
+			if s, ok := c.slotOf[row]; ok {
+				if s != slot {
+					return fmt.Errorf("batch %d: table %d: plan places row %d in slots %d and %d", b.Seq, t, row, s, slot)
+				}
+				continue // the same missed row, already staged
+			}
+			c.slotOf[row] = slot
+			dst := a.missRows[staged*dim : (staged+1)*dim]
+			if v, ok := victims[t][row]; ok {
+				copy(dst, a.victimRows[v*dim:(v+1)*dim])
+			} else {
+				copy(dst, tabs.Row(t, row))
+			}
+			idx := a.missIndex[3*staged : 3*staged+3]
+			idx[0], idx[1], idx[2] = int64(t), row, slot
+			staged++
+		}
+	}
+
+	rowBytes := 4 * dim
+	hostNs, err := charge(ctx, b.Seq, c.host, device.Op{Name: "gather-missed-rows", Kind: device.Read, Bytes: staged * rowBytes})
+	if err != nil {
+		return err
+	}
+	devNs, err := charge(ctx, b.Seq, c.dev, device.Op{Name: "gather-victims", Kind: device.Read, Bytes: nVictims * rowBytes})
+	if err != nil {
+		return err
+	}
+	b.SetStat("collected_rows", staged)
+	b.SetStat("collected_victims", nVictims)
+	b.SetStat("bypassed", bypassed)
+	b.SetStat("collect_bytes", (staged+nVictims)*rowBytes)
+	// The host gathers the missed rows while the device gathers the
+	// victims (ScratchPipe Sec. III-B: "concurrently").
+	b.SetStat("modeled_ns", max(hostNs, devNs))
+	return nil
+}
+
+// charge asks a device for the modeled time of an operation; a nil device
+// (none named) costs nothing.
+func charge(ctx context.Context, seq uint64, d device.Device, op device.Op) (int64, error) {
+	if d == nil {
+		return 0, nil
+	}
+	res, err := d.Cost(ctx, &device.CostRequest{Seq: seq, Ops: []device.Op{op}})
+	if err != nil {
+		return 0, fmt.Errorf("device cost: %w", err)
+	}
+	var ns int64
+	for _, v := range res.ModeledNs {
+		ns += v
+	}
+	return ns, nil
+}

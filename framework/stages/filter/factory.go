@@ -1,0 +1,35 @@
+package filter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/stage"
+)
+
+// Kind is the filter stage's kind.
+const Kind stage.Kind = "filter"
+
+// NewFactory returns the filter stage's factory.
+func NewFactory() stage.Factory {
+	return stage.NewFactory(Kind,
+		func() stage.Config { return &Config{K: 16, Device: "host"} },
+		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
+			c := cfg.(*Config)
+			if set.Layout == nil || set.Metrics == nil {
+				return nil, errors.New("filter needs the batch layout and the run's metrics")
+			}
+			if c.K > set.Layout.BatchSize {
+				return nil, fmt.Errorf("k: %d is more than the %d candidates of a batch (dataset.batch_size)", c.K, set.Layout.BatchSize)
+			}
+			f := &filter{set: set, k: c.K}
+			if c.Device != "" {
+				var ok bool
+				if f.dev, ok = set.Devices[c.Device]; !ok {
+					return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
+				}
+			}
+			return f, nil
+		})
+}

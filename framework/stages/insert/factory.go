@@ -1,0 +1,44 @@
+package insert
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/stage"
+)
+
+// Kind is the insert stage's kind.
+const Kind stage.Kind = "insert"
+
+// NewFactory returns the insert stage's factory.
+func NewFactory() stage.Factory {
+	return stage.NewFactory(Kind,
+		func() stage.Config { return &Config{Device: "gpu", HostDevice: "host"} },
+		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
+			c := cfg.(*Config)
+			if set.Tables == nil || set.Storage == nil || set.Layout == nil {
+				return nil, errors.New("insert needs the host tables, the Storage and the batch layout")
+			}
+			if set.Graph == nil || set.Graph.Pipeline != config.Sequential {
+				return nil, ErrPipelined
+			}
+			ins := &inserter{set: set}
+			var ok bool
+			if ins.dev, ok = set.Devices[c.Device]; !ok {
+				return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
+			}
+			if c.HostDevice != "" {
+				if ins.host, ok = set.Devices[c.HostDevice]; !ok {
+					return nil, fmt.Errorf("host_device %q is not a device of the graph", c.HostDevice)
+				}
+			}
+			return ins, nil
+		})
+}
+
+// ErrPipelined is returned when insert is created in a pipelined graph:
+// its writes to Storage and the host tables would race with later batches'
+// collect and earlier batches' train (ScratchPipe's RAW hazards 2–4).
+var ErrPipelined = errors.New("insert needs pipeline: sequential (pipelined, its Storage and host-table writes would race with the batches around it)")

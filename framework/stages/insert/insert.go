@@ -1,0 +1,122 @@
+// Package insert is ScratchPipe's [Insert] stage: it writes the rows the
+// collect stage staged to where they belong. Victims first, into the host
+// tables (Storage held the trained copy; the host's was stale), then the
+// missed rows into their Storage slots, recording which row each slot now
+// holds. After insert every row the batch looks up is in Storage, so train
+// with source: storage sees only hits.
+package insert
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/sdk/device"
+)
+
+type inserter struct {
+	set       stage.Settings
+	dev, host device.Device
+}
+
+func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
+	nMiss, ok1 := b.Stats["collected_rows"]
+	nVictims, ok2 := b.Stats["collected_victims"]
+	if !ok1 || !ok2 {
+		return fmt.Errorf("batch %d carries no collected_rows/collected_victims: insert needs a collect stage upstream", b.Seq)
+	}
+	victims, err := b.Int64s(batch.Victims)
+	if err != nil {
+		return err
+	}
+	victimRows, err := b.Float32s(batch.VictimRows)
+	if err != nil {
+		return err
+	}
+	missIndex, err := b.Int64s(batch.MissIndex)
+	if err != nil {
+		return err
+	}
+	missRows, err := b.Float32s(batch.MissRows)
+	if err != nil {
+		return err
+	}
+	st, tabs := in.set.Storage, in.set.Tables
+	dim := int64(in.set.Layout.Dim)
+	if nVictims < 0 || 3*nVictims > int64(len(victims)) || nVictims*dim > int64(len(victimRows)) ||
+		nMiss < 0 || 3*nMiss > int64(len(missIndex)) || nMiss*dim > int64(len(missRows)) {
+		return fmt.Errorf("batch %d: %d missed rows and %d victims do not fit the batch's arrays", b.Seq, nMiss, nVictims)
+	}
+
+	// Check everything before writing anything: a bad triple must not
+	// leave Storage half-updated.
+	for i := range nVictims {
+		if err := in.check(b.Seq, "victim", i, victims[3*i], victims[3*i+1], victims[3*i+2]); err != nil {
+			return err
+		}
+	}
+	for i := range nMiss {
+		if err := in.check(b.Seq, "missed row", i, missIndex[3*i], missIndex[3*i+1], missIndex[3*i+2]); err != nil {
+			return err
+		}
+	}
+	// Write-back before fill: a victim's slot is reused by a miss of the
+	// same batch, and its row must reach the host before it is gone.
+	for i := range nVictims {
+		t, row, slot := victims[3*i], victims[3*i+1], victims[3*i+2]
+		copy(tabs.Row(int(t), row), victimRows[i*dim:(i+1)*dim])
+		if st.RowOf(int(t), slot) == row {
+			st.Evict(int(t), slot)
+		}
+	}
+	for i := range nMiss {
+		t, row, slot := missIndex[3*i], missIndex[3*i+1], missIndex[3*i+2]
+		st.Fill(int(t), slot, row, missRows[i*dim:(i+1)*dim])
+	}
+
+	rowBytes := 4 * dim
+	devNs, err := charge(ctx, b.Seq, in.dev, device.Op{Name: "fill-storage", Kind: device.Write, Bytes: nMiss * rowBytes})
+	if err != nil {
+		return err
+	}
+	hostNs, err := charge(ctx, b.Seq, in.host, device.Op{Name: "write-back-victims", Kind: device.Write, Bytes: nVictims * rowBytes})
+	if err != nil {
+		return err
+	}
+	b.SetStat("inserted_rows", nMiss)
+	b.SetStat("written_back", nVictims)
+	// The device fills Storage while the host writes the victims back
+	// (ScratchPipe Sec. III-B, [Insert]).
+	b.SetStat("modeled_ns", max(devNs, hostNs))
+	return nil
+}
+
+// check rejects a (table, row, slot) triple outside the host tables or
+// Storage, before anything is written with it.
+func (in *inserter) check(seq uint64, what string, i, t, row, slot int64) error {
+	if !in.set.Storage.ValidSlot(int(t), slot) {
+		return fmt.Errorf("batch %d: %s %d: table %d slot %d is outside Storage (%d tables × %d slots)", seq, what, i, t, slot, in.set.Storage.Len(), in.set.Storage.Capacity)
+	}
+	if row < 0 || row >= in.set.Tables.Rows {
+		return fmt.Errorf("batch %d: %s %d: table %d row %d outside [0, %d)", seq, what, i, t, row, in.set.Tables.Rows)
+	}
+	return nil
+}
+
+// charge asks a device for the modeled time of an operation; a nil device
+// (none named) costs nothing.
+func charge(ctx context.Context, seq uint64, d device.Device, op device.Op) (int64, error) {
+	if d == nil {
+		return 0, nil
+	}
+	res, err := d.Cost(ctx, &device.CostRequest{Seq: seq, Ops: []device.Op{op}})
+	if err != nil {
+		return 0, fmt.Errorf("device cost: %w", err)
+	}
+	var ns int64
+	for _, v := range res.ModeledNs {
+		ns += v
+	}
+	return ns, nil
+}

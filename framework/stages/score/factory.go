@@ -1,0 +1,25 @@
+package score
+
+import (
+	"context"
+	"errors"
+
+	"github.com/flowrun/flowrun/framework/stage"
+)
+
+// Kind is the score stage's kind.
+const Kind stage.Kind = "score"
+
+// NewFactory returns the score stage's factory.
+func NewFactory() stage.Factory {
+	return stage.NewFactory(Kind,
+		func() stage.Config {
+			return &Config{Reduce: "sum", HostDevice: "host", ComputeDevice: "gpu"}
+		},
+		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
+			if set.Kernel == nil || set.Model == nil || set.Tables == nil || set.Layout == nil {
+				return nil, errors.New("score needs a kernel and a model plugin, the host tables and the batch layout")
+			}
+			return newScorer(set, cfg.(*Config))
+		})
+}

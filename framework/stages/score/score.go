@@ -1,0 +1,108 @@
+// Package score is the forward-only stage of inference graphs: it pools a
+// batch's embedding rows from the host tables (kernel gather-reduce) and
+// runs the dense model forward (model plugin, Train false), writing one
+// predicted probability per sample into the batch's scores array. It
+// updates nothing and keeps nothing: what happens to the scores (top-k
+// filtering, a later ranking stage) is downstream's business.
+package score
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+type scorer struct {
+	set       stage.Settings
+	reduce    kernel.Reduce
+	host, gpu device.Device
+}
+
+func newScorer(set stage.Settings, cfg *Config) (*scorer, error) {
+	s := &scorer{set: set}
+	if cfg.Reduce == "mean" {
+		s.reduce = kernel.Mean
+	}
+	var ok bool
+	if cfg.HostDevice != "" {
+		if s.host, ok = set.Devices[cfg.HostDevice]; !ok {
+			return nil, fmt.Errorf("host_device %q is not a device of the graph", cfg.HostDevice)
+		}
+	}
+	if cfg.ComputeDevice != "" {
+		if s.gpu, ok = set.Devices[cfg.ComputeDevice]; !ok {
+			return nil, fmt.Errorf("compute_device %q is not a device of the graph", cfg.ComputeDevice)
+		}
+	}
+	return s, nil
+}
+
+func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
+	l := s.set.Layout
+	bags := kernel.Bags{Batch: l.BatchSize, IndexStart: l.IndexStart()[:l.Tables]}
+	step := &model.StepRequest{Seq: b.Seq, Batch: l.BatchSize, Train: false}
+	var pooled region.Ref
+	for _, x := range []struct {
+		name string
+		dst  *region.Ref
+	}{
+		{batch.IDs, &bags.Indices}, {batch.Offsets, &bags.Offsets}, {batch.Pooled, &pooled},
+		{batch.Dense, &step.Dense}, {batch.Labels, &step.Labels}, {batch.Scores, &step.Scores},
+	} {
+		var err error
+		if *x.dst, err = b.Ref(x.name); err != nil {
+			return err
+		}
+	}
+	gather, err := s.set.Kernel.GatherReduce(ctx, &kernel.GatherReduceRequest{
+		Tables: s.set.Tables.Kernel(), Bags: bags, Reduce: s.reduce, Out: pooled,
+	})
+	if err != nil {
+		return fmt.Errorf("gather-reduce: %w", err)
+	}
+	step.Pooled = pooled
+	res, err := s.set.Model.Step(ctx, step)
+	if err != nil {
+		return fmt.Errorf("model step: %w", err)
+	}
+	hostNs, err := charge(ctx, b.Seq, s.host, []device.Op{{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead}})
+	if err != nil {
+		return err
+	}
+	gpuNs, err := charge(ctx, b.Seq, s.gpu, []device.Op{
+		{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled.Length},
+		{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs},
+	})
+	if err != nil {
+		return err
+	}
+	b.SetStat("gather_bytes", gather.BytesRead)
+	b.SetStat("scored", int64(l.BatchSize))
+	if s.host != nil || s.gpu != nil {
+		b.SetStat("modeled_ns", hostNs+gpuNs)
+	}
+	return nil
+}
+
+// charge asks a device for the modeled time of a batch's operations on it,
+// in one call, and returns their sum (they run one after another).
+func charge(ctx context.Context, seq uint64, d device.Device, ops []device.Op) (int64, error) {
+	if d == nil {
+		return 0, nil
+	}
+	res, err := d.Cost(ctx, &device.CostRequest{Seq: seq, Ops: ops})
+	if err != nil {
+		return 0, fmt.Errorf("device cost: %w", err)
+	}
+	var sum int64
+	for _, ns := range res.ModeledNs {
+		sum += ns
+	}
+	return sum, nil
+}
