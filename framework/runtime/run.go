@@ -203,7 +203,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	stopWorkers()
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
-		return nil, fail(err)
+		return nil, fail(blameCrash(err, failures, uses))
 	}
 
 	for _, n := range r.nodes {

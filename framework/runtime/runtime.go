@@ -10,6 +10,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/region"
 )
@@ -87,6 +89,41 @@ type run struct {
 	total     int // -1 until the source reaches EOF
 	done      chan struct{}
 	started   time.Time
+}
+
+// crashGrace is how long a stage error waits for the plugin host to report
+// a plugin process that exited. A call to a plugin that was just killed
+// fails at once with a bare transport error ("error reading from server:
+// EOF"), before the host's watcher notices the exit; the crash, which names
+// the plugin, is the cause worth reporting.
+const crashGrace = 500 * time.Millisecond
+
+// blameCrash returns err, or, when err is a stage error in a run with
+// out-of-process plugins and the host reports a plugin exit within
+// crashGrace, that exit followed by the stage error (both reachable with
+// errors.As).
+func blameCrash(err error, failures <-chan error, uses []results.PluginUse) error {
+	var se *StageError
+	if failures == nil || !errors.As(err, &se) {
+		return err
+	}
+	remote := false
+	for _, u := range uses {
+		remote = remote || u.Remote
+	}
+	if !remote {
+		return err
+	}
+	t := time.NewTimer(crashGrace)
+	defer t.Stop()
+	select {
+	case crash, ok := <-failures:
+		if ok && crash != nil {
+			return fmt.Errorf("%w; %w", crash, err)
+		}
+	case <-t.C:
+	}
+	return err
 }
 
 // NewRunID returns a random run id (16 hex digits).
