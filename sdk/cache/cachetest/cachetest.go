@@ -19,7 +19,6 @@
 package cachetest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"testing"
@@ -62,9 +61,7 @@ func newConfig(opts []Option) config {
 // served over real gRPC in this process. Every subtest gets a fresh policy.
 func Run(t *testing.T, newImpl func() cache.Cache, opts ...Option) {
 	t.Helper()
-	runContract(t, newConfig(opts), func(t *testing.T) cache.Cache {
-		return plugintest.InProcess(t, plugin.KindCache, cache.ServerPlugin(newImpl())).(cache.Cache)
-	})
+	plugintest.Run(t, plugin.KindCache, cache.ServerPlugin, newImpl, newConfig(opts).runContract)
 }
 
 // RunBinary checks that the plugin binary at path answers "describe" as a
@@ -73,34 +70,13 @@ func Run(t *testing.T, newImpl func() cache.Cache, opts ...Option) {
 // binary fails.
 func RunBinary(t *testing.T, path string, opts ...Option) {
 	t.Helper()
-	if path == "" {
-		t.Skip("cachetest: no plugin binary path given")
-	}
-	plugintest.CheckBinary(t, path)
-	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindCache, path) })
-	runContract(t, newConfig(opts), func(t *testing.T) cache.Cache {
-		return plugintest.Binary(t, plugin.KindCache, path, cache.HostPlugin()).(cache.Cache)
-	})
+	plugintest.RunBinary(t, plugin.KindCache, path, cache.HostPlugin, newConfig(opts).runContract)
 }
 
 // setupOptions merges capacity into the policy's own options.
 func (c config) setupOptions(t testing.TB, extra map[string]any) json.RawMessage {
 	t.Helper()
-	m := map[string]any{}
-	if len(bytes.TrimSpace(c.options)) > 0 {
-		if err := json.Unmarshal(c.options, &m); err != nil {
-			t.Fatalf("cachetest: WithOptions: not a JSON object: %v", err)
-		}
-	}
-	m["capacity"] = c.capacity
-	for k, v := range extra {
-		m[k] = v
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	return plugintest.MergeOptions(t, "cachetest", c.options, map[string]any{"capacity": c.capacity}, extra)
 }
 
 // tables are the shapes the suite configures: a skewed mid-size table, a

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // runContract runs every contract test; connect returns a fresh,
 // unconfigured policy behind real gRPC.
-func runContract(t *testing.T, c config, connect func(*testing.T) cache.Cache) {
+func (c config) runContract(t *testing.T, connect func(*testing.T) cache.Cache) {
 	t.Helper()
 	if c.capacity < 8 {
 		t.Fatalf("cachetest: capacity %d < 8", c.capacity)
@@ -21,19 +22,7 @@ func runContract(t *testing.T, c config, connect func(*testing.T) cache.Cache) {
 	ctx := context.Background()
 
 	t.Run("Info", func(t *testing.T) {
-		info, err := connect(t).Info(ctx)
-		if err != nil {
-			t.Fatalf("Info before Configure: %v", err)
-		}
-		if info.Name == "" {
-			t.Error("Info.Name is empty")
-		}
-		if info.Kind != plugin.KindCache {
-			t.Errorf("Info.Kind = %q, want %q", info.Kind, plugin.KindCache)
-		}
-		if info.APIVersion != plugin.APIVersion {
-			t.Errorf("Info.APIVersion = %d, want %d", info.APIVersion, plugin.APIVersion)
-		}
+		plugintest.Info(t, plugin.KindCache, connect(t))
 	})
 
 	t.Run("PlanBeforeConfigure", func(t *testing.T) {
@@ -48,10 +37,7 @@ func runContract(t *testing.T, c config, connect func(*testing.T) cache.Cache) {
 	t.Run("UnknownOption", func(t *testing.T) {
 		setup := c.setup(t)
 		setup.Options = c.setupOptions(t, map[string]any{"cachetest_no_such_option": true})
-		err := connect(t).Configure(ctx, setup)
-		if !errors.Is(err, plugin.ErrInvalidConfig) {
-			t.Fatalf("Configure with an unknown option: err = %v, want plugin.ErrInvalidConfig (decode options with plugin.DecodeOptions)", err)
-		}
+		plugintest.UnknownOption(t, connect(t), setup)
 	})
 
 	t.Run("Batches", func(t *testing.T) {

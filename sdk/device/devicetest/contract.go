@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // runContract runs every contract test; connect returns a fresh,
 // unconfigured device behind real gRPC.
-func runContract(t *testing.T, c config, connect func(*testing.T) device.Device) {
+func (c config) runContract(t *testing.T, connect func(*testing.T) device.Device) {
 	t.Helper()
 	ctx := context.Background()
 	setup := plugin.Setup{
@@ -48,27 +49,13 @@ func runContract(t *testing.T, c config, connect func(*testing.T) device.Device)
 	}
 
 	t.Run("Info", func(t *testing.T) {
-		info, err := connect(t).Info(ctx)
-		if err != nil {
-			t.Fatalf("Info before Configure: %v", err)
-		}
-		if info.Name == "" {
-			t.Error("Info.Name is empty")
-		}
-		if info.Kind != plugin.KindDevice {
-			t.Errorf("Info.Kind = %q, want %q", info.Kind, plugin.KindDevice)
-		}
-		if info.APIVersion != plugin.APIVersion {
-			t.Errorf("Info.APIVersion = %d, want %d", info.APIVersion, plugin.APIVersion)
-		}
+		plugintest.Info(t, plugin.KindDevice, connect(t))
 	})
 
 	t.Run("UnknownOption", func(t *testing.T) {
 		bad := setup
-		bad.Options = c.withExtra(t, map[string]any{"devicetest_no_such_option": true})
-		if err := connect(t).Configure(ctx, bad); !errors.Is(err, plugin.ErrInvalidConfig) {
-			t.Fatalf("Configure with an unknown option: err = %v, want plugin.ErrInvalidConfig (decode options with plugin.DecodeOptions)", err)
-		}
+		bad.Options = plugintest.MergeOptions(t, "devicetest", c.options, map[string]any{"devicetest_no_such_option": true})
+		plugintest.UnknownOption(t, connect(t), bad)
 	})
 
 	t.Run("Profile", func(t *testing.T) {

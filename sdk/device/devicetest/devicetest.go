@@ -18,7 +18,6 @@
 package devicetest
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -50,9 +49,7 @@ func newConfig(opts []Option) config {
 // served over real gRPC in this process. Every subtest gets a fresh device.
 func Run(t *testing.T, newImpl func() device.Device, opts ...Option) {
 	t.Helper()
-	runContract(t, newConfig(opts), func(t *testing.T) device.Device {
-		return plugintest.InProcess(t, plugin.KindDevice, device.ServerPlugin(newImpl())).(device.Device)
-	})
+	plugintest.Run(t, plugin.KindDevice, device.ServerPlugin, newImpl, newConfig(opts).runContract)
 }
 
 // RunBinary checks that the plugin binary at path answers "describe" as a
@@ -61,30 +58,5 @@ func Run(t *testing.T, newImpl func() device.Device, opts ...Option) {
 // binary fails.
 func RunBinary(t *testing.T, path string, opts ...Option) {
 	t.Helper()
-	if path == "" {
-		t.Skip("devicetest: no plugin binary path given")
-	}
-	plugintest.CheckBinary(t, path)
-	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindDevice, path) })
-	runContract(t, newConfig(opts), func(t *testing.T) device.Device {
-		return plugintest.Binary(t, plugin.KindDevice, path, device.HostPlugin()).(device.Device)
-	})
-}
-
-func (c config) withExtra(t testing.TB, extra map[string]any) json.RawMessage {
-	t.Helper()
-	m := map[string]any{}
-	if len(bytes.TrimSpace(c.options)) > 0 {
-		if err := json.Unmarshal(c.options, &m); err != nil {
-			t.Fatalf("devicetest: WithOptions: not a JSON object: %v", err)
-		}
-	}
-	for k, v := range extra {
-		m[k] = v
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	plugintest.RunBinary(t, plugin.KindDevice, path, device.HostPlugin, newConfig(opts).runContract)
 }

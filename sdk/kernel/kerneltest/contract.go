@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -16,7 +17,7 @@ const learningRate = 0.25
 
 // runContract runs every contract test; connect returns a fresh,
 // unconfigured kernel behind real gRPC.
-func runContract(t *testing.T, c config, connect func(*testing.T) kernel.Kernel) {
+func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel) {
 	t.Helper()
 	ctx := context.Background()
 	setup := plugin.Setup{RunID: "kerneltest", Seed: 3, Tables: shapes, BatchSize: batchSize, Lookups: 4, Options: c.options}
@@ -30,19 +31,7 @@ func runContract(t *testing.T, c config, connect func(*testing.T) kernel.Kernel)
 
 	var ops []string
 	t.Run("Info", func(t *testing.T) {
-		info, err := connect(t).Info(ctx)
-		if err != nil {
-			t.Fatalf("Info before Configure: %v", err)
-		}
-		if info.Name == "" {
-			t.Error("Info.Name is empty")
-		}
-		if info.Kind != plugin.KindKernel {
-			t.Errorf("Info.Kind = %q, want %q", info.Kind, plugin.KindKernel)
-		}
-		if info.APIVersion != plugin.APIVersion {
-			t.Errorf("Info.APIVersion = %d, want %d", info.APIVersion, plugin.APIVersion)
-		}
+		info := plugintest.Info(t, plugin.KindKernel, connect(t))
 		if len(info.Ops) == 0 {
 			t.Errorf("Info.Ops is empty; a kernel lists the operators it implements (%q, %q, ...)", kernel.OpGatherReduce, kernel.OpScatter)
 		}
@@ -54,10 +43,8 @@ func runContract(t *testing.T, c config, connect func(*testing.T) kernel.Kernel)
 
 	t.Run("UnknownOption", func(t *testing.T) {
 		bad := setup
-		bad.Options = c.withExtra(t, map[string]any{"kerneltest_no_such_option": true})
-		if err := connect(t).Configure(ctx, bad); !errors.Is(err, plugin.ErrInvalidConfig) {
-			t.Fatalf("Configure with an unknown option: err = %v, want plugin.ErrInvalidConfig (decode options with plugin.DecodeOptions)", err)
-		}
+		bad.Options = plugintest.MergeOptions(t, "kerneltest", c.options, map[string]any{"kerneltest_no_such_option": true})
+		plugintest.UnknownOption(t, connect(t), bad)
 	})
 
 	if !slices.Contains(ops, kernel.OpGatherReduce) {

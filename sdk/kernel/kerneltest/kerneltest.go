@@ -20,7 +20,6 @@
 package kerneltest
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -52,9 +51,7 @@ func newConfig(opts []Option) config {
 // served over real gRPC in this process. Every subtest gets a fresh kernel.
 func Run(t *testing.T, newImpl func() kernel.Kernel, opts ...Option) {
 	t.Helper()
-	runContract(t, newConfig(opts), func(t *testing.T) kernel.Kernel {
-		return plugintest.InProcess(t, plugin.KindKernel, kernel.ServerPlugin(newImpl())).(kernel.Kernel)
-	})
+	plugintest.Run(t, plugin.KindKernel, kernel.ServerPlugin, newImpl, newConfig(opts).runContract)
 }
 
 // RunBinary checks that the plugin binary at path answers "describe" as a
@@ -63,34 +60,5 @@ func Run(t *testing.T, newImpl func() kernel.Kernel, opts ...Option) {
 // binary fails.
 func RunBinary(t *testing.T, path string, opts ...Option) {
 	t.Helper()
-	if path == "" {
-		t.Skip("kerneltest: no plugin binary path given")
-	}
-	plugintest.CheckBinary(t, path)
-	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindKernel, path) })
-	runContract(t, newConfig(opts), func(t *testing.T) kernel.Kernel {
-		return plugintest.Binary(t, plugin.KindKernel, path, kernel.HostPlugin()).(kernel.Kernel)
-	})
-}
-
-// withExtra merges extra keys into the kernel's own options.
-func (c config) withExtra(t testing.TB, extra map[string]any) json.RawMessage {
-	t.Helper()
-	if len(extra) == 0 {
-		return c.options
-	}
-	m := map[string]any{}
-	if len(bytes.TrimSpace(c.options)) > 0 {
-		if err := json.Unmarshal(c.options, &m); err != nil {
-			t.Fatalf("kerneltest: WithOptions: not a JSON object: %v", err)
-		}
-	}
-	for k, v := range extra {
-		m[k] = v
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	plugintest.RunBinary(t, plugin.KindKernel, path, kernel.HostPlugin, newConfig(opts).runContract)
 }

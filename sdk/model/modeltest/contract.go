@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -15,7 +16,7 @@ import (
 
 // runContract runs every contract test; connect returns a fresh,
 // unconfigured model behind real gRPC.
-func runContract(t *testing.T, c config, connect func(*testing.T) model.Model) {
+func (c config) runContract(t *testing.T, connect func(*testing.T) model.Model) {
 	t.Helper()
 	ctx := context.Background()
 	configured := func(t *testing.T, seed uint64) model.Model {
@@ -50,19 +51,7 @@ func runContract(t *testing.T, c config, connect func(*testing.T) model.Model) {
 	}
 
 	t.Run("Info", func(t *testing.T) {
-		info, err := connect(t).Info(ctx)
-		if err != nil {
-			t.Fatalf("Info before Configure: %v", err)
-		}
-		if info.Name == "" {
-			t.Error("Info.Name is empty")
-		}
-		if info.Kind != plugin.KindModel {
-			t.Errorf("Info.Kind = %q, want %q", info.Kind, plugin.KindModel)
-		}
-		if info.APIVersion != plugin.APIVersion {
-			t.Errorf("Info.APIVersion = %d, want %d", info.APIVersion, plugin.APIVersion)
-		}
+		plugintest.Info(t, plugin.KindModel, connect(t))
 	})
 
 	t.Run("StepBeforeConfigure", func(t *testing.T) {
@@ -74,10 +63,8 @@ func runContract(t *testing.T, c config, connect func(*testing.T) model.Model) {
 
 	t.Run("UnknownOption", func(t *testing.T) {
 		setup := c.setup(setupSeed)
-		setup.Options = c.withExtra(t, map[string]any{"modeltest_no_such_option": true})
-		if err := connect(t).Configure(ctx, setup); !errors.Is(err, plugin.ErrInvalidConfig) {
-			t.Fatalf("Configure with an unknown option: err = %v, want plugin.ErrInvalidConfig (decode options with plugin.DecodeOptions)", err)
-		}
+		setup.Options = plugintest.MergeOptions(t, "modeltest", c.options, map[string]any{"modeltest_no_such_option": true})
+		plugintest.UnknownOption(t, connect(t), setup)
 	})
 
 	t.Run("TrainingLowersLoss", func(t *testing.T) {

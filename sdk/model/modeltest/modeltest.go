@@ -18,7 +18,6 @@
 package modeltest
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -55,9 +54,7 @@ func newConfig(opts []Option) config {
 // served over real gRPC in this process. Every subtest gets fresh models.
 func Run(t *testing.T, newImpl func() model.Model, opts ...Option) {
 	t.Helper()
-	runContract(t, newConfig(opts), func(t *testing.T) model.Model {
-		return plugintest.InProcess(t, plugin.KindModel, model.ServerPlugin(newImpl())).(model.Model)
-	})
+	plugintest.Run(t, plugin.KindModel, model.ServerPlugin, newImpl, newConfig(opts).runContract)
 }
 
 // RunBinary checks that the plugin binary at path answers "describe" as a
@@ -66,30 +63,5 @@ func Run(t *testing.T, newImpl func() model.Model, opts ...Option) {
 // missing binary fails.
 func RunBinary(t *testing.T, path string, opts ...Option) {
 	t.Helper()
-	if path == "" {
-		t.Skip("modeltest: no plugin binary path given")
-	}
-	plugintest.CheckBinary(t, path)
-	t.Run("Describe", func(t *testing.T) { plugintest.Describe(t, plugin.KindModel, path) })
-	runContract(t, newConfig(opts), func(t *testing.T) model.Model {
-		return plugintest.Binary(t, plugin.KindModel, path, model.HostPlugin()).(model.Model)
-	})
-}
-
-func (c config) withExtra(t testing.TB, extra map[string]any) json.RawMessage {
-	t.Helper()
-	m := map[string]any{}
-	if len(bytes.TrimSpace(c.options)) > 0 {
-		if err := json.Unmarshal(c.options, &m); err != nil {
-			t.Fatalf("modeltest: WithOptions: not a JSON object: %v", err)
-		}
-	}
-	for k, v := range extra {
-		m[k] = v
-	}
-	raw, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return raw
+	plugintest.RunBinary(t, plugin.KindModel, path, model.HostPlugin, newConfig(opts).runContract)
 }
