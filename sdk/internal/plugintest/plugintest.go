@@ -1,7 +1,9 @@
 // Package plugintest connects the conformance suites (sdk/*/…test) to a
 // plugin over real gRPC: in process, through go-plugin's test-mode Serve with
 // the very ServeConfig a plugin binary uses, or as a built binary launched as
-// a subprocess the way a host launches it.
+// a subprocess the way a host launches it. Run and RunBinary are the body
+// of every suite's Run and RunBinary, and Info, UnknownOption and
+// MergeOptions the checks all kinds' contracts share.
 //
 // It is internal to sdk/ and imports the testing package; only the suites
 // and the SDK's own tests use it.
