@@ -1,0 +1,64 @@
+package batch
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestStorage(t *testing.T) {
+	if _, err := NewStorage(2, 0, 4); err == nil {
+		t.Error("capacity 0 accepted")
+	}
+	tabs, err := NewTables(1, 2, 10, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tabs.Close()
+	s, err := NewStorage(2, 3, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Len() != 2 || s.Resident() != 0 || s.RowOf(1, 2) != -1 {
+		t.Fatalf("new Storage: %d tables, %d resident", s.Len(), s.Resident())
+	}
+	if !s.ValidSlot(1, 2) || s.ValidSlot(1, 3) || s.ValidSlot(2, 0) || s.ValidSlot(0, -1) {
+		t.Error("ValidSlot bounds")
+	}
+	k := s.Kernel()
+	if len(k) != 2 || k[0].Rows != 3 || k[0].Dim != 4 || k[0].Data.Length != 3*4*4 {
+		t.Errorf("Kernel() = %+v", k)
+	}
+
+	trained := []float32{1, 2, 3, 4}
+	s.Fill(1, 2, 7, trained)
+	s.Fill(0, 0, 5, tabs.Row(0, 5))
+	s.Fill(0, 1, 6, []float32{9, 9, 9, 9})
+	s.Evict(0, 1) // written back elsewhere: must not be flushed again
+	host6 := slices.Clone(tabs.Row(0, 6))
+	if s.RowOf(1, 2) != 7 || s.Resident() != 2 {
+		t.Fatalf("RowOf(1,2) = %d, resident %d", s.RowOf(1, 2), s.Resident())
+	}
+	n, err := s.Flush(tabs)
+	if err != nil || n != 2 {
+		t.Fatalf("Flush = %d, %v; want 2 rows", n, err)
+	}
+	if !slices.Equal(tabs.Row(1, 7), trained) {
+		t.Errorf("host row 7 = %v, want %v", tabs.Row(1, 7), trained)
+	}
+	if !slices.Equal(tabs.Row(0, 6), host6) {
+		t.Error("an evicted slot was flushed")
+	}
+	if s.RowOf(1, 2) != 7 {
+		t.Error("Flush emptied Storage")
+	}
+
+	other, err := NewTables(1, 3, 10, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if _, err := s.Flush(other); err == nil {
+		t.Error("flushed 2 tables into 3")
+	}
+}
