@@ -50,5 +50,8 @@ func printSummary(w io.Writer, r *results.Results) {
 		}
 		fmt.Fprintf(w, "  (%d samples)\n", r.Metrics.EvalCount)
 	}
+	if r.Metrics.NDCG != nil {
+		fmt.Fprintf(w, "ranking    NDCG@%.0f %.4f over %.0f queries\n", r.Metrics.Extra["ndcg_k"], *r.Metrics.NDCG, r.Metrics.Extra["ndcg_queries"])
+	}
 	fmt.Fprintf(w, "digest     %s\n", r.Digest)
 }

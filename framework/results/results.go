@@ -94,10 +94,12 @@ type Point struct {
 
 // Metrics are the training (or inference) metrics.
 type Metrics struct {
-	Loss      *LossCurve         `json:"loss,omitempty"`
-	AUC       *float64           `json:"auc,omitempty"`
-	LogLoss   *float64           `json:"logloss,omitempty"`
-	NE        *float64           `json:"ne,omitempty"`
+	Loss    *LossCurve `json:"loss,omitempty"`
+	AUC     *float64   `json:"auc,omitempty"`
+	LogLoss *float64   `json:"logloss,omitempty"`
+	NE      *float64   `json:"ne,omitempty"`
+	// NDCG is the mean NDCG@k of an inference graph's filter stage.
+	NDCG      *float64           `json:"ndcg,omitempty"`
 	Extra     map[string]float64 `json:"extra,omitempty"`
 	EvalCount int                `json:"eval_samples,omitempty"`
 }

@@ -352,12 +352,22 @@ func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUs
 		}
 		res.Metrics.Loss = results.NewLossCurve(rp, max(1, len(rp)/20))
 	}
-	for name, dst := range map[string]**float64{"auc": &res.Metrics.AUC, "logloss": &res.Metrics.LogLoss, "ne": &res.Metrics.NE} {
-		if v, ok := values[name]; ok {
+	named := map[string]**float64{"auc": &res.Metrics.AUC, "logloss": &res.Metrics.LogLoss, "ne": &res.Metrics.NE, "ndcg": &res.Metrics.NDCG}
+	for name, v := range values {
+		switch dst, ok := named[name]; {
+		case ok:
 			*dst = &v
+		case name == "eval_samples":
+			res.Metrics.EvalCount = int(v)
+		default:
+			// Figures a stage reports beyond the named ones (NDCG's k, the
+			// queries it averaged over) are kept, not dropped.
+			if res.Metrics.Extra == nil {
+				res.Metrics.Extra = make(map[string]float64)
+			}
+			res.Metrics.Extra[name] = v
 		}
 	}
-	res.Metrics.EvalCount = int(values["eval_samples"])
 	hits, misses := int64(totals["cache.hits"]), int64(totals["cache.misses"])
 	if hits+misses > 0 {
 		res.Cache = &results.Cache{

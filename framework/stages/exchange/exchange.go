@@ -21,7 +21,13 @@ type exchanger struct {
 
 func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	rowBytes := int64(e.set.Layout.Dim) * 4
-	toDevice := b.Stats["misses"] * rowBytes
+	// The rows collect staged (each missed row once per table) cross the
+	// link; without a collect stage, every missed lookup is charged.
+	missed, ok := b.Stats["collected_rows"]
+	if !ok {
+		missed = b.Stats["misses"]
+	}
+	toDevice := missed * rowBytes
 	toHost := b.Stats["victims"] * rowBytes
 	res, err := e.dev.Cost(ctx, &device.CostRequest{Seq: b.Seq, Ops: []device.Op{
 		{Name: "rows-to-device", Kind: device.Transfer, Bytes: toDevice},
