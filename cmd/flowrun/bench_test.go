@@ -49,6 +49,29 @@ func benchDemo(b *testing.B, path string) {
 	b.ReportMetric(float64(steady.Nanoseconds())/float64(batches), "ns/batch")
 }
 
+// BenchmarkDemoOverhead runs the two graphs alternately, one after the
+// other in each iteration, so that both see the same machine (load from
+// elsewhere drifts between two separate benchmarks), and reports both
+// ns/batch and the per-batch overhead of out of process, out/in - 1, in %.
+func BenchmarkDemoOverhead(b *testing.B) {
+	sub := filepath.Join(stagedGraphs(b), "demo-subprocess.yaml")
+	var in, out time.Duration
+	var inN, outN int
+	b.ResetTimer()
+	for range b.N {
+		d, n := runTimed(b, demo)
+		in, inN = in+d, inN+n
+		d, n = runTimed(b, sub)
+		out, outN = out+d, outN+n
+	}
+	b.StopTimer()
+	inPer := float64(in.Nanoseconds()) / float64(inN)
+	outPer := float64(out.Nanoseconds()) / float64(outN)
+	b.ReportMetric(inPer, "in-ns/batch")
+	b.ReportMetric(outPer, "out-ns/batch")
+	b.ReportMetric(100*(outPer/inPer-1), "overhead-%")
+}
+
 // runTimed runs the graph at path as `flowrun run` does (plugin host,
 // embedded NATS, no tracing) and returns the time from the first batch out
 // of the graph to the last, and the number of batches in that interval.
