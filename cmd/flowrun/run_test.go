@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/runtime"
 )
@@ -28,6 +29,10 @@ func TestRunDemoResults(t *testing.T) {
 		}
 	}
 
+	cfg, _, err := config.Load(demo, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	data, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -58,12 +63,12 @@ func TestRunDemoResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	switch {
-	case doc.Graph == nil || *doc.Graph != "demo":
-		t.Errorf("graph: %v, want demo", doc.Graph)
-	case doc.Seed == nil || *doc.Seed != 1:
-		t.Errorf("seed: %v, want 1", doc.Seed)
-	case doc.Batches == nil || *doc.Batches != 40:
-		t.Errorf("batches: %v, want 40", doc.Batches)
+	case doc.Graph == nil || *doc.Graph != cfg.Name:
+		t.Errorf("graph: %v, want %s", doc.Graph, cfg.Name)
+	case doc.Seed == nil || *doc.Seed != cfg.Seed:
+		t.Errorf("seed: %v, want %d", doc.Seed, cfg.Seed)
+	case doc.Batches == nil || *doc.Batches != cfg.Dataset.Batches:
+		t.Errorf("batches: %v, want %d", doc.Batches, cfg.Dataset.Batches)
 	case doc.Digest == nil || !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(*doc.Digest):
 		t.Errorf("digest: %v, want 64 hex digits", doc.Digest)
 	case doc.Metrics == nil || doc.Metrics.Loss == nil || doc.Metrics.Loss.FirstTenthMean == nil || doc.Metrics.Loss.LastTenthMean == nil:
@@ -81,8 +86,12 @@ func TestRunDemoResults(t *testing.T) {
 		t.Errorf("held-out AUC %.4f, want > 0.6", auc)
 	}
 
-	// 40 training + 8 held-out batches pass every stage of the demo.
-	wantStages := map[string]string{"load": "load", "plan": "plan", "exchange": "exchange", "train": "train"}
+	// Every training and held-out batch passes every stage of the demo.
+	wantStages := map[string]string{}
+	for name, st := range cfg.Stages {
+		wantStages[name] = st.Kind
+	}
+	total := cfg.Dataset.Batches + cfg.Dataset.EvalBatches
 	if len(doc.Stages) != len(wantStages) {
 		t.Errorf("%d stages, want %d", len(doc.Stages), len(wantStages))
 	}
@@ -95,8 +104,8 @@ func TestRunDemoResults(t *testing.T) {
 		if wantStages[*s.Name] != *s.Kind {
 			t.Errorf("stage %s of kind %s, not in the demo", *s.Name, *s.Kind)
 		}
-		if *s.Batches != 48 {
-			t.Errorf("stage %s: %d batches, want 40 training + 8 held-out", *s.Name, *s.Batches)
+		if *s.Batches != total {
+			t.Errorf("stage %s: %d batches, want %d training + %d held-out", *s.Name, *s.Batches, cfg.Dataset.Batches, cfg.Dataset.EvalBatches)
 		}
 		if p50, p95, p99 := *s.WallMs.P50, *s.WallMs.P95, *s.WallMs.P99; !(0 <= p50 && p50 <= p95 && p95 <= p99) {
 			t.Errorf("stage %s: wall_ms p50 %g, p95 %g, p99 %g out of order", *s.Name, p50, p95, p99)
