@@ -58,3 +58,14 @@ plugins, linked in (plugin: builtin:NAME) or run as separate processes
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	return root
 }
+
+// usageArgs makes a wrong number of arguments a usage error (exit 2), like
+// a bad flag.
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}

@@ -20,7 +20,7 @@ func newPluginsCmd() *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List the plugins linked into flowrun (usable as plugin: builtin:NAME)",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			infos, err := describeBuiltins(cmd.Context())
 			if err != nil {
@@ -43,7 +43,7 @@ func newPluginsCmd() *cobra.Command {
 	cmd.AddCommand(&cobra.Command{
 		Use:   "describe PATH",
 		Short: "Print what a plugin binary says about itself, as JSON",
-		Args:  cobra.ExactArgs(1),
+		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			host, err := newHost(nil, cmd.ErrOrStderr())
 			if err != nil {

@@ -41,7 +41,7 @@ file:PATH (JSON lines), otlp-grpc://host:port or otlp-http://host:port.
 Stages talk over an embedded NATS server unless --nats names one.
 A failed run exits non-zero, names the stage, batch and cause, and writes
 no results file.`,
-		Args: cobra.ExactArgs(1),
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

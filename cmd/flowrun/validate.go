@@ -18,7 +18,7 @@ func newValidateCmd() *cobra.Command {
 sizes, dangling or doubly-produced subjects, undeclared cycles, unknown stage
 kinds, unknown or unlaunchable plugins. Every problem of every file is
 reported, each with file:line and key path. Exits 0 only when all are valid.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: usageArgs(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var bad []error
 			for _, path := range args {

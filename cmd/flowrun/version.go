@@ -16,7 +16,7 @@ func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print flowrun's version and plugin API version",
-		Args:  cobra.NoArgs,
+		Args:  usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := version
 			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" {

@@ -242,7 +242,11 @@ func allowedKeys(root reflect.Type, path string) string {
 	if t.Kind() != reflect.Struct {
 		return "see docs/graph-reference.md"
 	}
-	return strings.Join(structKeys(t), ", ")
+	keys := structKeys(t)
+	if len(keys) == 0 {
+		return "none"
+	}
+	return strings.Join(keys, ", ")
 }
 
 // fieldByKey finds the field tagged key; remain reports whether the struct
