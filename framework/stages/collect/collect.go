@@ -140,11 +140,11 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 	}
 
 	rowBytes := 4 * dim
-	hostNs, err := charge(ctx, b.Seq, c.host, device.Op{Name: "gather-missed-rows", Kind: device.Read, Bytes: staged * rowBytes})
+	hostNs, err := stage.Charge(ctx, b.Seq, c.host, device.Op{Name: "gather-missed-rows", Kind: device.Read, Bytes: staged * rowBytes})
 	if err != nil {
 		return err
 	}
-	devNs, err := charge(ctx, b.Seq, c.dev, device.Op{Name: "gather-victims", Kind: device.Read, Bytes: nVictims * rowBytes})
+	devNs, err := stage.Charge(ctx, b.Seq, c.dev, device.Op{Name: "gather-victims", Kind: device.Read, Bytes: nVictims * rowBytes})
 	if err != nil {
 		return err
 	}
@@ -156,21 +156,4 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 	// victims (ScratchPipe Sec. III-B: "concurrently").
 	b.SetStat("modeled_ns", max(hostNs, devNs))
 	return nil
-}
-
-// charge asks a device for the modeled time of an operation; a nil device
-// (none named) costs nothing.
-func charge(ctx context.Context, seq uint64, d device.Device, op device.Op) (int64, error) {
-	if d == nil {
-		return 0, nil
-	}
-	res, err := d.Cost(ctx, &device.CostRequest{Seq: seq, Ops: []device.Op{op}})
-	if err != nil {
-		return 0, fmt.Errorf("device cost: %w", err)
-	}
-	var ns int64
-	for _, v := range res.ModeledNs {
-		ns += v
-	}
-	return ns, nil
 }

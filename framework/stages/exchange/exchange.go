@@ -7,7 +7,6 @@ package exchange
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
@@ -29,16 +28,11 @@ func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	}
 	toDevice := missed * rowBytes
 	toHost := b.Stats["victims"] * rowBytes
-	res, err := e.dev.Cost(ctx, &device.CostRequest{Seq: b.Seq, Ops: []device.Op{
-		{Name: "rows-to-device", Kind: device.Transfer, Bytes: toDevice},
-		{Name: "victims-to-host", Kind: device.Transfer, Bytes: toHost},
-	}})
+	ns, err := stage.Charge(ctx, b.Seq, e.dev,
+		device.Op{Name: "rows-to-device", Kind: device.Transfer, Bytes: toDevice},
+		device.Op{Name: "victims-to-host", Kind: device.Transfer, Bytes: toHost})
 	if err != nil {
-		return fmt.Errorf("device cost: %w", err)
-	}
-	var ns int64
-	for _, v := range res.ModeledNs {
-		ns += v
+		return err
 	}
 	b.SetStat("bytes_to_device", toDevice)
 	b.SetStat("bytes_to_host", toHost)

@@ -76,11 +76,11 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 	}
 
 	rowBytes := 4 * dim
-	devNs, err := charge(ctx, b.Seq, in.dev, device.Op{Name: "fill-storage", Kind: device.Write, Bytes: nMiss * rowBytes})
+	devNs, err := stage.Charge(ctx, b.Seq, in.dev, device.Op{Name: "fill-storage", Kind: device.Write, Bytes: nMiss * rowBytes})
 	if err != nil {
 		return err
 	}
-	hostNs, err := charge(ctx, b.Seq, in.host, device.Op{Name: "write-back-victims", Kind: device.Write, Bytes: nVictims * rowBytes})
+	hostNs, err := stage.Charge(ctx, b.Seq, in.host, device.Op{Name: "write-back-victims", Kind: device.Write, Bytes: nVictims * rowBytes})
 	if err != nil {
 		return err
 	}
@@ -102,21 +102,4 @@ func (in *inserter) check(seq uint64, what string, i, t, row, slot int64) error 
 		return fmt.Errorf("batch %d: %s %d: table %d row %d outside [0, %d)", seq, what, i, t, row, in.set.Tables.Rows)
 	}
 	return nil
-}
-
-// charge asks a device for the modeled time of an operation; a nil device
-// (none named) costs nothing.
-func charge(ctx context.Context, seq uint64, d device.Device, op device.Op) (int64, error) {
-	if d == nil {
-		return 0, nil
-	}
-	res, err := d.Cost(ctx, &device.CostRequest{Seq: seq, Ops: []device.Op{op}})
-	if err != nil {
-		return 0, fmt.Errorf("device cost: %w", err)
-	}
-	var ns int64
-	for _, v := range res.ModeledNs {
-		ns += v
-	}
-	return ns, nil
 }

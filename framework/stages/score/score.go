@@ -71,14 +71,13 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return fmt.Errorf("model step: %w", err)
 	}
-	hostNs, err := charge(ctx, b.Seq, s.host, []device.Op{{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead}})
+	hostNs, err := stage.Charge(ctx, b.Seq, s.host, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead})
 	if err != nil {
 		return err
 	}
-	gpuNs, err := charge(ctx, b.Seq, s.gpu, []device.Op{
-		{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled.Length},
-		{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs},
-	})
+	gpuNs, err := stage.Charge(ctx, b.Seq, s.gpu,
+		device.Op{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled.Length},
+		device.Op{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs})
 	if err != nil {
 		return err
 	}
@@ -88,21 +87,4 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 		b.SetStat("modeled_ns", hostNs+gpuNs)
 	}
 	return nil
-}
-
-// charge asks a device for the modeled time of a batch's operations on it,
-// in one call, and returns their sum (they run one after another).
-func charge(ctx context.Context, seq uint64, d device.Device, ops []device.Op) (int64, error) {
-	if d == nil {
-		return 0, nil
-	}
-	res, err := d.Cost(ctx, &device.CostRequest{Seq: seq, Ops: ops})
-	if err != nil {
-		return 0, fmt.Errorf("device cost: %w", err)
-	}
-	var sum int64
-	for _, ns := range res.ModeledNs {
-		sum += ns
-	}
-	return sum, nil
 }

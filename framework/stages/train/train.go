@@ -123,33 +123,16 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 	if t.cfg.Source == SourceStorage {
 		ops, gpuOps = nil, onDevice(ops, gpuOps)
 	}
-	modeled, err := charge(ctx, b.Seq, t.host, ops)
+	modeled, err := stage.Charge(ctx, b.Seq, t.host, ops...)
 	if err != nil {
 		return err
 	}
-	gpuNs, err := charge(ctx, b.Seq, t.gpu, gpuOps)
+	gpuNs, err := stage.Charge(ctx, b.Seq, t.gpu, gpuOps...)
 	if err != nil {
 		return err
 	}
 	b.SetStat("modeled_ns", modeled+gpuNs)
 	return nil
-}
-
-// charge asks a device for the modeled time of a batch's operations on it,
-// in one call, and returns their sum (the operations run one after another).
-func charge(ctx context.Context, seq uint64, d device.Device, ops []device.Op) (int64, error) {
-	if d == nil {
-		return 0, nil
-	}
-	res, err := d.Cost(ctx, &device.CostRequest{Seq: seq, Ops: ops})
-	if err != nil {
-		return 0, fmt.Errorf("device cost: %w", err)
-	}
-	var sum int64
-	for _, ns := range res.ModeledNs {
-		sum += ns
-	}
-	return sum, nil
 }
 
 func (t *trainer) keepScores(b *batch.Batch) error {
