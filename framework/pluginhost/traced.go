@@ -113,6 +113,24 @@ func (k *tracedKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) 
 	return res, err
 }
 
+func (k *tracedKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoalesceRequest) (*kernel.CoalesceResult, error) {
+	ctx, span := k.tr.start(ctx, "ExpandCoalesce")
+	res, err := k.impl.ExpandCoalesce(ctx, req)
+	if res != nil {
+		kernelResult(span, &res.Result)
+	}
+	end(span, err)
+	return res, err
+}
+
+func (k *tracedKernel) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kernel.Result, error) {
+	ctx, span := k.tr.start(ctx, "Apply")
+	res, err := k.impl.Apply(ctx, req)
+	kernelResult(span, res)
+	end(span, err)
+	return res, err
+}
+
 func kernelResult(span trace.Span, res *kernel.Result) {
 	if res == nil {
 		return

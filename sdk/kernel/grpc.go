@@ -61,6 +61,35 @@ func (c *client) Scatter(ctx context.Context, req *ScatterRequest) (*Result, err
 		Grads:        rpc.RefToPB(req.Grads),
 		Optimizer:    int32(req.Optimizer),
 		LearningRate: req.LearningRate,
+		Epsilon:      req.Epsilon,
+	})
+	if err != nil {
+		return nil, rpc.FromStatus(err)
+	}
+	return resultFromPB(res), nil
+}
+
+func (c *client) ExpandCoalesce(ctx context.Context, req *ExpandCoalesceRequest) (*CoalesceResult, error) {
+	res, err := c.stub.ExpandCoalesce(ctx, &pb.ExpandCoalesceRequest{
+		Tables: tablesToPB(req.Tables),
+		Bags:   bagsToPB(req.Bags),
+		Reduce: int32(req.Reduce),
+		Grads:  rpc.RefToPB(req.Grads),
+		Out:    coalescedToPB(req.Out),
+	})
+	if err != nil {
+		return nil, rpc.FromStatus(err)
+	}
+	return &CoalesceResult{Result: *resultFromPB(res.GetResult()), Counts: res.GetCounts()}, nil
+}
+
+func (c *client) Apply(ctx context.Context, req *ApplyRequest) (*Result, error) {
+	res, err := c.stub.Apply(ctx, &pb.ApplyRequest{
+		Tables:       tablesToPB(req.Tables),
+		Coalesced:    coalescedToPB(req.Coalesced),
+		Optimizer:    int32(req.Optimizer),
+		LearningRate: req.LearningRate,
+		Epsilon:      req.Epsilon,
 	})
 	if err != nil {
 		return nil, rpc.FromStatus(err)
@@ -100,6 +129,38 @@ func (s *server) Scatter(ctx context.Context, req *pb.ScatterRequest) (*pb.Kerne
 		Grads:        rpc.RefFromPB(req.GetGrads()),
 		Optimizer:    Optimizer(req.GetOptimizer()),
 		LearningRate: req.GetLearningRate(),
+		Epsilon:      req.GetEpsilon(),
+	})
+	if err != nil {
+		return nil, rpc.ToStatus(err)
+	}
+	return resultToPB(res), nil
+}
+
+func (s *server) ExpandCoalesce(ctx context.Context, req *pb.ExpandCoalesceRequest) (*pb.CoalesceResult, error) {
+	res, err := s.Impl.ExpandCoalesce(ctx, &ExpandCoalesceRequest{
+		Tables: tablesFromPB(req.GetTables()),
+		Bags:   bagsFromPB(req.GetBags()),
+		Reduce: Reduce(req.GetReduce()),
+		Grads:  rpc.RefFromPB(req.GetGrads()),
+		Out:    coalescedFromPB(req.GetOut()),
+	})
+	if err != nil {
+		return nil, rpc.ToStatus(err)
+	}
+	if res == nil {
+		return &pb.CoalesceResult{Result: &pb.KernelResult{}}, nil
+	}
+	return &pb.CoalesceResult{Result: resultToPB(&res.Result), Counts: res.Counts}, nil
+}
+
+func (s *server) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.KernelResult, error) {
+	res, err := s.Impl.Apply(ctx, &ApplyRequest{
+		Tables:       tablesFromPB(req.GetTables()),
+		Coalesced:    coalescedFromPB(req.GetCoalesced()),
+		Optimizer:    Optimizer(req.GetOptimizer()),
+		LearningRate: req.GetLearningRate(),
+		Epsilon:      req.GetEpsilon(),
 	})
 	if err != nil {
 		return nil, rpc.ToStatus(err)
@@ -110,7 +171,7 @@ func (s *server) Scatter(ctx context.Context, req *pb.ScatterRequest) (*pb.Kerne
 func tablesToPB(ts []Table) []*pb.KernelTable {
 	out := make([]*pb.KernelTable, len(ts))
 	for i, t := range ts {
-		out[i] = &pb.KernelTable{Data: rpc.RefToPB(t.Data), Rows: t.Rows, Dim: int64(t.Dim)}
+		out[i] = &pb.KernelTable{Data: rpc.RefToPB(t.Data), Rows: t.Rows, Dim: int64(t.Dim), Stride: int64(t.Stride)}
 	}
 	return out
 }
@@ -118,7 +179,7 @@ func tablesToPB(ts []Table) []*pb.KernelTable {
 func tablesFromPB(ts []*pb.KernelTable) []Table {
 	out := make([]Table, len(ts))
 	for i, t := range ts {
-		out[i] = Table{Data: rpc.RefFromPB(t.GetData()), Rows: t.GetRows(), Dim: int(t.GetDim())}
+		out[i] = Table{Data: rpc.RefFromPB(t.GetData()), Rows: t.GetRows(), Dim: int(t.GetDim()), Stride: int(t.GetStride())}
 	}
 	return out
 }
@@ -138,6 +199,26 @@ func bagsFromPB(b *pb.Bags) Bags {
 		Indices:    rpc.RefFromPB(b.GetIndices()),
 		IndexStart: b.GetIndexStart(),
 		Offsets:    rpc.RefFromPB(b.GetOffsets()),
+	}
+}
+
+func coalescedToPB(c Coalesced) *pb.Coalesced {
+	return &pb.Coalesced{
+		Rows:      rpc.RefToPB(c.Rows),
+		Grads:     rpc.RefToPB(c.Grads),
+		RowStart:  c.RowStart,
+		GradStart: c.GradStart,
+		Counts:    c.Counts,
+	}
+}
+
+func coalescedFromPB(c *pb.Coalesced) Coalesced {
+	return Coalesced{
+		Rows:      rpc.RefFromPB(c.GetRows()),
+		Grads:     rpc.RefFromPB(c.GetGrads()),
+		RowStart:  c.GetRowStart(),
+		GradStart: c.GetGradStart(),
+		Counts:    c.GetCounts(),
 	}
 }
 

@@ -87,8 +87,9 @@ func (k *cpuKernel) config() (Config, error) {
 
 // tableView is one table of a request, mapped and checked.
 type tableView struct {
-	data []float32 // Rows*Dim, row-major
-	dim  int
+	data   []float32 // Rows*stride, row-major
+	dim    int
+	stride int
 	// idx holds the table's lookups; bag b is idx[off[b]:off[b+1]].
 	idx []int64
 	off []int64
@@ -134,11 +135,18 @@ func (k *cpuKernel) view(tables []kernel.Table, bags kernel.Bags, reduce kernel.
 			return nil, fmt.Errorf("%w: table %d: bad index start %d", plugin.ErrInvalidRequest, t, start)
 		}
 		nIndices = max(nIndices, start+off[B])
-		data, err := shm.Float32s(&k.mapper, tab.Data, tab.Rows*int64(tab.Dim), fmt.Sprintf("table %d data", t))
+		if tab.Stride != 0 && tab.Stride < tab.Dim {
+			return nil, fmt.Errorf("%w: table %d: stride %d < dim %d", plugin.ErrInvalidRequest, t, tab.Stride, tab.Dim)
+		}
+		stride := tab.RowStride()
+		if tab.Rows > 0 && tab.Rows > math.MaxInt64/4/int64(stride) {
+			return nil, fmt.Errorf("%w: table %d: bad shape %d×%d", plugin.ErrInvalidRequest, t, tab.Rows, stride)
+		}
+		data, err := shm.Float32s(&k.mapper, tab.Data, tab.Rows*int64(stride), fmt.Sprintf("table %d data", t))
 		if err != nil {
 			return nil, err
 		}
-		views[t] = tableView{data: data, dim: tab.Dim, off: off}
+		views[t] = tableView{data: data, dim: tab.Dim, stride: stride, off: off}
 		pooledLen += B * int64(tab.Dim)
 	}
 	indices, err := shm.Int64s(&k.mapper, bags.Indices, nIndices, "indices")
@@ -244,7 +252,7 @@ func gatherReduce(v *tableView, reduce kernel.Reduce) kernel.Result {
 		clear(out)
 		bag := v.idx[v.off[b]:v.off[b+1]]
 		for _, r := range bag {
-			row := v.data[r*int64(dim) : (r+1)*int64(dim)]
+			row := v.data[r*int64(v.stride) : r*int64(v.stride)+int64(dim)]
 			for d := range out {
 				out[d] += row[d]
 			}
@@ -362,7 +370,7 @@ func expandCoalesceSGD(v *tableView, reduce kernel.Reduce, lr float32) kernel.Re
 			}
 			res.FLOPs += dim
 		}
-		row := v.data[r*dim : (r+1)*dim]
+		row := v.data[r*int64(v.stride) : r*int64(v.stride)+dim]
 		for d := range row {
 			// The explicit conversion forbids fusing the multiply and the
 			// subtraction into one FMA (Go may fuse on arm64 and with
@@ -374,4 +382,14 @@ func expandCoalesceSGD(v *tableView, reduce kernel.Reduce, lr float32) kernel.Re
 		res.BytesWritten += 4 * dim
 	}
 	return res
+}
+
+// ExpandCoalesce is not implemented yet.
+func (k *cpuKernel) ExpandCoalesce(context.Context, *kernel.ExpandCoalesceRequest) (*kernel.CoalesceResult, error) {
+	return nil, plugin.ErrUnsupported
+}
+
+// Apply is not implemented yet.
+func (k *cpuKernel) Apply(context.Context, *kernel.ApplyRequest) (*kernel.Result, error) {
+	return nil, plugin.ErrUnsupported
 }

@@ -777,10 +777,12 @@ func (x *PlanResult) GetVictims() int64 {
 }
 
 type KernelTable struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Data          *Ref                   `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
-	Rows          int64                  `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
-	Dim           int64                  `protobuf:"varint,3,opt,name=dim,proto3" json:"dim,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Data  *Ref                   `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	Rows  int64                  `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	Dim   int64                  `protobuf:"varint,3,opt,name=dim,proto3" json:"dim,omitempty"`
+	// float32s per row, >= dim (0: dim); [dim, stride) is optimizer state.
+	Stride        int64 `protobuf:"varint,4,opt,name=stride,proto3" json:"stride,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -832,6 +834,13 @@ func (x *KernelTable) GetRows() int64 {
 func (x *KernelTable) GetDim() int64 {
 	if x != nil {
 		return x.Dim
+	}
+	return 0
+}
+
+func (x *KernelTable) GetStride() int64 {
+	if x != nil {
+		return x.Stride
 	}
 	return 0
 }
@@ -980,6 +989,7 @@ type ScatterRequest struct {
 	Grads         *Ref                   `protobuf:"bytes,4,opt,name=grads,proto3" json:"grads,omitempty"`
 	Optimizer     int32                  `protobuf:"varint,5,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
 	LearningRate  float32                `protobuf:"fixed32,6,opt,name=learning_rate,json=learningRate,proto3" json:"learning_rate,omitempty"`
+	Epsilon       float32                `protobuf:"fixed32,7,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1056,6 +1066,295 @@ func (x *ScatterRequest) GetLearningRate() float32 {
 	return 0
 }
 
+func (x *ScatterRequest) GetEpsilon() float32 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
+// Coalesced gradients: per table, unique rows (int64) and their summed
+// gradients (float32 [unique][dim]).
+type Coalesced struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rows          *Ref                   `protobuf:"bytes,1,opt,name=rows,proto3" json:"rows,omitempty"`
+	Grads         *Ref                   `protobuf:"bytes,2,opt,name=grads,proto3" json:"grads,omitempty"`
+	RowStart      []int64                `protobuf:"varint,3,rep,packed,name=row_start,json=rowStart,proto3" json:"row_start,omitempty"`
+	GradStart     []int64                `protobuf:"varint,4,rep,packed,name=grad_start,json=gradStart,proto3" json:"grad_start,omitempty"`
+	Counts        []int64                `protobuf:"varint,5,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Coalesced) Reset() {
+	*x = Coalesced{}
+	mi := &file_flowrun_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Coalesced) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Coalesced) ProtoMessage() {}
+
+func (x *Coalesced) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Coalesced.ProtoReflect.Descriptor instead.
+func (*Coalesced) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Coalesced) GetRows() *Ref {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *Coalesced) GetGrads() *Ref {
+	if x != nil {
+		return x.Grads
+	}
+	return nil
+}
+
+func (x *Coalesced) GetRowStart() []int64 {
+	if x != nil {
+		return x.RowStart
+	}
+	return nil
+}
+
+func (x *Coalesced) GetGradStart() []int64 {
+	if x != nil {
+		return x.GradStart
+	}
+	return nil
+}
+
+func (x *Coalesced) GetCounts() []int64 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+type ExpandCoalesceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tables        []*KernelTable         `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
+	Bags          *Bags                  `protobuf:"bytes,2,opt,name=bags,proto3" json:"bags,omitempty"`
+	Reduce        int32                  `protobuf:"varint,3,opt,name=reduce,proto3" json:"reduce,omitempty"`
+	Grads         *Ref                   `protobuf:"bytes,4,opt,name=grads,proto3" json:"grads,omitempty"`
+	Out           *Coalesced             `protobuf:"bytes,5,opt,name=out,proto3" json:"out,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExpandCoalesceRequest) Reset() {
+	*x = ExpandCoalesceRequest{}
+	mi := &file_flowrun_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExpandCoalesceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExpandCoalesceRequest) ProtoMessage() {}
+
+func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExpandCoalesceRequest.ProtoReflect.Descriptor instead.
+func (*ExpandCoalesceRequest) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ExpandCoalesceRequest) GetTables() []*KernelTable {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+func (x *ExpandCoalesceRequest) GetBags() *Bags {
+	if x != nil {
+		return x.Bags
+	}
+	return nil
+}
+
+func (x *ExpandCoalesceRequest) GetReduce() int32 {
+	if x != nil {
+		return x.Reduce
+	}
+	return 0
+}
+
+func (x *ExpandCoalesceRequest) GetGrads() *Ref {
+	if x != nil {
+		return x.Grads
+	}
+	return nil
+}
+
+func (x *ExpandCoalesceRequest) GetOut() *Coalesced {
+	if x != nil {
+		return x.Out
+	}
+	return nil
+}
+
+type CoalesceResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Result        *KernelResult          `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	Counts        []int64                `protobuf:"varint,2,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoalesceResult) Reset() {
+	*x = CoalesceResult{}
+	mi := &file_flowrun_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoalesceResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoalesceResult) ProtoMessage() {}
+
+func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoalesceResult.ProtoReflect.Descriptor instead.
+func (*CoalesceResult) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *CoalesceResult) GetResult() *KernelResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *CoalesceResult) GetCounts() []int64 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+type ApplyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tables        []*KernelTable         `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
+	Coalesced     *Coalesced             `protobuf:"bytes,2,opt,name=coalesced,proto3" json:"coalesced,omitempty"`
+	Optimizer     int32                  `protobuf:"varint,3,opt,name=optimizer,proto3" json:"optimizer,omitempty"`
+	LearningRate  float32                `protobuf:"fixed32,4,opt,name=learning_rate,json=learningRate,proto3" json:"learning_rate,omitempty"`
+	Epsilon       float32                `protobuf:"fixed32,5,opt,name=epsilon,proto3" json:"epsilon,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApplyRequest) Reset() {
+	*x = ApplyRequest{}
+	mi := &file_flowrun_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApplyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApplyRequest) ProtoMessage() {}
+
+func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
+func (*ApplyRequest) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ApplyRequest) GetTables() []*KernelTable {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+func (x *ApplyRequest) GetCoalesced() *Coalesced {
+	if x != nil {
+		return x.Coalesced
+	}
+	return nil
+}
+
+func (x *ApplyRequest) GetOptimizer() int32 {
+	if x != nil {
+		return x.Optimizer
+	}
+	return 0
+}
+
+func (x *ApplyRequest) GetLearningRate() float32 {
+	if x != nil {
+		return x.LearningRate
+	}
+	return 0
+}
+
+func (x *ApplyRequest) GetEpsilon() float32 {
+	if x != nil {
+		return x.Epsilon
+	}
+	return 0
+}
+
 type KernelResult struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	BytesRead     int64                  `protobuf:"varint,1,opt,name=bytes_read,json=bytesRead,proto3" json:"bytes_read,omitempty"`
@@ -1067,7 +1366,7 @@ type KernelResult struct {
 
 func (x *KernelResult) Reset() {
 	*x = KernelResult{}
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1378,7 @@ func (x *KernelResult) String() string {
 func (*KernelResult) ProtoMessage() {}
 
 func (x *KernelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1391,7 @@ func (x *KernelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelResult.ProtoReflect.Descriptor instead.
 func (*KernelResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{15}
+	return file_flowrun_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KernelResult) GetBytesRead() int64 {
@@ -1132,7 +1431,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1443,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1456,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{16}
+	return file_flowrun_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *StepRequest) GetSeq() uint64 {
@@ -1226,7 +1525,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1238,7 +1537,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1251,7 +1550,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{17}
+	return file_flowrun_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StepResult) GetLoss() float64 {
@@ -1277,7 +1576,7 @@ type DigestResult struct {
 
 func (x *DigestResult) Reset() {
 	*x = DigestResult{}
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1289,7 +1588,7 @@ func (x *DigestResult) String() string {
 func (*DigestResult) ProtoMessage() {}
 
 func (x *DigestResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1302,7 +1601,7 @@ func (x *DigestResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestResult.ProtoReflect.Descriptor instead.
 func (*DigestResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{18}
+	return file_flowrun_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DigestResult) GetDigest() []byte {
@@ -1324,7 +1623,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1635,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1648,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{19}
+	return file_flowrun_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Op) GetName() string {
@@ -1396,7 +1695,7 @@ type DeviceProfile struct {
 
 func (x *DeviceProfile) Reset() {
 	*x = DeviceProfile{}
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1408,7 +1707,7 @@ func (x *DeviceProfile) String() string {
 func (*DeviceProfile) ProtoMessage() {}
 
 func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1421,7 +1720,7 @@ func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceProfile.ProtoReflect.Descriptor instead.
 func (*DeviceProfile) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{20}
+	return file_flowrun_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeviceProfile) GetName() string {
@@ -1490,7 +1789,7 @@ type CostRequest struct {
 
 func (x *CostRequest) Reset() {
 	*x = CostRequest{}
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1801,7 @@ func (x *CostRequest) String() string {
 func (*CostRequest) ProtoMessage() {}
 
 func (x *CostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1814,7 @@ func (x *CostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostRequest.ProtoReflect.Descriptor instead.
 func (*CostRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{21}
+	return file_flowrun_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CostRequest) GetSeq() uint64 {
@@ -1541,7 +1840,7 @@ type CostResult struct {
 
 func (x *CostResult) Reset() {
 	*x = CostResult{}
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1553,7 +1852,7 @@ func (x *CostResult) String() string {
 func (*CostResult) ProtoMessage() {}
 
 func (x *CostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1566,7 +1865,7 @@ func (x *CostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostResult.ProtoReflect.Descriptor instead.
 func (*CostResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{22}
+	return file_flowrun_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CostResult) GetModeledNs() []int64 {
@@ -1633,11 +1932,12 @@ const file_flowrun_proto_rawDesc = "" +
 	"\n" +
 	"PlanResult\x12.\n" +
 	"\x06tables\x18\x01 \x03(\v2\x16.flowrun.v1.TableStatsR\x06tables\x12\x18\n" +
-	"\avictims\x18\x02 \x01(\x03R\avictims\"X\n" +
+	"\avictims\x18\x02 \x01(\x03R\avictims\"p\n" +
 	"\vKernelTable\x12#\n" +
 	"\x04data\x18\x01 \x01(\v2\x0f.flowrun.v1.RefR\x04data\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x10\n" +
-	"\x03dim\x18\x03 \x01(\x03R\x03dim\"\x93\x01\n" +
+	"\x03dim\x18\x03 \x01(\x03R\x03dim\x12\x16\n" +
+	"\x06stride\x18\x04 \x01(\x03R\x06stride\"\x93\x01\n" +
 	"\x04Bags\x12\x14\n" +
 	"\x05batch\x18\x01 \x01(\x03R\x05batch\x12)\n" +
 	"\aindices\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\aindices\x12\x1f\n" +
@@ -1648,14 +1948,37 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x06tables\x18\x01 \x03(\v2\x17.flowrun.v1.KernelTableR\x06tables\x12$\n" +
 	"\x04bags\x18\x02 \x01(\v2\x10.flowrun.v1.BagsR\x04bags\x12\x16\n" +
 	"\x06reduce\x18\x03 \x01(\x05R\x06reduce\x12!\n" +
-	"\x03out\x18\x04 \x01(\v2\x0f.flowrun.v1.RefR\x03out\"\xe9\x01\n" +
+	"\x03out\x18\x04 \x01(\v2\x0f.flowrun.v1.RefR\x03out\"\x83\x02\n" +
 	"\x0eScatterRequest\x12/\n" +
 	"\x06tables\x18\x01 \x03(\v2\x17.flowrun.v1.KernelTableR\x06tables\x12$\n" +
 	"\x04bags\x18\x02 \x01(\v2\x10.flowrun.v1.BagsR\x04bags\x12\x16\n" +
 	"\x06reduce\x18\x03 \x01(\x05R\x06reduce\x12%\n" +
 	"\x05grads\x18\x04 \x01(\v2\x0f.flowrun.v1.RefR\x05grads\x12\x1c\n" +
 	"\toptimizer\x18\x05 \x01(\x05R\toptimizer\x12#\n" +
-	"\rlearning_rate\x18\x06 \x01(\x02R\flearningRate\"h\n" +
+	"\rlearning_rate\x18\x06 \x01(\x02R\flearningRate\x12\x18\n" +
+	"\aepsilon\x18\a \x01(\x02R\aepsilon\"\xab\x01\n" +
+	"\tCoalesced\x12#\n" +
+	"\x04rows\x18\x01 \x01(\v2\x0f.flowrun.v1.RefR\x04rows\x12%\n" +
+	"\x05grads\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x05grads\x12\x1b\n" +
+	"\trow_start\x18\x03 \x03(\x03R\browStart\x12\x1d\n" +
+	"\n" +
+	"grad_start\x18\x04 \x03(\x03R\tgradStart\x12\x16\n" +
+	"\x06counts\x18\x05 \x03(\x03R\x06counts\"\xd6\x01\n" +
+	"\x15ExpandCoalesceRequest\x12/\n" +
+	"\x06tables\x18\x01 \x03(\v2\x17.flowrun.v1.KernelTableR\x06tables\x12$\n" +
+	"\x04bags\x18\x02 \x01(\v2\x10.flowrun.v1.BagsR\x04bags\x12\x16\n" +
+	"\x06reduce\x18\x03 \x01(\x05R\x06reduce\x12%\n" +
+	"\x05grads\x18\x04 \x01(\v2\x0f.flowrun.v1.RefR\x05grads\x12'\n" +
+	"\x03out\x18\x05 \x01(\v2\x15.flowrun.v1.CoalescedR\x03out\"Z\n" +
+	"\x0eCoalesceResult\x120\n" +
+	"\x06result\x18\x01 \x01(\v2\x18.flowrun.v1.KernelResultR\x06result\x12\x16\n" +
+	"\x06counts\x18\x02 \x03(\x03R\x06counts\"\xd1\x01\n" +
+	"\fApplyRequest\x12/\n" +
+	"\x06tables\x18\x01 \x03(\v2\x17.flowrun.v1.KernelTableR\x06tables\x123\n" +
+	"\tcoalesced\x18\x02 \x01(\v2\x15.flowrun.v1.CoalescedR\tcoalesced\x12\x1c\n" +
+	"\toptimizer\x18\x03 \x01(\x05R\toptimizer\x12#\n" +
+	"\rlearning_rate\x18\x04 \x01(\x02R\flearningRate\x12\x18\n" +
+	"\aepsilon\x18\x05 \x01(\x02R\aepsilon\"h\n" +
 	"\fKernelResult\x12\x1d\n" +
 	"\n" +
 	"bytes_read\x18\x01 \x01(\x03R\tbytesRead\x12#\n" +
@@ -1710,12 +2033,14 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x05Cache\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
-	"\x04Plan\x12\x17.flowrun.v1.PlanRequest\x1a\x16.flowrun.v1.PlanResult2\x85\x02\n" +
+	"\x04Plan\x12\x17.flowrun.v1.PlanRequest\x1a\x16.flowrun.v1.PlanResult2\x93\x03\n" +
 	"\x06Kernel\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x12I\n" +
 	"\fGatherReduce\x12\x1f.flowrun.v1.GatherReduceRequest\x1a\x18.flowrun.v1.KernelResult\x12?\n" +
-	"\aScatter\x12\x1a.flowrun.v1.ScatterRequest\x1a\x18.flowrun.v1.KernelResult2\xe8\x01\n" +
+	"\aScatter\x12\x1a.flowrun.v1.ScatterRequest\x1a\x18.flowrun.v1.KernelResult\x12O\n" +
+	"\x0eExpandCoalesce\x12!.flowrun.v1.ExpandCoalesceRequest\x1a\x1a.flowrun.v1.CoalesceResult\x12;\n" +
+	"\x05Apply\x12\x18.flowrun.v1.ApplyRequest\x1a\x18.flowrun.v1.KernelResult2\xe8\x01\n" +
 	"\x05Model\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
@@ -1740,32 +2065,36 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_flowrun_proto_goTypes = []any{
-	(Sentinel)(0),               // 0: flowrun.v1.Sentinel
-	(*Empty)(nil),               // 1: flowrun.v1.Empty
-	(*Ref)(nil),                 // 2: flowrun.v1.Ref
-	(*Table)(nil),               // 3: flowrun.v1.Table
-	(*Setup)(nil),               // 4: flowrun.v1.Setup
-	(*ConfigureRequest)(nil),    // 5: flowrun.v1.ConfigureRequest
-	(*Field)(nil),               // 6: flowrun.v1.Field
-	(*PluginInfo)(nil),          // 7: flowrun.v1.PluginInfo
-	(*ErrorDetail)(nil),         // 8: flowrun.v1.ErrorDetail
-	(*PlanRequest)(nil),         // 9: flowrun.v1.PlanRequest
-	(*TableStats)(nil),          // 10: flowrun.v1.TableStats
-	(*PlanResult)(nil),          // 11: flowrun.v1.PlanResult
-	(*KernelTable)(nil),         // 12: flowrun.v1.KernelTable
-	(*Bags)(nil),                // 13: flowrun.v1.Bags
-	(*GatherReduceRequest)(nil), // 14: flowrun.v1.GatherReduceRequest
-	(*ScatterRequest)(nil),      // 15: flowrun.v1.ScatterRequest
-	(*KernelResult)(nil),        // 16: flowrun.v1.KernelResult
-	(*StepRequest)(nil),         // 17: flowrun.v1.StepRequest
-	(*StepResult)(nil),          // 18: flowrun.v1.StepResult
-	(*DigestResult)(nil),        // 19: flowrun.v1.DigestResult
-	(*Op)(nil),                  // 20: flowrun.v1.Op
-	(*DeviceProfile)(nil),       // 21: flowrun.v1.DeviceProfile
-	(*CostRequest)(nil),         // 22: flowrun.v1.CostRequest
-	(*CostResult)(nil),          // 23: flowrun.v1.CostResult
+	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
+	(*Empty)(nil),                 // 1: flowrun.v1.Empty
+	(*Ref)(nil),                   // 2: flowrun.v1.Ref
+	(*Table)(nil),                 // 3: flowrun.v1.Table
+	(*Setup)(nil),                 // 4: flowrun.v1.Setup
+	(*ConfigureRequest)(nil),      // 5: flowrun.v1.ConfigureRequest
+	(*Field)(nil),                 // 6: flowrun.v1.Field
+	(*PluginInfo)(nil),            // 7: flowrun.v1.PluginInfo
+	(*ErrorDetail)(nil),           // 8: flowrun.v1.ErrorDetail
+	(*PlanRequest)(nil),           // 9: flowrun.v1.PlanRequest
+	(*TableStats)(nil),            // 10: flowrun.v1.TableStats
+	(*PlanResult)(nil),            // 11: flowrun.v1.PlanResult
+	(*KernelTable)(nil),           // 12: flowrun.v1.KernelTable
+	(*Bags)(nil),                  // 13: flowrun.v1.Bags
+	(*GatherReduceRequest)(nil),   // 14: flowrun.v1.GatherReduceRequest
+	(*ScatterRequest)(nil),        // 15: flowrun.v1.ScatterRequest
+	(*Coalesced)(nil),             // 16: flowrun.v1.Coalesced
+	(*ExpandCoalesceRequest)(nil), // 17: flowrun.v1.ExpandCoalesceRequest
+	(*CoalesceResult)(nil),        // 18: flowrun.v1.CoalesceResult
+	(*ApplyRequest)(nil),          // 19: flowrun.v1.ApplyRequest
+	(*KernelResult)(nil),          // 20: flowrun.v1.KernelResult
+	(*StepRequest)(nil),           // 21: flowrun.v1.StepRequest
+	(*StepResult)(nil),            // 22: flowrun.v1.StepResult
+	(*DigestResult)(nil),          // 23: flowrun.v1.DigestResult
+	(*Op)(nil),                    // 24: flowrun.v1.Op
+	(*DeviceProfile)(nil),         // 25: flowrun.v1.DeviceProfile
+	(*CostRequest)(nil),           // 26: flowrun.v1.CostRequest
+	(*CostResult)(nil),            // 27: flowrun.v1.CostResult
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -1786,47 +2115,60 @@ var file_flowrun_proto_depIdxs = []int32{
 	12, // 15: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
 	13, // 16: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
 	2,  // 17: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
-	2,  // 18: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
-	2,  // 19: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
-	2,  // 20: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
-	2,  // 21: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
-	2,  // 22: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	20, // 23: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 24: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 25: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 26: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	1,  // 27: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 28: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	14, // 29: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	15, // 30: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	1,  // 31: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 32: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	17, // 33: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 34: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 35: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 36: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 37: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	22, // 38: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	7,  // 39: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 40: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	11, // 41: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	7,  // 42: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 43: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	16, // 44: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	16, // 45: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	7,  // 46: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 47: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	18, // 48: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	19, // 49: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	7,  // 50: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 51: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	21, // 52: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	23, // 53: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	39, // [39:54] is the sub-list for method output_type
-	24, // [24:39] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	2,  // 18: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
+	2,  // 19: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
+	12, // 20: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
+	13, // 21: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 22: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
+	16, // 23: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
+	20, // 24: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
+	12, // 25: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
+	16, // 26: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
+	2,  // 27: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
+	2,  // 28: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
+	2,  // 29: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
+	2,  // 30: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
+	2,  // 31: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
+	24, // 32: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 33: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 34: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 35: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	1,  // 36: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 37: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	14, // 38: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	15, // 39: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	17, // 40: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	19, // 41: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	1,  // 42: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 43: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	21, // 44: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 45: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 46: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 47: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 48: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	26, // 49: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	7,  // 50: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 51: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	11, // 52: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	7,  // 53: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 54: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	20, // 55: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	20, // 56: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	18, // 57: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	20, // 58: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	7,  // 59: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 60: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	22, // 61: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	23, // 62: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	7,  // 63: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 64: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	25, // 65: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	27, // 66: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	50, // [50:67] is the sub-list for method output_type
+	33, // [33:50] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
@@ -1840,7 +2182,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   23,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

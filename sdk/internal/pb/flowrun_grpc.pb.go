@@ -206,10 +206,12 @@ var Cache_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	Kernel_Info_FullMethodName         = "/flowrun.v1.Kernel/Info"
-	Kernel_Configure_FullMethodName    = "/flowrun.v1.Kernel/Configure"
-	Kernel_GatherReduce_FullMethodName = "/flowrun.v1.Kernel/GatherReduce"
-	Kernel_Scatter_FullMethodName      = "/flowrun.v1.Kernel/Scatter"
+	Kernel_Info_FullMethodName           = "/flowrun.v1.Kernel/Info"
+	Kernel_Configure_FullMethodName      = "/flowrun.v1.Kernel/Configure"
+	Kernel_GatherReduce_FullMethodName   = "/flowrun.v1.Kernel/GatherReduce"
+	Kernel_Scatter_FullMethodName        = "/flowrun.v1.Kernel/Scatter"
+	Kernel_ExpandCoalesce_FullMethodName = "/flowrun.v1.Kernel/ExpandCoalesce"
+	Kernel_Apply_FullMethodName          = "/flowrun.v1.Kernel/Apply"
 )
 
 // KernelClient is the client API for Kernel service.
@@ -220,6 +222,8 @@ type KernelClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*Empty, error)
 	GatherReduce(ctx context.Context, in *GatherReduceRequest, opts ...grpc.CallOption) (*KernelResult, error)
 	Scatter(ctx context.Context, in *ScatterRequest, opts ...grpc.CallOption) (*KernelResult, error)
+	ExpandCoalesce(ctx context.Context, in *ExpandCoalesceRequest, opts ...grpc.CallOption) (*CoalesceResult, error)
+	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*KernelResult, error)
 }
 
 type kernelClient struct {
@@ -270,6 +274,26 @@ func (c *kernelClient) Scatter(ctx context.Context, in *ScatterRequest, opts ...
 	return out, nil
 }
 
+func (c *kernelClient) ExpandCoalesce(ctx context.Context, in *ExpandCoalesceRequest, opts ...grpc.CallOption) (*CoalesceResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CoalesceResult)
+	err := c.cc.Invoke(ctx, Kernel_ExpandCoalesce_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kernelClient) Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*KernelResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KernelResult)
+	err := c.cc.Invoke(ctx, Kernel_Apply_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // KernelServer is the server API for Kernel service.
 // All implementations must embed UnimplementedKernelServer
 // for forward compatibility.
@@ -278,6 +302,8 @@ type KernelServer interface {
 	Configure(context.Context, *ConfigureRequest) (*Empty, error)
 	GatherReduce(context.Context, *GatherReduceRequest) (*KernelResult, error)
 	Scatter(context.Context, *ScatterRequest) (*KernelResult, error)
+	ExpandCoalesce(context.Context, *ExpandCoalesceRequest) (*CoalesceResult, error)
+	Apply(context.Context, *ApplyRequest) (*KernelResult, error)
 	mustEmbedUnimplementedKernelServer()
 }
 
@@ -299,6 +325,12 @@ func (UnimplementedKernelServer) GatherReduce(context.Context, *GatherReduceRequ
 }
 func (UnimplementedKernelServer) Scatter(context.Context, *ScatterRequest) (*KernelResult, error) {
 	return nil, status.Error(codes.Unimplemented, "method Scatter not implemented")
+}
+func (UnimplementedKernelServer) ExpandCoalesce(context.Context, *ExpandCoalesceRequest) (*CoalesceResult, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExpandCoalesce not implemented")
+}
+func (UnimplementedKernelServer) Apply(context.Context, *ApplyRequest) (*KernelResult, error) {
+	return nil, status.Error(codes.Unimplemented, "method Apply not implemented")
 }
 func (UnimplementedKernelServer) mustEmbedUnimplementedKernelServer() {}
 func (UnimplementedKernelServer) testEmbeddedByValue()                {}
@@ -393,6 +425,42 @@ func _Kernel_Scatter_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Kernel_ExpandCoalesce_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExpandCoalesceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).ExpandCoalesce(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_ExpandCoalesce_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).ExpandCoalesce(ctx, req.(*ExpandCoalesceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Kernel_Apply_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApplyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).Apply(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_Apply_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).Apply(ctx, req.(*ApplyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Kernel_ServiceDesc is the grpc.ServiceDesc for Kernel service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -415,6 +483,14 @@ var Kernel_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Scatter",
 			Handler:    _Kernel_Scatter_Handler,
+		},
+		{
+			MethodName: "ExpandCoalesce",
+			Handler:    _Kernel_ExpandCoalesce_Handler,
+		},
+		{
+			MethodName: "Apply",
+			Handler:    _Kernel_Apply_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -190,3 +190,13 @@ func (k *Kernel) Scatter(_ context.Context, req *kernel.ScatterRequest) (*kernel
 	}
 	return res, nil
 }
+
+// ExpandCoalesce is not part of the reference kernel.
+func (k *Kernel) ExpandCoalesce(context.Context, *kernel.ExpandCoalesceRequest) (*kernel.CoalesceResult, error) {
+	return nil, plugin.ErrUnsupported
+}
+
+// Apply is not part of the reference kernel.
+func (k *Kernel) Apply(context.Context, *kernel.ApplyRequest) (*kernel.Result, error) {
+	return nil, plugin.ErrUnsupported
+}

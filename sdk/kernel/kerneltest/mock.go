@@ -11,10 +11,12 @@ import (
 // of code that uses kernels. A nil batch-call field returns
 // plugin.ErrUnsupported.
 type Mock struct {
-	InfoF         func(ctx context.Context) (plugin.Info, error)
-	ConfigureF    func(ctx context.Context, setup plugin.Setup) error
-	GatherReduceF func(ctx context.Context, req *kernel.GatherReduceRequest) (*kernel.Result, error)
-	ScatterF      func(ctx context.Context, req *kernel.ScatterRequest) (*kernel.Result, error)
+	InfoF           func(ctx context.Context) (plugin.Info, error)
+	ConfigureF      func(ctx context.Context, setup plugin.Setup) error
+	GatherReduceF   func(ctx context.Context, req *kernel.GatherReduceRequest) (*kernel.Result, error)
+	ScatterF        func(ctx context.Context, req *kernel.ScatterRequest) (*kernel.Result, error)
+	ExpandCoalesceF func(ctx context.Context, req *kernel.ExpandCoalesceRequest) (*kernel.CoalesceResult, error)
+	ApplyF          func(ctx context.Context, req *kernel.ApplyRequest) (*kernel.Result, error)
 }
 
 var _ kernel.Kernel = (*Mock)(nil)
@@ -45,4 +47,18 @@ func (m *Mock) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*kernel
 		return nil, plugin.ErrUnsupported
 	}
 	return m.ScatterF(ctx, req)
+}
+
+func (m *Mock) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoalesceRequest) (*kernel.CoalesceResult, error) {
+	if m.ExpandCoalesceF == nil {
+		return nil, plugin.ErrUnsupported
+	}
+	return m.ExpandCoalesceF(ctx, req)
+}
+
+func (m *Mock) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kernel.Result, error) {
+	if m.ApplyF == nil {
+		return nil, plugin.ErrUnsupported
+	}
+	return m.ApplyF(ctx, req)
 }
