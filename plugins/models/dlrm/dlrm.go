@@ -1,0 +1,416 @@
+// Package dlrm is DLRM, the dense half of the recommendation model every
+// paper flowrun reproduces trains: a bottom MLP over the dense features, a
+// dot interaction between its output and each table's pooled embedding, a
+// top MLP to one logit, a sigmoid and binary cross-entropy. It owns the
+// dense parameters and their optimizer state (SGD or Adagrad); embedding
+// rows are the kernel's, and Step hands back their gradient (PooledGrad).
+//
+// Presets give the MLP shapes of the papers' models (ScratchPipe's MLPerf
+// DLRM, Tensor Casting's RM1–RM4, RecPipe's RMsmall/RMmed/RMlarge); see
+// presets.go and the README.
+//
+// Results are deterministic: parameters start from a counter-based stream
+// of Setup.Seed, every sum runs in a fixed order (see layer for gonum's
+// Sgemm), and products outside Sgemm are rounded explicitly so they cannot
+// fuse into FMAs. The same seed and batches give the same Digest however
+// many threads run the products.
+//
+// It imports only sdk/, the built-in plugins' internal helpers and gonum.
+package dlrm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/flowrun/flowrun/plugins/internal/shm"
+	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+// Name is the model's plugin name (builtin:dlrm).
+const Name = "dlrm"
+
+// Version is this plugin's version.
+const Version = "0.1.0"
+
+type dlrm struct {
+	mu     sync.Mutex
+	mapper region.Mapper
+	// configured is false until Configure succeeds.
+	configured bool
+	cfg        Config
+	shape      Preset
+	dense      int // dense features per sample: the bottom MLP's input
+	bottom     []*layer
+	inter      dotInteraction
+	top        []*layer
+	ws         workspace
+}
+
+// New returns the DLRM model.
+func New() model.Model { return &dlrm{} }
+
+func (m *dlrm) Info(context.Context) (plugin.Info, error) {
+	return plugin.Info{
+		Kind:        plugin.KindModel,
+		Name:        Name,
+		Version:     Version,
+		APIVersion:  plugin.APIVersion,
+		Description: "DLRM: bottom MLP, dot interaction with the pooled embeddings, top MLP, sigmoid + BCE; SGD or Adagrad; the papers' presets",
+		Config:      fields(),
+	}, nil
+}
+
+func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
+	cfg := defaultConfig()
+	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	shape := cfg.shape()
+	if setup.DenseFeatures < 1 {
+		return fmt.Errorf("%w: dense_features is %d: DLRM's bottom MLP needs at least one dense feature", plugin.ErrInvalidConfig, setup.DenseFeatures)
+	}
+	if len(setup.Tables) < 1 {
+		return fmt.Errorf("%w: the run has no embedding tables: DLRM's interaction needs at least one", plugin.ErrInvalidConfig)
+	}
+	dim := setup.Tables[0].Dim
+	for t, tab := range setup.Tables {
+		if tab.Dim < 1 {
+			return fmt.Errorf("%w: table %d: dim must be ≥ 1, got %d", plugin.ErrInvalidConfig, t, tab.Dim)
+		}
+		if tab.Dim != dim {
+			return fmt.Errorf("%w: table %d has dim %d but table 0 has dim %d: the dot interaction needs one embedding dim", plugin.ErrInvalidConfig, t, tab.Dim, dim)
+		}
+	}
+	if out := shape.BottomMLP[len(shape.BottomMLP)-1]; out != dim {
+		if cfg.BottomMLP == nil {
+			return fmt.Errorf("%w: preset %s: the bottom MLP ends at width %d (the embedding dim of %s) but the tables have dim %d; the dot interaction needs them equal: set the dataset's dim to %d, or give bottom_mlp ending in %d",
+				plugin.ErrInvalidConfig, shape.Name, out, shape.Name, dim, out, dim)
+		}
+		return fmt.Errorf("%w: bottom_mlp ends at width %d but the tables have dim %d; the dot interaction needs them equal", plugin.ErrInvalidConfig, out, dim)
+	}
+
+	adagrad := cfg.Optimizer == "adagrad"
+	var bottom, top []*layer
+	in := setup.DenseFeatures
+	for _, out := range shape.BottomMLP {
+		bottom = append(bottom, newLayer(in, out, true, adagrad))
+		in = out
+	}
+	inter := dotInteraction{tables: len(setup.Tables), dim: dim}
+	in = inter.width()
+	for i, out := range shape.TopMLP {
+		top = append(top, newLayer(in, out, i < len(shape.TopMLP)-1, adagrad))
+		in = out
+	}
+	initParams(setup.Seed, append(append([]*layer(nil), bottom...), top...))
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cfg, m.shape = cfg, shape
+	m.dense = setup.DenseFeatures
+	m.bottom, m.inter, m.top = bottom, inter, top
+	m.ws = workspace{}
+	m.configured = true
+	return nil
+}
+
+// layers lists every layer in canonical order: bottom first to last, then
+// top first to last.
+func (m *dlrm) layers() []*layer {
+	return append(append(make([]*layer, 0, len(m.bottom)+len(m.top)), m.bottom...), m.top...)
+}
+
+// seedDomain keeps this model's stream apart from other plugins' streams
+// of the same seed (a kernel initialising rows from it, say).
+const seedDomain = 0x646c726d // "dlrm"
+
+// splitmix64 is the i-th output of the splitmix64 generator seeded with
+// seed: each parameter's initial value depends only on (seed, its position
+// in canonical order), not on how many values were drawn before it.
+func splitmix64(seed, i uint64) uint64 {
+	z := seed + (i+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// initParams draws every weight and bias in canonical order (layer, W
+// row-major, then b). DLRM's reference draws W from N(0, 2/(in+out)) and b
+// from N(0, 1/out); these are the uniform distributions with the same
+// variances: W ~ U(±√(6/(in+out))) (Xavier/Glorot uniform), b ~ U(±√(3/out)).
+func initParams(seed uint64, layers []*layer) {
+	seed ^= seedDomain
+	var i uint64
+	draw := func(xs []float32, limit float64) {
+		for k := range xs {
+			u := float64(splitmix64(seed, i)>>11) / (1 << 53) // [0, 1)
+			xs[k] = float32((2*u - 1) * limit)
+			i++
+		}
+	}
+	for _, l := range layers {
+		draw(l.w, math.Sqrt(6/float64(l.in+l.out)))
+		draw(l.b, math.Sqrt(3/float64(l.out)))
+	}
+}
+
+// workspace holds one batch size's activations and gradients, kept between
+// steps so that a run allocates them once.
+type workspace struct {
+	batch int
+	// bottom[l] and top[l] are layer l's outputs [B][out]; r is the
+	// interaction's output [B][width].
+	bottom, top [][]float32
+	r           []float32
+	// ga and gb take turns holding the gradient flowing down the MLPs.
+	ga, gb  []float32
+	scratch []float32 // the interaction's per-sample vector gradients
+}
+
+func (m *dlrm) workspace(B int) *workspace {
+	if m.ws.batch == B {
+		return &m.ws
+	}
+	ws := workspace{batch: B}
+	widest := max(m.dense, m.inter.width())
+	for _, l := range m.bottom {
+		ws.bottom = append(ws.bottom, make([]float32, B*l.out))
+		widest = max(widest, l.out)
+	}
+	for _, l := range m.top {
+		ws.top = append(ws.top, make([]float32, B*l.out))
+		widest = max(widest, l.out)
+	}
+	ws.r = make([]float32, B*m.inter.width())
+	ws.ga, ws.gb = make([]float32, B*widest), make([]float32, B*widest)
+	ws.scratch = make([]float32, (m.inter.tables+1)*m.inter.dim)
+	m.ws = ws
+	return &m.ws
+}
+
+// step is one batch, mapped and checked.
+type step struct {
+	batch      int
+	pooled     []float32 // [table][sample][dim]
+	dense      []float32 // [sample][dense]
+	labels     []float32
+	pooledGrad []float32 // nil unless training
+	scores     []float32 // nil unless asked for
+}
+
+func (m *dlrm) view(req *model.StepRequest) (*step, error) {
+	if req.Batch < 1 {
+		return nil, fmt.Errorf("%w: batch size must be ≥ 1, got %d", plugin.ErrInvalidRequest, req.Batch)
+	}
+	B := int64(req.Batch)
+	E := int64(m.inter.tables) * int64(m.inter.dim) // pooled floats per sample
+	s := &step{batch: req.Batch}
+	var err error
+	if s.pooled, err = shm.Float32s(&m.mapper, req.Pooled, B*E, "pooled"); err != nil {
+		return nil, err
+	}
+	if s.dense, err = shm.Float32s(&m.mapper, req.Dense, B*int64(m.dense), "dense"); err != nil {
+		return nil, err
+	}
+	if s.labels, err = shm.Float32s(&m.mapper, req.Labels, B, "labels"); err != nil {
+		return nil, err
+	}
+	for i, y := range s.labels {
+		if !(y >= 0 && y <= 1) {
+			return nil, fmt.Errorf("%w: label %d is %v, want a value in [0, 1]", plugin.ErrInvalidRequest, i, y)
+		}
+	}
+	if req.Train {
+		if s.pooledGrad, err = shm.Float32s(&m.mapper, req.PooledGrad, B*E, "pooled_grad"); err != nil {
+			return nil, err
+		}
+	}
+	if s.scores, err = shm.OptionalFloat32s(&m.mapper, req.Scores, B, "scores"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Step runs one batch forward and, when training, backward and one update
+// of every dense parameter. Loss is the batch's mean BCE before the update.
+func (m *dlrm) Step(ctx context.Context, req *model.StepRequest) (*model.StepResult, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.configured {
+		return nil, plugin.ErrNotConfigured
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req == nil {
+		return nil, fmt.Errorf("%w: nil step request", plugin.ErrInvalidRequest)
+	}
+	s, err := m.view(req)
+	if err != nil {
+		return nil, fmt.Errorf("dlrm step %d: %w", req.Seq, err)
+	}
+	ws := m.workspace(s.batch)
+	logits := m.forward(s, ws)
+	loss := m.lossAndGrad(s, logits, ws.ga)
+	res := &model.StepResult{Loss: loss, FLOPs: m.flops(s.batch, req.Train)}
+	if req.Train {
+		m.backward(s, ws)
+		lr, eps := float32(m.cfg.LearningRate), float32(m.cfg.Epsilon)
+		for _, l := range m.layers() {
+			l.update(lr, eps)
+		}
+	}
+	return res, nil
+}
+
+// forward runs the bottom MLP, the interaction and the top MLP, and
+// returns the logits [B] (the top MLP's last output).
+func (m *dlrm) forward(s *step, ws *workspace) []float32 {
+	B := s.batch
+	x := s.dense
+	for i, l := range m.bottom {
+		l.forward(B, x, ws.bottom[i])
+		x = ws.bottom[i]
+	}
+	m.inter.forward(B, x, s.pooled, ws.r)
+	h := ws.r
+	for i, l := range m.top {
+		l.forward(B, h, ws.top[i])
+		h = ws.top[i]
+	}
+	return h[:B]
+}
+
+// lossAndGrad writes the scores, puts d(mean loss)/d(logit) into dz [B]
+// and returns the mean loss, computed in float64 from the logits.
+func (m *dlrm) lossAndGrad(s *step, logits, dz []float32) float64 {
+	B := s.batch
+	var loss float64
+	for i, z := range logits {
+		p := sigmoid(z)
+		if s.scores != nil {
+			s.scores[i] = p
+		}
+		y := s.labels[i]
+		loss += bceWithLogit(float64(z), float64(y))
+		dz[i] = (p - y) / float32(B)
+	}
+	return loss / float64(B)
+}
+
+// backward runs the gradient from dz (in ws.ga) down the top MLP, through
+// the interaction (writing PooledGrad) and down the bottom MLP, leaving
+// every layer's gw and gb set. The dense features need no gradient, so the
+// first bottom layer computes none.
+func (m *dlrm) backward(s *step, ws *workspace) {
+	B := s.batch
+	g, spare := ws.ga, ws.gb
+	for i := len(m.top) - 1; i >= 0; i-- {
+		in := ws.r
+		if i > 0 {
+			in = ws.top[i-1]
+		}
+		m.top[i].backward(B, in, ws.top[i], g, spare)
+		g, spare = spare, g
+	}
+	last := len(m.bottom) - 1
+	m.inter.backward(B, ws.bottom[last], s.pooled, g, spare, s.pooledGrad, ws.scratch)
+	g, spare = spare, g
+	for i := last; i >= 0; i-- {
+		in, dx := s.dense, []float32(nil)
+		if i > 0 {
+			in, dx = ws.bottom[i-1], spare
+		}
+		m.bottom[i].backward(B, in, ws.bottom[i], g, dx)
+		g, spare = spare, g
+	}
+}
+
+// flops counts the step's floating-point operations: every multiply and
+// add as one, a sigmoid as four, the loss gradient as two per sample.
+// The float64 loss reported for monitoring is not counted.
+func (m *dlrm) flops(B int, train bool) int64 {
+	var f int64
+	for _, l := range m.layers() {
+		f += l.forwardFLOPs(B)
+	}
+	f += m.inter.forwardFLOPs(B) + 4*int64(B)
+	if !train {
+		return f
+	}
+	f += 2 * int64(B)
+	for i, l := range m.bottom {
+		f += l.backwardFLOPs(B, i > 0)
+	}
+	for _, l := range m.top {
+		f += l.backwardFLOPs(B, true)
+	}
+	f += m.inter.backwardFLOPs(B)
+	perParam := int64(sgdFLOPs)
+	if m.cfg.Optimizer == "adagrad" {
+		perParam = adagradFLOPs
+	}
+	for _, l := range m.layers() {
+		f += perParam * l.params()
+	}
+	return f
+}
+
+// sigmoid is computed in float64 and rounded once, in the form that cannot
+// overflow for either sign of z.
+func sigmoid(z float32) float32 {
+	if z >= 0 {
+		return float32(1 / (1 + math.Exp(-float64(z))))
+	}
+	e := math.Exp(float64(z))
+	return float32(e / (1 + e))
+}
+
+// bceWithLogit is the binary cross-entropy of label y for logit z,
+// log(1+e^z) - y·z, written so that it neither overflows nor loses the
+// small-probability tail to rounding.
+func bceWithLogit(z, y float64) float64 {
+	return max(z, 0) - y*z + math.Log1p(math.Exp(-math.Abs(z)))
+}
+
+// Digest is a sha256 over every layer's W (row-major [out][in]) then b, in
+// canonical layer order (bottom first to last, then top first to last),
+// followed, for Adagrad, by the state G in the same order; each value a
+// little-endian IEEE-754 float32.
+func (m *dlrm) Digest(context.Context) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.configured {
+		return nil, plugin.ErrNotConfigured
+	}
+	h := sha256.New()
+	var buf []byte
+	put := func(xs []float32) {
+		buf = buf[:0]
+		for _, x := range xs {
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
+		}
+		h.Write(buf)
+	}
+	layers := m.layers()
+	for _, l := range layers {
+		put(l.w)
+		put(l.b)
+	}
+	if m.cfg.Optimizer == "adagrad" {
+		for _, l := range layers {
+			put(l.accW)
+			put(l.accB)
+		}
+	}
+	return h.Sum(nil), nil
+}

@@ -1,0 +1,149 @@
+package dlrm
+
+import (
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// layer is one fully connected layer, y = x·Wᵀ + b, with a ReLU after it
+// unless it is the top MLP's last (the logit). W is [out][in] row-major,
+// PyTorch's nn.Linear layout, which is also the digest's order.
+//
+// The matrix products go through gonum's blas32.Gemm. For a given shape
+// gonum either runs one serial kernel or splits C into 64×64 blocks, each
+// computed by one goroutine that walks k in ascending 64-wide blocks: which
+// of the two depends only on the shape, and every element of C is summed
+// in the same order whichever goroutine computes it and however many
+// threads there are. So a step's result depends on the inputs and the
+// shapes alone, never on scheduling.
+type layer struct {
+	in, out int
+	relu    bool
+	w, b    []float32
+	// gw, gb are the gradients of the last backward pass.
+	gw, gb []float32
+	// accW, accB are Adagrad's G (sum of squared gradients); nil for SGD.
+	accW, accB []float32
+}
+
+func newLayer(in, out int, relu, adagrad bool) *layer {
+	l := &layer{
+		in: in, out: out, relu: relu,
+		w: make([]float32, out*in), b: make([]float32, out),
+		gw: make([]float32, out*in), gb: make([]float32, out),
+	}
+	if adagrad {
+		l.accW, l.accB = make([]float32, out*in), make([]float32, out)
+	}
+	return l
+}
+
+func general(rows, cols int, data []float32) blas32.General {
+	return blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: data[:rows*cols]}
+}
+
+// forward writes y [B][out] = act(x [B][in] · Wᵀ + b). Each row of y starts
+// as b and the product is added to it, so b comes first in every sum.
+func (l *layer) forward(B int, x, y []float32) {
+	y = y[:B*l.out]
+	for s := range B {
+		copy(y[s*l.out:(s+1)*l.out], l.b)
+	}
+	blas32.Gemm(blas.NoTrans, blas.Trans, 1, general(B, l.in, x), general(l.out, l.in, l.w), 1, general(B, l.out, y))
+	if l.relu {
+		for i, v := range y {
+			if v < 0 {
+				y[i] = 0
+			}
+		}
+	}
+}
+
+// forwardFLOPs counts the product (a multiply and an add per term), the
+// bias and the ReLU.
+func (l *layer) forwardFLOPs(B int) int64 {
+	f := 2*int64(B)*int64(l.in)*int64(l.out) + int64(B)*int64(l.out)
+	if l.relu {
+		f += int64(B) * int64(l.out)
+	}
+	return f
+}
+
+// backward takes dy [B][out], the gradient at the layer's output (after
+// its ReLU), and the layer's forward output y and input x. It masks dy by
+// the ReLU in place, writes gw = dyᵀ·x and gb = Σ_samples dy (in sample
+// order), and, when dx is not nil, dx [B][in] = dy·W.
+func (l *layer) backward(B int, x, y, dy, dx []float32) {
+	dy = dy[:B*l.out]
+	if l.relu {
+		// ReLU's derivative is taken as 0 at 0, as PyTorch does.
+		for i, v := range y[:B*l.out] {
+			if !(v > 0) {
+				dy[i] = 0
+			}
+		}
+	}
+	blas32.Gemm(blas.Trans, blas.NoTrans, 1, general(B, l.out, dy), general(B, l.in, x), 0, general(l.out, l.in, l.gw))
+	clear(l.gb)
+	for s := range B {
+		row := dy[s*l.out : (s+1)*l.out]
+		for o, g := range row {
+			l.gb[o] += g
+		}
+	}
+	if dx != nil {
+		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, general(B, l.out, dy), general(l.out, l.in, l.w), 0, general(B, l.in, dx))
+	}
+}
+
+func (l *layer) backwardFLOPs(B int, withDX bool) int64 {
+	mac := 2 * int64(B) * int64(l.in) * int64(l.out)
+	f := mac + int64(B)*int64(l.out) // gw, gb
+	if l.relu {
+		f += int64(B) * int64(l.out)
+	}
+	if withDX {
+		f += mac
+	}
+	return f
+}
+
+// params is the number of parameters (weights and biases).
+func (l *layer) params() int64 { return int64(l.out)*int64(l.in) + int64(l.out) }
+
+// sgd applies w -= lr·g, rounding the product to float32 so that it cannot
+// be fused into an FMA on machines that have one.
+func sgd(w, g []float32, lr float32) {
+	for i, gi := range g {
+		w[i] -= float32(lr * gi)
+	}
+}
+
+// adagrad applies G += g²; w -= lr·g/(sqrt(G)+ε), each operation rounded
+// to float32 in that order, as sdk/kernel's sparse Adagrad does for rows.
+func adagrad(w, acc, g []float32, lr, eps float32) {
+	for i, gi := range g {
+		acc[i] += float32(gi * gi)
+		w[i] -= float32(lr*gi) / (float32(math.Sqrt(float64(acc[i]))) + eps)
+	}
+}
+
+// Update FLOPs per parameter: SGD multiplies and subtracts; Adagrad
+// squares, adds, takes a square root, adds ε, multiplies, divides and
+// subtracts.
+const (
+	sgdFLOPs     = 2
+	adagradFLOPs = 7
+)
+
+func (l *layer) update(lr, eps float32) {
+	if l.accW == nil {
+		sgd(l.w, l.gw, lr)
+		sgd(l.b, l.gb, lr)
+		return
+	}
+	adagrad(l.w, l.accW, l.gw, lr, eps)
+	adagrad(l.b, l.accB, l.gb, lr, eps)
+}
