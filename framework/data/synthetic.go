@@ -11,44 +11,55 @@ package data
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 
 	"github.com/flowrun/flowrun/framework/config"
 )
 
+// Source fills batches by sequence number. Synthetic and File are sources;
+// the load stage holds one.
+type Source interface {
+	// Fill writes batch seq into a; eval says that seq is a held-out batch.
+	Fill(seq uint64, eval bool, a Arrays) error
+}
+
 // Synthetic generates batches for a dataset configuration.
 type Synthetic struct {
 	d    config.Dataset
 	seed uint64
-	// perm maps a popularity rank to a row, so hot rows are spread over the
-	// table instead of sitting at its start.
-	permMul, permAdd uint64
-	zipfS            float64
+	// ranks draws popularity ranks (nil: uniform over the rows).
+	ranks *rankSampler
+	// A rank r is row (r·permMul + permAdd[t]) mod rows of table t, so hot
+	// rows are spread over each table, at other places in each.
+	permMul uint64
+	permAdd []uint64
 }
 
-// Locality exponents for the named access distributions. random and
-// uniform draw rows uniformly; low, medium and high are Zipf laws of
-// growing skew (the shapes of ScratchPipe's Fig. 3 are refined by the
-// training-engine work; these keep the same ordering of skew).
-var localityS = map[string]float64{"low": 1.01, "medium": 1.1, "high": 1.3}
-
 // NewSynthetic returns a generator; d must be valid (config.Validate).
+// The access PDF is tabulated here, once.
 func NewSynthetic(seed uint64, d config.Dataset) (*Synthetic, error) {
+	if d.Rows < 1 || d.Tables < 1 || d.BatchSize < 1 || d.Lookups < 1 || d.DenseFeatures < 0 {
+		return nil, fmt.Errorf("dataset: invalid shape (tables %d, rows %d, batch_size %d, lookups %d, dense_features %d)",
+			d.Tables, d.Rows, d.BatchSize, d.Lookups, d.DenseFeatures)
+	}
 	s := &Synthetic{d: d, seed: seed}
 	switch d.Locality {
 	case "random", "uniform":
 	case "zipf":
-		s.zipfS = d.ZipfS
+		if !(d.ZipfS > 0) || math.IsInf(d.ZipfS, 0) {
+			return nil, fmt.Errorf("dataset: zipf_s must be a finite number > 0, got %g", d.ZipfS)
+		}
+		s.ranks = newZipfSampler(d.ZipfS, d.Rows)
 	default:
-		var ok bool
-		if s.zipfS, ok = localityS[d.Locality]; !ok {
+		p, ok := Localities[d.Locality]
+		if !ok {
 			return nil, fmt.Errorf("dataset: unknown locality %q", d.Locality)
 		}
-	}
-	if s.zipfS != 0 && s.zipfS <= 1 {
-		// math/rand's Zipf needs s > 1; values at or below 1 are clamped to
-		// the nearest it accepts.
-		s.zipfS = 1.0001
+		if err := p.check(); err != nil {
+			return nil, err
+		}
+		s.ranks = newLocalitySampler(p, d.Rows)
 	}
 	rows := uint64(d.Rows)
 	s.permMul = 0x9e3779b97f4a7c15 % rows
@@ -59,7 +70,10 @@ func NewSynthetic(seed uint64, d config.Dataset) (*Synthetic, error) {
 			break
 		}
 	}
-	s.permAdd = splitmix(seed) % rows
+	s.permAdd = make([]uint64, d.Tables)
+	for t := range s.permAdd {
+		s.permAdd[t] = splitmix(seed^uint64(t)<<40) % rows
+	}
 	return s, nil
 }
 
@@ -78,46 +92,58 @@ type Arrays struct {
 	Labels  []float32 // [sample]
 }
 
-// Fill writes batch seq into a. Held-out batches (eval) come from another
-// stream of the same distribution.
-func (s *Synthetic) Fill(seq uint64, eval bool, a Arrays) error {
-	d := s.d
-	perTable := d.BatchSize * d.Lookups
-	if len(a.IDs) < d.Tables*perTable || len(a.Offsets) < d.Tables*(d.BatchSize+1) ||
+// check reports whether a has room for a batch of d.
+func (a Arrays) check(d config.Dataset, seq uint64) error {
+	if len(a.IDs) < d.Tables*d.BatchSize*d.Lookups || len(a.Offsets) < d.Tables*(d.BatchSize+1) ||
 		len(a.Dense) < d.BatchSize*d.DenseFeatures || len(a.Labels) < d.BatchSize {
 		return fmt.Errorf("batch %d: arrays too small for the dataset shape", seq)
 	}
-	stream := seq
+	return nil
+}
+
+// Fill writes batch seq into a. Held-out batches (eval) come from another
+// stream of the same distribution. Every table draws from its own stream
+// keyed by (seed, seq, eval, table), and the labels from one more.
+func (s *Synthetic) Fill(seq uint64, eval bool, a Arrays) error {
+	d := s.d
+	if err := a.check(d, seq); err != nil {
+		return err
+	}
+	stream := splitmix(seq)
 	if eval {
-		stream |= 1 << 63
+		stream = splitmix(seq | 1<<63)
 	}
-	rng := rand.New(rand.NewPCG(s.seed, splitmix(stream)))
-	var zipf *rand.Zipf
-	if s.zipfS > 0 {
-		zipf = rand.NewZipf(rng, s.zipfS, 1, uint64(d.Rows-1))
-	}
+	perTable := d.BatchSize * d.Lookups
 	rows := uint64(d.Rows)
 	score := make([]float64, d.BatchSize)
 	norm := 1 / math.Sqrt(float64(d.Tables*d.Lookups))
+	var g rand.PCG
 	for t := 0; t < d.Tables; t++ {
+		g.Seed(s.seed, splitmix(stream+uint64(t)+1))
 		ids := a.IDs[t*perTable : (t+1)*perTable]
 		off := a.Offsets[t*(d.BatchSize+1) : (t+1)*(d.BatchSize+1)]
+		add := s.permAdd[t]
+		for i := range ids {
+			var rank uint64
+			if s.ranks != nil {
+				rank = s.ranks.rank(g.Uint64())
+			} else {
+				rank = uniformRank(g.Uint64(), rows)
+			}
+			ids[i] = int64(s.permute(rank, add))
+		}
 		for i := 0; i < d.BatchSize; i++ {
 			off[i] = int64(i * d.Lookups)
-			for j := 0; j < d.Lookups; j++ {
-				var rank uint64
-				if zipf != nil {
-					rank = zipf.Uint64()
-				} else {
-					rank = rng.Uint64N(rows)
-				}
-				row := int64((rank*s.permMul + s.permAdd) % rows)
-				ids[i*d.Lookups+j] = row
-				score[i] += s.teacherRow(t, row) * norm
+			var sum float64
+			for _, row := range ids[i*d.Lookups : (i+1)*d.Lookups] {
+				sum += s.teacherRow(t, row)
 			}
+			score[i] += sum * norm
 		}
 		off[d.BatchSize] = int64(perTable)
 	}
+	g.Seed(s.seed, splitmix(stream))
+	rng := rand.New(&g)
 	for i := 0; i < d.BatchSize; i++ {
 		for f := 0; f < d.DenseFeatures; f++ {
 			x := rng.NormFloat64()
@@ -132,6 +158,18 @@ func (s *Synthetic) Fill(seq uint64, eval bool, a Arrays) error {
 		}
 	}
 	return nil
+}
+
+// permute maps a popularity rank to a row: (rank·permMul + add) mod rows,
+// a bijection because permMul is coprime to rows.
+func (s *Synthetic) permute(rank, add uint64) uint64 {
+	rows := uint64(s.d.Rows)
+	if rows <= 1<<32 {
+		return (rank*s.permMul + add) % rows
+	}
+	hi, lo := bits.Mul64(rank, s.permMul)
+	lo, c := bits.Add64(lo, add, 0)
+	return bits.Rem64(hi+c, lo, rows)
 }
 
 // teacherRow is the planted weight of a row: roughly standard normal,
