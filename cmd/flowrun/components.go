@@ -18,6 +18,7 @@ import (
 	"github.com/flowrun/flowrun/plugins/devices/cpudram"
 	"github.com/flowrun/flowrun/plugins/devices/hbm"
 	"github.com/flowrun/flowrun/plugins/kernels/cpu"
+	"github.com/flowrun/flowrun/plugins/models/dlrm"
 	"github.com/flowrun/flowrun/plugins/models/logreg"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/device"
@@ -56,6 +57,7 @@ func builtins() pluginhost.Builtins {
 			"cpu": cpu.New,
 		},
 		Models: map[string]func() model.Model{
+			"dlrm":   dlrm.New,
 			"logreg": logreg.New,
 		},
 		Devices: map[string]func() device.Device{

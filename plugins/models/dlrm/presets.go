@@ -54,22 +54,22 @@ var presets = []Preset{
 	},
 	{
 		Name: "rmsmall", BottomMLP: []int{64, 4}, TopMLP: []int{64, 1},
-		Dim: 4,
+		Dim:    4,
 		Source: "RecPipe Table 1 (bottom 13-64-4, top 64-1, dim 4)",
 	},
 	{
 		Name: "rmmed", BottomMLP: []int{64, 16}, TopMLP: []int{64, 1},
-		Dim: 16,
+		Dim:    16,
 		Source: "RecPipe Table 1 (bottom 13-64-16, top 64-1, dim 16)",
 	},
 	{
 		Name: "rmlarge", BottomMLP: []int{512, 256, 128, 64, 32}, TopMLP: []int{96, 1},
-		Dim: 32,
+		Dim:    32,
 		Source: "RecPipe Table 1 (bottom 13-512-256-128-64-32, top 96-1, dim 32)",
 	},
 	{
 		Name: "small", BottomMLP: []int{64, 32, 16}, TopMLP: []int{128, 128, 64, 32, 1},
-		Dim: 16,
+		Dim:    16,
 		Source: "flowrun's own: the scratchpipe preset with every width divided by 8 (dim 16), for runs that finish in seconds on a laptop",
 	},
 }

@@ -1,0 +1,50 @@
+package dlrm
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/flowrun/flowrun/plugins/internal/shmtest"
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// BenchmarkSgemm is the dense kernel on its own: C [2048×256] = A [2048×512]
+// · Bᵀ, the shape of a 512→256 layer's forward at batch 2048 (the
+// scratchpipe preset's second bottom layer).
+func BenchmarkSgemm(b *testing.B) {
+	const m, k, n = 2048, 512, 256
+	rng := rand.New(rand.NewPCG(1, 2))
+	fill := func(n int) []float32 {
+		xs := make([]float32, n)
+		for i := range xs {
+			xs[i] = rng.Float32()*2 - 1
+		}
+		return xs
+	}
+	A, B, C := general(m, k, fill(m*k)), general(n, k, fill(n*k)), general(m, n, make([]float32, m*n))
+	for b.Loop() {
+		blas32.Gemm(blas.NoTrans, blas.Trans, 1, A, B, 0, C)
+	}
+	b.ReportMetric(2*m*n*k*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}
+
+// BenchmarkStep is one training step of a preset at batch 2048 on the
+// preset's own run (tables, dim), with Criteo's 13 dense features.
+func BenchmarkStep(b *testing.B) {
+	for _, name := range []string{"scratchpipe", "small"} {
+		b.Run(name, func(b *testing.B) {
+			p, _ := lookupPreset(name)
+			sh := shape{tables: max(p.Tables, 8), dim: p.Dim, dense: 13, batch: 2048}
+			m := configured(b, sh, 1, `{"preset": "`+name+`"}`)
+			a := shmtest.New(b, 1<<28)
+			req := newTeacher(sh, rand.New(rand.NewPCG(1, 2))).batch(sh, rand.New(rand.NewPCG(3, 4))).request(a, true)
+			var flops int64
+			for b.Loop() {
+				flops += runStep(b, m, req).FLOPs
+			}
+			b.ReportMetric(float64(flops)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			b.ReportMetric(float64(flops)/float64(b.N)/1e9, "GFLOP/step")
+		})
+	}
+}
