@@ -28,9 +28,9 @@ const (
 
 	// Cache traffic staged by collect for insert (ScratchPipe's [Collect]
 	// → [Exchange] → [Insert]).
-	MissRows   = "miss_rows"   // float32 [miss][dim]: host rows of the missed IDs, one per distinct (table, row)
+	MissRows   = "miss_rows"   // float32 [miss][stride]: whole host rows (values, optimizer state) of the missed IDs, one per distinct (table, row)
 	MissIndex  = "miss_index"  // int64 (table, row, slot) triples, parallel to MissRows
-	VictimRows = "victim_rows" // float32 [victim][dim]: Storage rows of the victims, parallel to Victims
+	VictimRows = "victim_rows" // float32 [victim][stride]: whole Storage rows of the victims, parallel to Victims
 
 	// Tensor Casting's casted index arrays (Algorithm 2), laid out like
 	// IDs: table t's entries start at IndexStart[t].

@@ -14,6 +14,10 @@ import (
 // 64-byte boundary so typed views are aligned and do not share cache lines.
 type Layout struct {
 	Tables, BatchSize, Lookups, Dim, DenseFeatures int
+	// Stride is the float32s of a host row, values then optimizer state:
+	// the staged rows of the cache traffic (MissRows, VictimRows) are whole
+	// rows, so a row's state travels with it.
+	Stride int
 	// IDsPerTable is the room each table has in IDs (BatchSize·Lookups).
 	IDsPerTable int
 	offsets     map[string]int64
@@ -21,10 +25,14 @@ type Layout struct {
 	Size        int64
 }
 
-// NewLayout sizes a batch buffer for a dataset.
-func NewLayout(d config.Dataset) *Layout {
+// NewLayout sizes a batch buffer for a dataset whose host rows are stride
+// float32s (0 means d.Dim: no optimizer state).
+func NewLayout(d config.Dataset, stride int) *Layout {
+	if stride == 0 {
+		stride = d.Dim
+	}
 	l := &Layout{
-		Tables: d.Tables, BatchSize: d.BatchSize, Lookups: d.Lookups, Dim: d.Dim,
+		Tables: d.Tables, BatchSize: d.BatchSize, Lookups: d.Lookups, Dim: d.Dim, Stride: stride,
 		DenseFeatures: d.DenseFeatures, IDsPerTable: d.BatchSize * d.Lookups,
 		offsets: make(map[string]int64), sizes: make(map[string]int64),
 	}
@@ -47,9 +55,9 @@ func NewLayout(d config.Dataset) *Layout {
 		// Worst case: every ID of the batch a distinct miss evicting a
 		// distinct victim. Buffers are sparse files, so a graph that never
 		// collects never touches (or pays for) these pages.
-		{MissRows, 4 * ids * int64(d.Dim)},
+		{MissRows, 4 * ids * int64(stride)},
 		{MissIndex, 8 * 3 * ids},
-		{VictimRows, 4 * ids * int64(d.Dim)},
+		{VictimRows, 4 * ids * int64(stride)},
 		{CastSrc, 8 * ids},
 		{CastDst, 8 * ids},
 		{CastRows, 8 * ids},
@@ -135,6 +143,22 @@ func (p *Pool) Release(buffer string) error {
 	}
 	p.free <- r
 	return nil
+}
+
+// VirtualBytes is the size of every buffer.
+func (p *Pool) VirtualBytes() int64 { return int64(p.Cap()) * p.layout.Size }
+
+// AllocatedBytes is the memory the buffers hold, measured as their files'
+// blocks: a buffer is sparse and only the arrays a graph writes cost
+// memory.
+func (p *Pool) AllocatedBytes() (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rs := make([]*region.Region, 0, len(p.all))
+	for _, r := range p.all {
+		rs = append(rs, r)
+	}
+	return allocatedBytes(rs)
 }
 
 // Cap is the number of buffers.

@@ -9,7 +9,9 @@ import (
 )
 
 // Storage is ScratchPipe's Storage array: the device-side cache rows, one
-// region of Capacity×Dim float32 per table, addressed by slot. The cache
+// region of Capacity×Stride float32 per table, addressed by slot. A slot
+// holds a whole row as the host tables lay it out (Dim values, then the
+// row's optimizer state), so the state travels with the row. The cache
 // plugin's plan (its Hit-Map) decides which row a slot is for; Storage holds
 // the row's values and records which row each slot actually holds, so that
 // a plan that disagrees with what was inserted is caught instead of
@@ -24,22 +26,31 @@ import (
 type Storage struct {
 	Capacity int64
 	Dim      int
-	regions  []*region.Region
-	rowOf    [][]int64 // [table][slot]: resident row, or -1
+	// Stride is the float32s per slot: Dim, then optimizer state.
+	Stride  int
+	regions []*region.Region
+	rowOf   [][]int64 // [table][slot]: resident row, or -1
 }
 
-// NewStorage creates n tables of capacity zeroed, empty slots.
-func NewStorage(n int, capacity int64, dim int) (*Storage, error) {
-	if capacity < 1 || dim < 1 {
-		return nil, fmt.Errorf("storage: capacity and dim must be ≥ 1, got %d×%d", capacity, dim)
+// NewStorage creates n tables of capacity zeroed, empty slots of stride
+// float32s (0 means dim: no optimizer state).
+func NewStorage(n int, capacity int64, dim, stride int) (*Storage, error) {
+	if stride == 0 {
+		stride = dim
 	}
-	s := &Storage{Capacity: capacity, Dim: dim}
+	if capacity < 1 || dim < 1 || stride < dim {
+		return nil, fmt.Errorf("storage: capacity and dim must be ≥ 1 and stride ≥ dim, got %d×%d stride %d", capacity, dim, stride)
+	}
+	s := &Storage{Capacity: capacity, Dim: dim, Stride: stride}
 	for i := 0; i < n; i++ {
-		r, err := region.Create(fmt.Sprintf("storage%d", i), capacity*int64(dim)*4)
+		r, err := region.Create(fmt.Sprintf("storage%d", i), capacity*int64(stride)*4)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("storage table %d: %w", i, err)
 		}
+		// Every slot is filled as the cache warms up: dense memory, where
+		// huge pages only save TLB misses.
+		adviseHugePages(r)
 		s.regions = append(s.regions, r)
 		rows := make([]int64, capacity)
 		for j := range rows {
@@ -58,7 +69,7 @@ func (s *Storage) Len() int { return len(s.regions) }
 func (s *Storage) Kernel() []kernel.Table {
 	ks := make([]kernel.Table, len(s.regions))
 	for i, r := range s.regions {
-		ks[i] = kernel.Table{Data: r.Ref(), Rows: s.Capacity, Dim: s.Dim}
+		ks[i] = kernel.Table{Data: r.Ref(), Rows: s.Capacity, Dim: s.Dim, Stride: s.Stride}
 	}
 	return ks
 }
@@ -68,17 +79,18 @@ func (s *Storage) ValidSlot(table int, slot int64) bool {
 	return table >= 0 && table < len(s.regions) && slot >= 0 && slot < s.Capacity
 }
 
-// Row returns the values in one slot (shared memory). The slot must be
-// valid.
+// Row returns the Stride floats in one slot (shared memory): the row's
+// values, then its optimizer state. The slot must be valid.
 func (s *Storage) Row(table int, slot int64) []float32 {
 	data := region.Float32s(s.regions[table].Bytes())
-	return data[slot*int64(s.Dim) : (slot+1)*int64(s.Dim)]
+	return data[slot*int64(s.Stride) : (slot+1)*int64(s.Stride)]
 }
 
 // RowOf is the row a slot holds, or -1 when it is empty.
 func (s *Storage) RowOf(table int, slot int64) int64 { return s.rowOf[table][slot] }
 
-// Fill writes row's values into slot and records that the slot holds it.
+// Fill writes a row (its Stride floats) into slot and records that the
+// slot holds it.
 func (s *Storage) Fill(table int, slot, row int64, values []float32) {
 	copy(s.Row(table, slot), values)
 	s.rowOf[table][slot] = row
@@ -105,8 +117,8 @@ func (s *Storage) Resident() int64 {
 // the host tables held stale copies, and after Flush both agree, so the
 // model digest (taken over the host tables) is the model that trained.
 func (s *Storage) Flush(t *Tables) (int64, error) {
-	if t.Len() != s.Len() || t.Dim != s.Dim {
-		return 0, fmt.Errorf("storage flush: %d tables of dim %d into %d of dim %d", s.Len(), s.Dim, t.Len(), t.Dim)
+	if t.Len() != s.Len() || t.Dim != s.Dim || t.Stride != s.Stride {
+		return 0, fmt.Errorf("storage flush: %d tables of dim %d stride %d into %d of dim %d stride %d", s.Len(), s.Dim, s.Stride, t.Len(), t.Dim, t.Stride)
 	}
 	var n int64
 	for table, rows := range s.rowOf {
@@ -123,6 +135,15 @@ func (s *Storage) Flush(t *Tables) (int64, error) {
 	}
 	return n, nil
 }
+
+// VirtualBytes is the size of every Storage table.
+func (s *Storage) VirtualBytes() int64 {
+	return int64(len(s.regions)) * s.Capacity * int64(s.Stride) * 4
+}
+
+// AllocatedBytes is the memory Storage's regions hold, measured as their
+// files' blocks (slots are allocated when first filled).
+func (s *Storage) AllocatedBytes() (int64, error) { return allocatedBytes(s.regions) }
 
 // Close removes the Storage regions.
 func (s *Storage) Close() error {

@@ -6,15 +6,15 @@ import (
 )
 
 func TestStorage(t *testing.T) {
-	if _, err := NewStorage(2, 0, 4); err == nil {
+	if _, err := NewStorage(2, 0, 4, 0); err == nil {
 		t.Error("capacity 0 accepted")
 	}
-	tabs, err := NewTables(1, 2, 10, 4)
+	tabs, err := NewTables(1, 2, 10, 4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tabs.Close()
-	s, err := NewStorage(2, 3, 4)
+	s, err := NewStorage(2, 3, 4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +53,50 @@ func TestStorage(t *testing.T) {
 		t.Error("Flush emptied Storage")
 	}
 
-	other, err := NewTables(1, 3, 10, 4)
+	other, err := NewTables(1, 3, 10, 4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
 	if _, err := s.Flush(other); err == nil {
 		t.Error("flushed 2 tables into 3")
+	}
+}
+
+// Storage slots hold whole rows: the optimizer state goes in with the
+// values and comes back out with them.
+func TestStorageCarriesOptimizerState(t *testing.T) {
+	const dim, stride = 4, 8
+	tabs, err := NewTables(1, 1, 10, dim, stride)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tabs.Close()
+	s, err := NewStorage(1, 2, dim, stride)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if k := s.Kernel()[0]; k.Stride != stride || k.Data.Length != 2*stride*4 {
+		t.Errorf("Kernel() = %+v", k)
+	}
+	row := []float32{1, 2, 3, 4, 5, 6, 7, 8}
+	s.Fill(0, 1, 3, row)
+	if !slices.Equal(s.Row(0, 1), row) {
+		t.Fatalf("slot = %v, want %v", s.Row(0, 1), row)
+	}
+	if _, err := s.Flush(tabs); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tabs.Row(0, 3), row) {
+		t.Errorf("flushed row = %v, want %v", tabs.Row(0, 3), row)
+	}
+	narrow, err := NewTables(1, 1, 10, dim, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer narrow.Close()
+	if _, err := s.Flush(narrow); err == nil {
+		t.Error("flushed stride-8 slots into stride-4 rows")
 	}
 }

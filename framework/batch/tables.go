@@ -2,41 +2,135 @@ package batch
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash"
 	"math"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"unsafe"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/region"
 )
 
-// Tables are the host embedding tables: one region per table, rows of Dim
-// float32, initialised from a counter-based generator keyed by (seed, table,
-// row) so a row's initial value never depends on when or where it is made.
+// Tables are the host embedding tables: one region per table, rows of
+// Stride float32 (Dim values, then the row's optimizer state), initialised
+// from a counter-based generator keyed by (seed, table, row) so a row's
+// initial value never depends on when or where it is made.
+//
+// The tables are virtual. Each region is a sparse file in region.Dir()
+// (/dev/shm) truncated to rows×stride×4 bytes: plugins map it by name as
+// any region, and its pages cost memory only once written. A row is
+// initialised when it is first touched (Touch, or Row from Go code), and a
+// per-table bitmap records the touched rows. So a run pays for the rows its
+// batches look up, not for the table: the ScratchPipe default (8 × 10M rows
+// × 128 dims, 40 GB) runs in a few GiB. Because initialisation is a pure
+// function of (seed, table, row), the values do not depend on the order in
+// which rows are touched, and the model digest covers the touched rows
+// (with their IDs) instead of every row.
+//
+// Why sparse tmpfs files and not the alternatives:
+//   - A tmpfs file's size is not limited by the mount's size, only the
+//     pages written to it are (a 40 GiB file truncates fine on a 24 GiB
+//     /dev/shm), and tmpfs files are never charged to overcommit up front.
+//   - memfd_create (or shared anonymous MAP_NORESERVE memory) is the same
+//     shmem underneath, so it saves no memory; it would only lift the
+//     mount's limit on written pages, at the price of a second way to name
+//     regions (/proc/PID/fd/N, which depends on ptrace access rules and PID
+//     namespaces) in sdk/region and in every plugin.
+//   - A file on disk could hold more touched rows than RAM, but every
+//     first write becomes page-cache writeback to disk; not needed while
+//     the touched rows fit in memory.
+//
+// When the touched rows do not fit in the region directory's filesystem,
+// Touch returns an error naming it instead of the process dying of SIGBUS:
+// each newly touched row's pages are allocated with MADV_POPULATE_WRITE,
+// which reports the failure, before the row is written.
 type Tables struct {
-	Rows    int64
-	Dim     int
+	Rows int64
+	// Dim is the float32 values per row.
+	Dim int
+	// Stride is the float32s per row: Dim, then optimizer state.
+	Stride int
+
+	seed    uint64
+	scale   float32
 	regions []*region.Region
+	tables  []*virtualTable
 }
 
-// NewTables creates and initialises n host tables.
-func NewTables(seed uint64, n int, rows int64, dim int) (*Tables, error) {
-	t := &Tables{Rows: rows, Dim: dim}
+// virtualTable is one table's touch state.
+type virtualTable struct {
+	mu      sync.Mutex      // serialises first touches
+	bits    []atomic.Uint64 // bit r: row r was initialised
+	touched atomic.Int64    // rows initialised
+	data    []float32       // the region, Rows×Stride
+	mem     []byte          // the same, as bytes (for madvise)
+	// noPopulate is set when the kernel does not know
+	// MADV_POPULATE_WRITE.
+	noPopulate atomic.Bool
+}
+
+// NewTables creates n virtual host tables of rows rows, dim values and
+// stride float32s per row (0 means dim: no optimizer state). Nothing is
+// initialised yet: rows are, when first touched.
+func NewTables(seed uint64, n int, rows int64, dim, stride int) (*Tables, error) {
+	if stride == 0 {
+		stride = dim
+	}
+	if rows < 1 || dim < 1 || stride < dim {
+		return nil, fmt.Errorf("host tables: need rows ≥ 1, dim ≥ 1 and stride ≥ dim, got %d×%d stride %d", rows, dim, stride)
+	}
+	t := &Tables{Rows: rows, Dim: dim, Stride: stride, seed: seed, scale: float32(1 / math.Sqrt(float64(dim)))}
+	huge := hugePagesPay(int64(n) * rows * int64(stride) * 4)
 	for i := 0; i < n; i++ {
-		r, err := region.Create(fmt.Sprintf("table%d", i), rows*int64(dim)*4)
+		r, err := region.Create(fmt.Sprintf("table%d", i), rows*int64(stride)*4)
 		if err != nil {
 			t.Close()
 			return nil, fmt.Errorf("host table %d: %w", i, err)
 		}
 		t.regions = append(t.regions, r)
-		data := region.Float32s(r.Bytes())
-		scale := float32(1 / math.Sqrt(float64(dim)))
-		for row := int64(0); row < rows; row++ {
-			InitRow(data[row*int64(dim):(row+1)*int64(dim)], seed, i, row, scale)
+		if huge {
+			adviseHugePages(r)
 		}
+		t.tables = append(t.tables, &virtualTable{
+			bits: make([]atomic.Uint64, (rows+63)/64),
+			data: region.Float32s(r.Bytes()),
+			mem:  r.Bytes(),
+		})
 	}
 	return t, nil
+}
+
+// hugePagesPay reports whether transparent huge pages suit tables of this
+// many bytes in all. A touched row costs its page: 4 KiB normally, 2 MiB
+// with huge pages, so sparse tables touched at random could cost up to 512
+// times more memory with huge pages. They are asked for only when the
+// tables, fully populated, would still take at most a quarter of the
+// machine's memory.
+func hugePagesPay(bytes int64) bool {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return false
+	}
+	return bytes <= int64(si.Totalram)*int64(si.Unit)/4
+}
+
+// adviseHugePages asks for transparent huge pages on r where the region
+// package offers it (a kernel that backs shmem with huge pages only when
+// /sys/kernel/mm/transparent_hugepage/shmem_enabled allows it).
+func adviseHugePages(r *region.Region) {
+	if a, ok := any(r).(interface{ AdviseHugePages() error }); ok {
+		_ = a.AdviseHugePages() // advice: a refusal changes speed, never results
+	}
 }
 
 // InitRow fills one row with values uniform in [-scale, scale) drawn from
@@ -61,7 +155,7 @@ func SplitMix64(x uint64) uint64 {
 func (t *Tables) Kernel() []kernel.Table {
 	ks := make([]kernel.Table, len(t.regions))
 	for i, r := range t.regions {
-		ks[i] = kernel.Table{Data: r.Ref(), Rows: t.Rows, Dim: t.Dim}
+		ks[i] = kernel.Table{Data: r.Ref(), Rows: t.Rows, Dim: t.Dim, Stride: t.Stride}
 	}
 	return ks
 }
@@ -69,24 +163,175 @@ func (t *Tables) Kernel() []kernel.Table {
 // Len is the number of tables.
 func (t *Tables) Len() int { return len(t.regions) }
 
-// Row returns one row of one table (shared memory: writes are visible to
-// every plugin).
-func (t *Tables) Row(table int, row int64) []float32 {
-	data := region.Float32s(t.regions[table].Bytes())
-	return data[row*int64(t.Dim) : (row+1)*int64(t.Dim)]
-}
-
-// Hash writes every row of every table, table after table, as
-// little-endian float32 into h: the embedding half of the model digest.
-// Regions hold native float32; flowrun supports little-endian hosts only
-// (amd64, arm64), so the bytes are already canonical.
-func (t *Tables) Hash(h hash.Hash) {
-	for _, r := range t.regions {
-		h.Write(r.Bytes())
+// Touch initialises the rows of table that ids names and no one touched
+// before, and marks them touched; rows touched before keep their values
+// (they may have trained). IDs outside [0, Rows) are an error, reported
+// after the valid IDs are touched. It is safe for concurrent use.
+//
+// Every row a kernel reads or writes must have been touched: kernels work
+// on the regions directly and would see an untouched row as zeros. The
+// load stage touches each batch's IDs as soon as it has filled them.
+func (t *Tables) Touch(table int, ids []int64) error {
+	vt := t.tables[table]
+	var bad []int64
+	for _, id := range ids {
+		if uint64(id) >= uint64(t.Rows) {
+			bad = append(bad[:0], id)
+			continue
+		}
+		if vt.bits[id>>6].Load()&(1<<(id&63)) != 0 {
+			continue
+		}
+		if err := t.touchSlow(table, id); err != nil {
+			return err
+		}
 	}
+	if bad != nil {
+		return fmt.Errorf("host table %d: row %d outside [0, %d)", table, bad[0], t.Rows)
+	}
+	return nil
 }
 
-// Digest is sha256 over the tables followed by the dense model's digest.
+// touchSlow initialises row id of table unless another goroutine did since
+// the caller looked.
+func (t *Tables) touchSlow(table int, id int64) error {
+	vt := t.tables[table]
+	vt.mu.Lock()
+	defer vt.mu.Unlock()
+	w, bit := &vt.bits[id>>6], uint64(1)<<(id&63)
+	if w.Load()&bit != 0 {
+		return nil
+	}
+	s := int64(t.Stride)
+	if err := vt.populate(id*s*4, s*4); err != nil {
+		return fmt.Errorf("host table %d row %d: %w", table, id, err)
+	}
+	row := vt.data[id*s : (id+1)*s]
+	InitRow(row[:t.Dim], t.seed, table, id, t.scale)
+	clear(row[t.Dim:]) // optimizer state starts at zero
+	// The bit is set after the row is written: a goroutine that sees the
+	// bit (an atomic load) sees the row.
+	w.Or(bit)
+	vt.touched.Add(1)
+	return nil
+}
+
+// populate allocates the pages of mem[off:off+n] so that writing them
+// cannot fault. Where MADV_POPULATE_WRITE is unknown (Linux before 5.14)
+// the pages are allocated by the write itself, as with any region.
+func (vt *virtualTable) populate(off, n int64) error {
+	if vt.noPopulate.Load() {
+		return nil
+	}
+	page := int64(os.Getpagesize())
+	lo, hi := off&^(page-1), (off+n+page-1)&^(page-1)
+	err := unix.Madvise(vt.mem[lo:min(hi, int64(len(vt.mem)))], unix.MADV_POPULATE_WRITE)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EINVAL):
+		vt.noPopulate.Store(true)
+		return nil
+	case errors.Is(err, unix.EFAULT) || errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.ENOSPC):
+		return fmt.Errorf("no memory left for a touched row in %s (the touched rows of the host tables must fit in it: %w)", region.Dir(), err)
+	}
+	return fmt.Errorf("allocate touched row: %w", err)
+}
+
+// Touched reports whether row id of table was initialised.
+func (t *Tables) Touched(table int, id int64) bool {
+	return t.tables[table].bits[id>>6].Load()&(1<<(id&63)) != 0
+}
+
+// TouchedRows is the number of rows initialised in table.
+func (t *Tables) TouchedRows(table int) int64 { return t.tables[table].touched.Load() }
+
+// TouchedBytes is the bytes of every touched row of every table (values
+// and optimizer state): what the tables would cost if a touched row took
+// no more than its own bytes.
+func (t *Tables) TouchedBytes() int64 {
+	var n int64
+	for i := range t.tables {
+		n += t.TouchedRows(i)
+	}
+	return n * int64(t.Stride) * 4
+}
+
+// VirtualBytes is the size of every table, touched or not.
+func (t *Tables) VirtualBytes() int64 {
+	return int64(len(t.regions)) * t.Rows * int64(t.Stride) * 4
+}
+
+// AllocatedBytes is the memory the tables' regions hold, measured as the
+// blocks their files occupy (pages are allocated on first write and
+// never given back during a run, so this is also their peak).
+func (t *Tables) AllocatedBytes() (int64, error) { return allocatedBytes(t.regions) }
+
+func allocatedBytes(rs []*region.Region) (int64, error) {
+	var n int64
+	for _, r := range rs {
+		var st unix.Stat_t
+		if err := unix.Stat(filepath.Join(region.Dir(), r.Name()), &st); err != nil {
+			return n, fmt.Errorf("region %s: %w", r.Name(), err)
+		}
+		n += st.Blocks * 512
+	}
+	return n, nil
+}
+
+// Row returns one row of one table, its Stride floats: Dim values then the
+// optimizer state. The row is shared memory, so writes are visible to every
+// plugin. A row not touched yet is touched first, so Go code never sees an
+// uninitialised row; it panics if the row cannot be allocated (Touch
+// reports that as an error, and every row a batch names was touched when
+// the batch was loaded).
+func (t *Tables) Row(table int, row int64) []float32 {
+	if !t.Touched(table, row) {
+		if err := t.touchSlow(table, row); err != nil {
+			panic(err)
+		}
+	}
+	s := int64(t.Stride)
+	return t.tables[table].data[row*s : (row+1)*s]
+}
+
+// Hash writes the tables into h, the embedding half of the model digest:
+// table after table, the number of touched rows (int64), then every
+// touched row in ascending order as its ID (int64) followed by its Stride
+// float32s (values and optimizer state). Rows never touched hold their
+// initial values by definition and are left out, so the digest costs the
+// touched rows, not the table. Numbers are little-endian; regions hold
+// native float32 and flowrun supports little-endian hosts only (amd64,
+// arm64), so row bytes are already canonical.
+func (t *Tables) Hash(h hash.Hash) {
+	rowBytes := 4 * t.Stride
+	buf := make([]byte, 0, 1<<16)
+	flush := func(room int) {
+		if len(buf)+room > cap(buf) {
+			h.Write(buf)
+			buf = buf[:0]
+		}
+	}
+	for _, vt := range t.tables {
+		flush(8)
+		buf = binary.LittleEndian.AppendUint64(buf, uint64(vt.touched.Load()))
+		for wi := range vt.bits {
+			w := vt.bits[wi].Load()
+			for w != 0 {
+				id := int64(wi)*64 + int64(bits.TrailingZeros64(w))
+				w &= w - 1
+				flush(8 + rowBytes)
+				buf = binary.LittleEndian.AppendUint64(buf, uint64(id))
+				row := vt.data[id*int64(t.Stride) : (id+1)*int64(t.Stride)]
+				buf = append(buf, unsafe.Slice((*byte)(unsafe.Pointer(&row[0])), rowBytes)...)
+			}
+		}
+	}
+	h.Write(buf)
+}
+
+// Digest is sha256 over the tables (Hash) followed by the dense model's
+// digest.
 func (t *Tables) Digest(dense []byte) string {
 	h := sha256.New()
 	t.Hash(h)
@@ -100,6 +345,16 @@ func (t *Tables) Close() error {
 	for _, r := range t.regions {
 		errs = append(errs, r.Close())
 	}
-	t.regions = nil
+	t.regions, t.tables = nil, nil
 	return errors.Join(errs...)
+}
+
+// RowStride is the float32s of a row trained with e's optimizer: dim
+// values, then the optimizer's state (sdk/kernel.StateFloats).
+func RowStride(e config.Embedding, dim int) (kernel.Optimizer, int, error) {
+	opt, err := kernel.ParseOptimizer(e.Optimizer)
+	if err != nil {
+		return 0, 0, fmt.Errorf("embedding.optimizer: %w", err)
+	}
+	return opt, dim + kernel.StateFloats(opt, dim), nil
 }

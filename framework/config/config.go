@@ -31,6 +31,9 @@ type Config struct {
 	Model PluginRef `mapstructure:"model"`
 	// Kernel is the embedding-kernel plugin.
 	Kernel PluginRef `mapstructure:"kernel"`
+	// Embedding is how embedding rows are trained: the sparse optimizer,
+	// whose state is stored in each row after its values.
+	Embedding Embedding `mapstructure:"embedding"`
 	// Devices are the named devices (memory tiers with cost models) that
 	// stages refer to, e.g. host and gpu.
 	Devices map[string]PluginRef `mapstructure:"devices"`
@@ -69,6 +72,19 @@ type Dataset struct {
 	DenseFeatures int `mapstructure:"dense_features"`
 	// EvalBatches is the number of held-out batches scored after training.
 	EvalBatches int `mapstructure:"eval_batches"`
+}
+
+// Embedding configures the training of embedding rows. The runtime needs
+// it before anything runs: the optimizer's state floats widen every row
+// (host tables, Storage, the staged rows of the cache traffic).
+type Embedding struct {
+	// Optimizer is the sparse optimizer the train stage's kernel applies:
+	// sgd (no state), adagrad (dim state floats per row) or
+	// rowwise_adagrad (one state float per row).
+	Optimizer string `mapstructure:"optimizer"`
+	// Epsilon is added to the square root of Adagrad's accumulator
+	// (ignored by sgd).
+	Epsilon float64 `mapstructure:"epsilon"`
 }
 
 // PluginRef names a plugin and its options. Plugin is `builtin:NAME` for a
@@ -143,8 +159,9 @@ func Default() *Config {
 			DenseFeatures: 13,
 			EvalBatches:   4,
 		},
-		Model:  PluginRef{Plugin: "builtin:logreg"},
-		Kernel: PluginRef{Plugin: "builtin:cpu"},
+		Model:     PluginRef{Plugin: "builtin:logreg"},
+		Kernel:    PluginRef{Plugin: "builtin:cpu"},
+		Embedding: Embedding{Optimizer: "sgd", Epsilon: 1e-8},
 		Devices: map[string]PluginRef{
 			"host": {Plugin: "builtin:cpu-dram"},
 			"gpu":  {Plugin: "builtin:hbm"},

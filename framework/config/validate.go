@@ -20,6 +20,8 @@ var (
 	// Localities are the synthetic access distributions (ScratchPipe Sec. V,
 	// Tensor Casting Fig. 5, plus Zipf and uniform).
 	Localities = []string{"random", "low", "medium", "high", "zipf", "uniform"}
+	// EmbeddingOptimizers are the sparse optimizers for embedding rows.
+	EmbeddingOptimizers = []string{"sgd", "adagrad", "rowwise_adagrad"}
 )
 
 // MaxBytes bounds every size derived from the dataset. Anything larger
@@ -170,6 +172,18 @@ func (d Dataset) Validate() error {
 				errs = append(errs, fmt.Errorf("%s = %s is more than the %s limit", s.what, formatBytes(n), formatBytes(big.NewInt(MaxBytes))))
 			}
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the optimizer's name and its epsilon.
+func (e Embedding) Validate() error {
+	var errs []error
+	if !contains(EmbeddingOptimizers, e.Optimizer) {
+		errs = append(errs, At("optimizer", fmt.Errorf("unknown optimizer %q (allowed: %s)", e.Optimizer, strings.Join(EmbeddingOptimizers, ", "))))
+	}
+	if !(e.Epsilon > 0) || math.IsInf(e.Epsilon, 0) || e.Epsilon > math.MaxFloat32 {
+		errs = append(errs, At("epsilon", fmt.Errorf("must be a finite number > 0 (it keeps Adagrad's first step finite), got %g", e.Epsilon)))
 	}
 	return errors.Join(errs...)
 }

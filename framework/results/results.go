@@ -27,15 +27,18 @@ type Results struct {
 	Stages      []Stage        `json:"stages"`
 	// Digest is sha256 over every embedding row and every dense parameter
 	// (with optimizer state) at the end of the run, in canonical order.
-	Digest      string      `json:"digest"`
-	IterationMs Iteration   `json:"iteration_ms"`
-	Throughput  Throughput  `json:"throughput"`
-	Cache       *Cache      `json:"cache,omitempty"`
-	Metrics     Metrics     `json:"metrics"`
-	Memory      []Memory    `json:"memory,omitempty"`
-	Plugins     []PluginUse `json:"plugins,omitempty"`
-	WallMs      float64     `json:"wall_ms"`
-	Started     time.Time   `json:"started"`
+	Digest      string     `json:"digest"`
+	IterationMs Iteration  `json:"iteration_ms"`
+	Throughput  Throughput `json:"throughput"`
+	Cache       *Cache     `json:"cache,omitempty"`
+	Metrics     Metrics    `json:"metrics"`
+	// HostRSSPeakBytes is the flowrun process's peak resident set
+	// (getrusage: maxrss), measured; Memory breaks the run's memory down.
+	HostRSSPeakBytes int64       `json:"host_rss_peak_bytes,omitempty"`
+	Memory           []Memory    `json:"memory,omitempty"`
+	Plugins          []PluginUse `json:"plugins,omitempty"`
+	WallMs           float64     `json:"wall_ms"`
+	Started          time.Time   `json:"started"`
 }
 
 // Stage is one stage's figures.
@@ -116,11 +119,30 @@ type LossCurve struct {
 	Points         []Point `json:"points"`
 }
 
-// Memory is peak bytes held on a device.
+// Memory is the peak bytes one holder kept on a device.
 type Memory struct {
-	Device    string `json:"device"`
+	Device string `json:"device"`
+	// What names the holder: a process, the host tables, Storage, the
+	// batch pool.
+	What      string `json:"what,omitempty"`
 	PeakBytes int64  `json:"peak_bytes"`
+	// VirtualBytes is the size of the holder's regions: they are sparse,
+	// and only PeakBytes of them cost memory.
+	VirtualBytes int64 `json:"virtual_bytes,omitempty"`
+	// Source says where PeakBytes comes from: MemoryMeasured or
+	// MemoryCounted.
+	Source string `json:"source,omitempty"`
 }
+
+// The values of Memory.Source.
+const (
+	// MemoryMeasured figures come from the operating system (getrusage,
+	// /proc, a file's allocated blocks).
+	MemoryMeasured = "measured"
+	// MemoryCounted figures are bytes flowrun counted itself (e.g. touched
+	// rows × row bytes), without the operating system's page granularity.
+	MemoryCounted = "counted"
+)
 
 // PluginUse records which plugin served each role, and how.
 type PluginUse struct {

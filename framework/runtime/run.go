@@ -87,13 +87,20 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	if err != nil {
 		return nil, fail(err)
 	}
-	layout := batch.NewLayout(cfg.Dataset)
-	tables, err := batch.NewTables(cfg.Seed, cfg.Dataset.Tables, cfg.Dataset.Rows, cfg.Dataset.Dim)
+	// The optimizer's state lives in each row after its values, so its
+	// width fixes the stride of every copy of a row: host tables, Storage
+	// and the rows staged between them.
+	_, stride, err := batch.RowStride(cfg.Embedding, cfg.Dataset.Dim)
+	if err != nil {
+		return nil, fail(err)
+	}
+	layout := batch.NewLayout(cfg.Dataset, stride)
+	tables, err := batch.NewTables(cfg.Seed, cfg.Dataset.Tables, cfg.Dataset.Rows, cfg.Dataset.Dim, stride)
 	if err != nil {
 		return nil, fail(err)
 	}
 	defer tables.Close()
-	storage, err := newStorage(g, cfg)
+	storage, err := newStorage(g, cfg, stride)
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -224,7 +231,10 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	if err != nil {
 		return nil, fail(fmt.Errorf("model digest: %w", err))
 	}
+	// The digest covers the touched rows of the host tables (with their
+	// IDs and optimizer state), then the dense model.
 	res := r.results(cfg, tables.Digest(dense), uses)
+	res.HostRSSPeakBytes, res.Memory = memory(tables, storage, r.pool)
 	root.SetAttributes(attribute.String("flowrun.digest", res.Digest))
 	return res, nil
 }
@@ -236,11 +246,11 @@ type storageUser interface{ UsesStorage() bool }
 // newStorage creates the run's Storage, one table of cache.size rows per
 // embedding table, when some stage uses it; otherwise nil, so a graph
 // without a scratchpad pays nothing for one.
-func newStorage(g *graph.Graph, cfg *config.Config) (*batch.Storage, error) {
+func newStorage(g *graph.Graph, cfg *config.Config, stride int) (*batch.Storage, error) {
 	for _, n := range g.Nodes {
 		if u, ok := n.Options.(storageUser); ok && u.UsesStorage() {
 			rows := min(cfg.Cache.CacheRows(cfg.Dataset.Rows), cfg.Dataset.Rows)
-			return batch.NewStorage(cfg.Dataset.Tables, rows, cfg.Dataset.Dim)
+			return batch.NewStorage(cfg.Dataset.Tables, rows, cfg.Dataset.Dim, stride)
 		}
 	}
 	return nil, nil

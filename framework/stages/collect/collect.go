@@ -61,9 +61,10 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 		return err
 	}
 	st, tabs, l := c.set.Storage, c.set.Tables, c.set.Layout
-	dim := int64(l.Dim)
+	// Whole rows travel: values and optimizer state, Stride floats each.
+	stride := int64(l.Stride)
 	nVictims := b.Stats["victims"]
-	if nVictims < 0 || 3*nVictims > int64(len(a.victims)) || nVictims*dim > int64(len(a.victimRows)) {
+	if nVictims < 0 || 3*nVictims > int64(len(a.victims)) || nVictims*stride > int64(len(a.victimRows)) {
 		return fmt.Errorf("batch %d: %d victims do not fit the batch's victims array; is plan upstream?", b.Seq, nVictims)
 	}
 
@@ -78,7 +79,7 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 		if held := st.RowOf(int(t), slot); held != row {
 			return fmt.Errorf("batch %d: victim %d: plan evicts row %d of table %d from slot %d, which holds row %d", b.Seq, i, row, t, slot, held)
 		}
-		copy(a.victimRows[i*dim:(i+1)*dim], st.Row(int(t), slot))
+		copy(a.victimRows[i*stride:(i+1)*stride], st.Row(int(t), slot))
 		if victims[t] == nil {
 			victims[t] = map[int64]int64{}
 		}
@@ -127,9 +128,9 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 				continue // the same missed row, already staged
 			}
 			c.slotOf[row] = slot
-			dst := a.missRows[staged*dim : (staged+1)*dim]
+			dst := a.missRows[staged*stride : (staged+1)*stride]
 			if v, ok := victims[t][row]; ok {
-				copy(dst, a.victimRows[v*dim:(v+1)*dim])
+				copy(dst, a.victimRows[v*stride:(v+1)*stride])
 			} else {
 				copy(dst, tabs.Row(t, row))
 			}
@@ -139,7 +140,7 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 		}
 	}
 
-	rowBytes := 4 * dim
+	rowBytes := 4 * stride
 	hostNs, err := stage.Charge(ctx, b.Seq, c.host, device.Op{Name: "gather-missed-rows", Kind: device.Read, Bytes: staged * rowBytes})
 	if err != nil {
 		return err

@@ -19,7 +19,8 @@ type exchanger struct {
 }
 
 func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
-	rowBytes := int64(e.set.Layout.Dim) * 4
+	// A row crosses the link whole: values and optimizer state.
+	rowBytes := int64(e.set.Layout.Stride) * 4
 	// The rows collect staged (each missed row once per table) cross the
 	// link; without a collect stage, every missed lookup is charged.
 	missed, ok := b.Stats["collected_rows"]

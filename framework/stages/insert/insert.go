@@ -43,9 +43,10 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 		return err
 	}
 	st, tabs := in.set.Storage, in.set.Tables
-	dim := int64(in.set.Layout.Dim)
-	if nVictims < 0 || 3*nVictims > int64(len(victims)) || nVictims*dim > int64(len(victimRows)) ||
-		nMiss < 0 || 3*nMiss > int64(len(missIndex)) || nMiss*dim > int64(len(missRows)) {
+	// Whole rows travel: values and optimizer state, Stride floats each.
+	stride := int64(in.set.Layout.Stride)
+	if nVictims < 0 || 3*nVictims > int64(len(victims)) || nVictims*stride > int64(len(victimRows)) ||
+		nMiss < 0 || 3*nMiss > int64(len(missIndex)) || nMiss*stride > int64(len(missRows)) {
 		return fmt.Errorf("batch %d: %d missed rows and %d victims do not fit the batch's arrays", b.Seq, nMiss, nVictims)
 	}
 
@@ -65,17 +66,17 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 	// same batch, and its row must reach the host before it is gone.
 	for i := range nVictims {
 		t, row, slot := victims[3*i], victims[3*i+1], victims[3*i+2]
-		copy(tabs.Row(int(t), row), victimRows[i*dim:(i+1)*dim])
+		copy(tabs.Row(int(t), row), victimRows[i*stride:(i+1)*stride])
 		if st.RowOf(int(t), slot) == row {
 			st.Evict(int(t), slot)
 		}
 	}
 	for i := range nMiss {
 		t, row, slot := missIndex[3*i], missIndex[3*i+1], missIndex[3*i+2]
-		st.Fill(int(t), slot, row, missRows[i*dim:(i+1)*dim])
+		st.Fill(int(t), slot, row, missRows[i*stride:(i+1)*stride])
 	}
 
-	rowBytes := 4 * dim
+	rowBytes := 4 * stride
 	devNs, err := stage.Charge(ctx, b.Seq, in.dev, device.Op{Name: "fill-storage", Kind: device.Write, Bytes: nMiss * rowBytes})
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 type loader struct {
 	gen         *data.Synthetic
 	train, eval uint64
+	tables      *batch.Tables
+	layout      *batch.Layout
 }
 
 func newLoader(set stage.Settings, cfg *Config) (*loader, error) {
@@ -22,7 +24,7 @@ func newLoader(set stage.Settings, cfg *Config) (*loader, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{gen: gen, train: uint64(d.Batches)}
+	l := &loader{gen: gen, train: uint64(d.Batches), tables: set.Tables, layout: set.Layout}
 	if cfg.Eval {
 		l.eval = uint64(d.EvalBatches)
 	}
@@ -55,7 +57,39 @@ func (l *loader) Next(_ context.Context, b *batch.Batch) error {
 	if err := l.gen.Fill(b.Seq, b.Eval, a); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
+	if err := l.touch(a.IDs, a.Offsets); err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
 	b.SetStat("samples", int64(len(a.Labels)))
 	b.SetStat("ids", int64(len(a.IDs)))
+	return nil
+}
+
+// touch initialises the host rows of the batch's IDs that no batch named
+// before (the host tables are virtual: a row is initialised on first
+// touch). It runs as soon as the batch is filled, before any later stage
+// sees it, and that makes it safe under pipelining: every earlier batch
+// touched its rows when it was loaded, so a row untouched so far is named
+// by no batch in flight and no kernel is reading or writing it; a row that
+// is touched keeps its values, which may have trained. Initial values
+// depend only on (seed, table, row), so the order of first touches changes
+// nothing.
+func (l *loader) touch(ids, offsets []int64) error {
+	if l.tables == nil {
+		return nil
+	}
+	// Only the IDs inside the bags: the rest of the array is left over
+	// from whichever batch used the buffer before, and touching it would
+	// make the touched set depend on the pool.
+	B := int64(l.layout.BatchSize)
+	for t, start := range l.layout.IndexStart()[:l.layout.Tables] {
+		off := offsets[int64(t)*(B+1) : int64(t+1)*(B+1)]
+		if off[0] < 0 || off[B] < off[0] || start+off[B] > int64(len(ids)) {
+			return fmt.Errorf("table %d: bag offsets [%d, %d) outside the batch", t, off[0], off[B])
+		}
+		if err := l.tables.Touch(t, ids[start+off[0]:start+off[B]]); err != nil {
+			return err
+		}
+	}
 	return nil
 }

@@ -22,6 +22,9 @@ type trainer struct {
 	set    stage.Settings
 	cfg    *Config
 	reduce kernel.Reduce
+	// opt is the graph's embedding optimizer (embedding.optimizer); its
+	// state is in the rows the tables' Stride describes.
+	opt kernel.Optimizer
 	host   device.Device
 	gpu    device.Device
 
@@ -33,6 +36,10 @@ func newTrainer(set stage.Settings, cfg *Config) (*trainer, error) {
 	t := &trainer{set: set, cfg: cfg}
 	if cfg.Reduce == "mean" {
 		t.reduce = kernel.Mean
+	}
+	var err error
+	if t.opt, err = kernel.ParseOptimizer(set.Graph.Embedding.Optimizer); err != nil {
+		return nil, fmt.Errorf("embedding.optimizer: %w", err)
 	}
 	var ok bool
 	if cfg.HostDevice != "" {
@@ -110,7 +117,7 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 	} else {
 		scatter, err := t.set.Kernel.Scatter(ctx, &kernel.ScatterRequest{
 			Tables: tables, Bags: bags, Reduce: t.reduce, Grads: step.PooledGrad,
-			Optimizer: kernel.SGD, LearningRate: float32(t.cfg.LearningRate),
+			Optimizer: t.opt, LearningRate: float32(t.cfg.LearningRate), Epsilon: float32(t.set.Graph.Embedding.Epsilon),
 		})
 		if err != nil {
 			return fmt.Errorf("scatter: %w", err)

@@ -40,6 +40,8 @@ type Options struct {
 	CacheRows int64
 	// Sequential sets pipeline: sequential (the cache stages need it).
 	Sequential bool
+	// Embedding replaces the default (sgd) when its Optimizer is set.
+	Embedding config.Embedding
 }
 
 // Small is a dataset small enough to check by hand: 2 tables of 64 rows of
@@ -71,14 +73,21 @@ func New(t testing.TB, o Options) *Env {
 	if o.Sequential {
 		cfg.Pipeline = config.Sequential
 	}
+	if o.Embedding.Optimizer != "" {
+		cfg.Embedding = o.Embedding
+	}
 	d := cfg.Dataset
-	tables, err := batch.NewTables(cfg.Seed, d.Tables, d.Rows, d.Dim)
+	_, stride, err := batch.RowStride(cfg.Embedding, d.Dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := batch.NewTables(cfg.Seed, d.Tables, d.Rows, d.Dim, stride)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tables.Close() })
 	e := &Env{Set: stage.Settings{
-		Name: "test", Graph: cfg, Tables: tables, Layout: batch.NewLayout(d),
+		Name: "test", Graph: cfg, Tables: tables, Layout: batch.NewLayout(d, stride),
 		Logger: slog.New(slog.DiscardHandler), Metrics: &stage.Metrics{},
 	}}
 	t.Cleanup(func() { e.mapper.Close() })
@@ -114,7 +123,7 @@ func New(t testing.TB, o Options) *Env {
 	if o.CacheRows > 0 {
 		e.Set.Cache = lru.New()
 		setup(e.Set.Cache, map[string]any{"capacity": o.CacheRows})
-		if e.Set.Storage, err = batch.NewStorage(d.Tables, o.CacheRows, d.Dim); err != nil {
+		if e.Set.Storage, err = batch.NewStorage(d.Tables, o.CacheRows, d.Dim, stride); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { e.Set.Storage.Close() })
@@ -133,8 +142,8 @@ func (e *Env) Batch(t testing.TB, seq uint64) *batch.Batch {
 	return batch.New(&batch.Header{Seq: seq, Buffer: r.Name(), Refs: e.Set.Layout.Refs(r.Name())}, &e.mapper)
 }
 
-// Load fills b with the synthetic dataset's batch b.Seq, as the load stage
-// does.
+// Load fills b with the synthetic dataset's batch b.Seq and touches its
+// rows, as the load stage does.
 func (e *Env) Load(t testing.TB, b *batch.Batch) {
 	t.Helper()
 	var a data.Arrays
@@ -150,6 +159,19 @@ func (e *Env) Load(t testing.TB, b *batch.Batch) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	e.touch(t, a.IDs)
+}
+
+// touch initialises the host rows ids names (table-major, IDsPerTable per
+// table), as the load stage does for every batch.
+func (e *Env) touch(t testing.TB, ids []int64) {
+	t.Helper()
+	n := e.Set.Layout.IDsPerTable
+	for tab := range e.Set.Layout.Tables {
+		// An ID outside the table is left for the stage under test to
+		// reject; Touch has touched the others.
+		_ = e.Set.Tables.Touch(tab, ids[tab*n:(tab+1)*n])
 	}
 }
 
@@ -175,6 +197,7 @@ func (e *Env) SetIDs(t testing.TB, b *batch.Batch, ids [][]int64) {
 			offs[tab*(l.BatchSize+1)+s] = int64(s * l.Lookups)
 		}
 	}
+	e.touch(t, all)
 }
 
 // Plan asks the cache for b's decisions, as the plan stage does, and
