@@ -24,9 +24,9 @@ type trainer struct {
 	reduce kernel.Reduce
 	// opt is the graph's embedding optimizer (embedding.optimizer); its
 	// state is in the rows the tables' Stride describes.
-	opt kernel.Optimizer
-	host   device.Device
-	gpu    device.Device
+	opt  kernel.Optimizer
+	host device.Device
+	gpu  device.Device
 
 	mu             sync.Mutex
 	scores, labels []float32
