@@ -10,6 +10,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -190,6 +191,28 @@ func (t *Tables) Touch(table int, ids []int64) error {
 		return fmt.Errorf("host table %d: row %d outside [0, %d)", table, bad[0], t.Rows)
 	}
 	return nil
+}
+
+// TouchTables touches ids[t] in table t for every table, the tables
+// concurrently: a first touch costs a page fault and the row's
+// initialisation, and tables share nothing. It returns every table's
+// error, joined.
+func (t *Tables) TouchTables(ids [][]int64) error {
+	if len(ids) > t.Len() {
+		return fmt.Errorf("host tables: IDs for %d tables, there are %d", len(ids), t.Len())
+	}
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	for tab, tids := range ids {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[tab] = t.Touch(tab, tids)
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // touchSlow initialises row id of table unless another goroutine did since

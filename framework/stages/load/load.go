@@ -82,14 +82,13 @@ func (l *loader) touch(ids, offsets []int64) error {
 	// from whichever batch used the buffer before, and touching it would
 	// make the touched set depend on the pool.
 	B := int64(l.layout.BatchSize)
+	perTable := make([][]int64, l.layout.Tables)
 	for t, start := range l.layout.IndexStart()[:l.layout.Tables] {
 		off := offsets[int64(t)*(B+1) : int64(t+1)*(B+1)]
 		if off[0] < 0 || off[B] < off[0] || start+off[B] > int64(len(ids)) {
 			return fmt.Errorf("table %d: bag offsets [%d, %d) outside the batch", t, off[0], off[B])
 		}
-		if err := l.tables.Touch(t, ids[start+off[0]:start+off[B]]); err != nil {
-			return err
-		}
+		perTable[t] = ids[start+off[0] : start+off[B]]
 	}
-	return nil
+	return l.tables.TouchTables(perTable)
 }
