@@ -14,6 +14,10 @@ type Config struct {
 	// depend on it: each table is computed by one goroutine in a fixed
 	// order.
 	Workers int `json:"workers"`
+	// Impl picks the gather-reduce and coalescing loops: "auto" (the
+	// default: AVX2 assembly where the CPU has it, else pure Go), "avx2"
+	// (refused on a CPU without it) or "go". All give the same bits.
+	Impl string `json:"impl"`
 }
 
 // Validate checks the options.
@@ -21,7 +25,40 @@ func (c Config) Validate() error {
 	if c.Workers < 0 {
 		return fmt.Errorf("%w: workers: must be ≥ 0, got %d", plugin.ErrInvalidConfig, c.Workers)
 	}
+	switch c.Impl {
+	case "", ImplAuto, ImplGo:
+	case ImplAVX2:
+		if !haveAVX2 {
+			return fmt.Errorf("%w: impl: this CPU has no AVX2 (use %q or %q)", plugin.ErrInvalidConfig, ImplAuto, ImplGo)
+		}
+	default:
+		return fmt.Errorf("%w: impl: want %q, %q or %q, got %q", plugin.ErrInvalidConfig, ImplAuto, ImplAVX2, ImplGo, c.Impl)
+	}
 	return nil
+}
+
+// Impl values.
+const (
+	ImplAuto = "auto"
+	ImplAVX2 = "avx2"
+	ImplGo   = "go"
+)
+
+// avx2 reports whether the configured loops are the AVX2 ones.
+func (c Config) avx2() bool { return c.Impl != ImplGo && haveAVX2 }
+
+func (c Config) pooler() pooler {
+	if c.avx2() {
+		return poolAVX2
+	}
+	return poolGo
+}
+
+func (c Config) coalescer() bagPooler {
+	if c.avx2() {
+		return coalesceAVX2
+	}
+	return coalesceGo
 }
 
 func (c Config) workers() int {
@@ -37,5 +74,10 @@ func fields() []plugin.Field {
 		Type:        "int",
 		Default:     "0",
 		Description: "tables processed in parallel (0: GOMAXPROCS); results are identical for any value",
+	}, {
+		Name:        "impl",
+		Type:        "string",
+		Default:     ImplAuto,
+		Description: "gather-reduce and coalescing loops: auto (AVX2 where available), avx2, go; results are identical",
 	}}
 }

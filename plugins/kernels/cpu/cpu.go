@@ -1,8 +1,15 @@
-// Package cpu is the reference embedding kernel, in pure Go on the host
-// CPU: GatherReduce pools each bag's rows (sum or mean), and Scatter applies
-// the pooled gradients with SGD through Tensor Casting's expand-coalesce
-// (Alg. 1): each bag's gradient is expanded to every row it pooled, the
-// expanded gradients of a row are coalesced, and the row is updated once.
+// Package cpu is the embedding kernel on the host CPU:
+//
+//   - GatherReduce pools each bag's rows (sum or mean). Its hot loop is
+//     AVX2 assembly that prefetches rows a fixed number of lookups ahead
+//     (gather_amd64.s), chosen at run time by CPU feature detection, with a
+//     pure-Go fallback that gives the same bits.
+//   - ExpandCoalesce is Tensor Casting's Alg. 1: each bag's gradient is
+//     expanded to every row it pooled, the expanded lookups are radix-sorted
+//     by row, and the gradients of equal rows are summed.
+//   - Apply updates each coalesced row once with SGD, Adagrad or row-wise
+//     Adagrad, whose state lives in the row (kernel.Table.Stride).
+//   - Scatter is ExpandCoalesce and Apply fused, one table per goroutine.
 //
 // The floating-point order is canonical, because flowrun's exactness test
 // compares model digests across caches and pipelines that place rows in
@@ -20,11 +27,9 @@
 package cpu
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 
 	"github.com/flowrun/flowrun/plugins/internal/shm"
@@ -55,9 +60,9 @@ func (k *cpuKernel) Info(context.Context) (plugin.Info, error) {
 		Name:        Name,
 		Version:     Version,
 		APIVersion:  plugin.APIVersion,
-		Description: "pure-Go gather-reduce (sum, mean) and expand-coalesce SGD scatter, in canonical floating-point order",
+		Description: "gather-reduce (sum, mean; AVX2 with prefetch or pure Go), expand-coalesce and sparse SGD/Adagrad/row-wise Adagrad, in canonical floating-point order",
 		Config:      fields(),
-		Ops:         []string{kernel.OpGatherReduce, kernel.OpScatter},
+		Ops:         []string{kernel.OpGatherReduce, kernel.OpScatter, kernel.OpExpandCoalesce, kernel.OpApply},
 	}, nil
 }
 
@@ -100,6 +105,12 @@ type tableView struct {
 // view checks a request's tables and bags and maps them. pooledRef is Out
 // (gather-reduce) or Grads (scatter), float32 [table][bag][dim].
 func (k *cpuKernel) view(tables []kernel.Table, bags kernel.Bags, reduce kernel.Reduce, pooledRef region.Ref, pooledName string) ([]tableView, error) {
+	return k.viewTables(tables, bags, reduce, pooledRef, pooledName, false)
+}
+
+// viewTables is view; with shapeOnly, tables without a Data ref are checked
+// for shape only and get no rows (expand-coalesce reads none).
+func (k *cpuKernel) viewTables(tables []kernel.Table, bags kernel.Bags, reduce kernel.Reduce, pooledRef region.Ref, pooledName string, shapeOnly bool) ([]tableView, error) {
 	if reduce != kernel.Sum && reduce != kernel.Mean {
 		return nil, fmt.Errorf("%w: unknown reduce %d", plugin.ErrInvalidRequest, reduce)
 	}
@@ -118,7 +129,7 @@ func (k *cpuKernel) view(tables []kernel.Table, bags kernel.Bags, reduce kernel.
 	views := make([]tableView, len(tables))
 	var nIndices, pooledLen int64
 	for t, tab := range tables {
-		if tab.Dim < 1 || tab.Rows < 0 || (tab.Rows > 0 && tab.Rows > math.MaxInt64/4/int64(tab.Dim)) {
+		if tab.Dim < 1 || tab.Rows < 0 {
 			return nil, fmt.Errorf("%w: table %d: bad shape %d×%d", plugin.ErrInvalidRequest, t, tab.Rows, tab.Dim)
 		}
 		off := offsets[int64(t)*(B+1) : int64(t+1)*(B+1)]
@@ -135,18 +146,14 @@ func (k *cpuKernel) view(tables []kernel.Table, bags kernel.Bags, reduce kernel.
 			return nil, fmt.Errorf("%w: table %d: bad index start %d", plugin.ErrInvalidRequest, t, start)
 		}
 		nIndices = max(nIndices, start+off[B])
-		if tab.Stride != 0 && tab.Stride < tab.Dim {
-			return nil, fmt.Errorf("%w: table %d: stride %d < dim %d", plugin.ErrInvalidRequest, t, tab.Stride, tab.Dim)
+		var data []float32
+		if !shapeOnly {
+			var err error
+			if data, err = k.tableData(t, tab); err != nil {
+				return nil, err
+			}
 		}
-		stride := tab.RowStride()
-		if tab.Rows > 0 && tab.Rows > math.MaxInt64/4/int64(stride) {
-			return nil, fmt.Errorf("%w: table %d: bad shape %d×%d", plugin.ErrInvalidRequest, t, tab.Rows, stride)
-		}
-		data, err := shm.Float32s(&k.mapper, tab.Data, tab.Rows*int64(stride), fmt.Sprintf("table %d data", t))
-		if err != nil {
-			return nil, err
-		}
-		views[t] = tableView{data: data, dim: tab.Dim, stride: stride, off: off}
+		views[t] = tableView{data: data, dim: tab.Dim, stride: tab.RowStride(), off: off}
 		pooledLen += B * int64(tab.Dim)
 	}
 	indices, err := shm.Int64s(&k.mapper, bags.Indices, nIndices, "indices")
@@ -173,6 +180,18 @@ func (k *cpuKernel) view(tables []kernel.Table, bags kernel.Bags, reduce kernel.
 		at += n
 	}
 	return views, nil
+}
+
+// tableData checks table t's shape and stride and maps its rows.
+func (k *cpuKernel) tableData(t int, tab kernel.Table) ([]float32, error) {
+	if tab.Dim < 1 || tab.Rows < 0 || tab.Stride < 0 || (tab.Stride != 0 && tab.Stride < tab.Dim) {
+		return nil, fmt.Errorf("%w: table %d: bad shape %d×%d (stride %d)", plugin.ErrInvalidRequest, t, tab.Rows, tab.Dim, tab.Stride)
+	}
+	stride := int64(tab.RowStride())
+	if tab.Rows > 0 && tab.Rows > math.MaxInt64/4/stride {
+		return nil, fmt.Errorf("%w: table %d: %d rows of %d floats overflow", plugin.ErrInvalidRequest, t, tab.Rows, stride)
+	}
+	return shm.Float32s(&k.mapper, tab.Data, tab.Rows*stride, fmt.Sprintf("table %d data", t))
 }
 
 // forEachTable runs fn for every table, on up to workers goroutines when
@@ -237,39 +256,29 @@ func (k *cpuKernel) GatherReduce(ctx context.Context, req *kernel.GatherReduceRe
 		reads = append(reads, tab.Data)
 	}
 	parallel := disjoint([]region.Ref{req.Out}, reads)
-	results := make([]kernel.Result, len(views))
+	pool := cfg.pooler()
 	forEachTable(len(views), cfg.workers(), parallel, func(t int) {
-		results[t] = gatherReduce(&views[t], req.Reduce)
+		pool(&views[t], req.Reduce)
 	})
+	results := make([]kernel.Result, len(views))
+	for t := range views {
+		results[t] = gatherCounts(&views[t], req.Reduce)
+	}
 	return sum(results, len(views), req.Bags.Batch), nil
 }
 
-func gatherReduce(v *tableView, reduce kernel.Reduce) kernel.Result {
-	dim := v.dim
-	var res kernel.Result
-	for b := range len(v.off) - 1 {
-		out := v.pooled[b*dim : (b+1)*dim]
-		clear(out)
-		bag := v.idx[v.off[b]:v.off[b+1]]
-		for _, r := range bag {
-			row := v.data[r*int64(v.stride) : r*int64(v.stride)+int64(dim)]
-			for d := range out {
-				out[d] += row[d]
+// gatherCounts is what pooling a table reads, writes and computes.
+func gatherCounts(v *tableView, reduce kernel.Reduce) kernel.Result {
+	dim := int64(v.dim)
+	B := len(v.off) - 1
+	n := v.off[B] - v.off[0]
+	res := kernel.Result{BytesRead: n * (8 + 4*dim), BytesWritten: int64(B) * 4 * dim, FLOPs: n * dim}
+	if reduce == kernel.Mean {
+		for b := range B {
+			if v.off[b+1] > v.off[b] {
+				res.FLOPs += dim
 			}
 		}
-		n := int64(len(bag))
-		res.BytesRead += n * (8 + 4*int64(dim))
-		res.FLOPs += n * int64(dim)
-		if reduce == kernel.Mean && n > 0 {
-			// Divide rather than multiply by 1/n: a reciprocal rounds once
-			// more, and every kernel must agree on the canonical result.
-			fn := float32(n)
-			for d := range out {
-				out[d] /= fn
-			}
-			res.FLOPs += int64(dim)
-		}
-		res.BytesWritten += 4 * int64(dim)
 	}
 	return res
 }
@@ -285,7 +294,32 @@ func sum(results []kernel.Result, tables, batch int) *kernel.Result {
 	return total
 }
 
-// Scatter applies Grads to the pooled rows with SGD, by expand-coalesce.
+// checkUpdate validates an optimizer step's parameters against the tables
+// it updates: the optimizer is known, the learning rate and ε finite, and
+// every row wide enough for its state.
+func checkUpdate(tables []kernel.Table, opt kernel.Optimizer, lr, eps float32) error {
+	switch opt {
+	case kernel.SGD, kernel.Adagrad, kernel.RowWiseAdagrad:
+	default:
+		return fmt.Errorf("optimizer %d: %w", opt, plugin.ErrUnsupported)
+	}
+	if x := float64(lr); math.IsNaN(x) || math.IsInf(x, 0) {
+		return fmt.Errorf("%w: learning rate %v", plugin.ErrInvalidRequest, lr)
+	}
+	if x := float64(eps); opt != kernel.SGD && (math.IsNaN(x) || math.IsInf(x, 0) || x < 0) {
+		return fmt.Errorf("%w: epsilon %v", plugin.ErrInvalidRequest, eps)
+	}
+	for t, tab := range tables {
+		if need := tab.Dim + kernel.StateFloats(opt, tab.Dim); tab.RowStride() < need {
+			return fmt.Errorf("%w: table %d: %s needs a stride of at least %d floats (dim %d + state), got %d",
+				plugin.ErrInvalidRequest, t, opt, need, tab.Dim, tab.RowStride())
+		}
+	}
+	return nil
+}
+
+// Scatter applies Grads to the pooled rows: expand-coalesce, then the
+// optimizer update once per unique row, each table on one goroutine.
 func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*kernel.Result, error) {
 	cfg, err := k.config()
 	if err != nil {
@@ -297,11 +331,8 @@ func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*k
 	if req == nil {
 		return nil, fmt.Errorf("%w: nil scatter request", plugin.ErrInvalidRequest)
 	}
-	if req.Optimizer != kernel.SGD {
-		return nil, fmt.Errorf("scatter: optimizer %d: %w", req.Optimizer, plugin.ErrUnsupported)
-	}
-	if lr := float64(req.LearningRate); math.IsNaN(lr) || math.IsInf(lr, 0) {
-		return nil, fmt.Errorf("%w: scatter: learning rate %v", plugin.ErrInvalidRequest, req.LearningRate)
+	if err := checkUpdate(req.Tables, req.Optimizer, req.LearningRate, req.Epsilon); err != nil {
+		return nil, fmt.Errorf("scatter: %w", err)
 	}
 	views, err := k.view(req.Tables, req.Bags, req.Reduce, req.Grads, "grads")
 	if err != nil {
@@ -312,84 +343,165 @@ func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*k
 		writes = append(writes, tab.Data)
 	}
 	parallel := disjoint(writes, []region.Ref{req.Bags.Indices, req.Bags.Offsets, req.Grads})
+	coalesce := cfg.coalescer()
+	u := update{opt: req.Optimizer, lr: req.LearningRate, eps: req.Epsilon}
 	results := make([]kernel.Result, len(views))
 	forEachTable(len(views), cfg.workers(), parallel, func(t int) {
-		results[t] = expandCoalesceSGD(&views[t], req.Reduce, req.LearningRate)
+		v := &views[t]
+		s := scratchPool.Get().(*scratch)
+		defer scratchPool.Put(s)
+		n := int(v.off[len(v.off)-1] - v.off[0])
+		s.rows, s.grads = grow(s.rows, n), grow(s.grads, n*v.dim)
+		unique, ec := expandCoalesce(v, req.Reduce, coalesce, s, s.rows, s.grads)
+		ap := u.apply(v.data, v.dim, v.stride, s.rows[:unique], s.grads[:unique*v.dim])
+		// The coalesced gradients stay in this goroutine's cache: count
+		// only the arrays and the rows.
+		results[t] = kernel.Result{
+			BytesRead:    ec.BytesRead + int64(unique)*4*int64(v.stride),
+			BytesWritten: ap.BytesWritten,
+			FLOPs:        ec.FLOPs + ap.FLOPs,
+		}
 	})
 	return sum(results, len(views), req.Bags.Batch), nil
 }
 
-// lookup is one expanded gradient: the row it updates, and the bag whose
-// gradient it carries. Lookups are built in position order and sorted
-// stably by row, which yields the canonical (row, position) order.
-type lookup struct {
-	row int64
-	bag int32
+// ExpandCoalesce is Scatter's first half, leaving the coalesced rows and
+// gradients in req.Out.
+func (k *cpuKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoalesceRequest) (*kernel.CoalesceResult, error) {
+	cfg, err := k.config()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req == nil {
+		return nil, fmt.Errorf("%w: nil expand-coalesce request", plugin.ErrInvalidRequest)
+	}
+	// The rows are not read: check the shapes, not the table regions.
+	views, err := k.viewTables(req.Tables, req.Bags, req.Reduce, req.Grads, "grads", true)
+	if err != nil {
+		return nil, fmt.Errorf("expand-coalesce: %w", err)
+	}
+	capacity := make([]int64, len(views))
+	for t, v := range views {
+		capacity[t] = v.off[len(v.off)-1] - v.off[0]
+	}
+	out, err := k.coalescedView(req.Tables, req.Out, capacity, "out")
+	if err != nil {
+		return nil, fmt.Errorf("expand-coalesce: %w", err)
+	}
+	parallel := disjoint([]region.Ref{req.Out.Rows, req.Out.Grads}, []region.Ref{req.Bags.Indices, req.Bags.Offsets, req.Grads})
+	coalesce := cfg.coalescer()
+	results := make([]kernel.Result, len(views))
+	counts := make([]int64, len(views))
+	forEachTable(len(views), cfg.workers(), parallel, func(t int) {
+		s := scratchPool.Get().(*scratch)
+		defer scratchPool.Put(s)
+		unique, res := expandCoalesce(&views[t], req.Reduce, coalesce, s, out[t].rows, out[t].grads)
+		counts[t], results[t] = int64(unique), res
+	})
+	return &kernel.CoalesceResult{Result: *sum(results, len(views), req.Bags.Batch), Counts: counts}, nil
 }
 
-// expandCoalesceSGD is Tensor Casting's Alg. 1 followed by the SGD update:
-// expand each bag's gradient to its rows, coalesce the gradients of equal
-// rows, and apply row -= lr * coalesced once per unique row.
-func expandCoalesceSGD(v *tableView, reduce kernel.Reduce, lr float32) kernel.Result {
-	dim := int64(v.dim)
-	B := len(v.off) - 1
-	var res kernel.Result
-	res.BytesRead += int64(B) * dim * 4 // the gradients
-
-	// Expand.
-	lookups := make([]lookup, 0, v.off[B]-v.off[0])
-	for b := range B {
-		for _, r := range v.idx[v.off[b]:v.off[b+1]] {
-			lookups = append(lookups, lookup{row: r, bag: int32(b)})
+// Apply is Scatter's second half: the optimizer update of each coalesced
+// row, in the order given.
+func (k *cpuKernel) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kernel.Result, error) {
+	cfg, err := k.config()
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req == nil {
+		return nil, fmt.Errorf("%w: nil apply request", plugin.ErrInvalidRequest)
+	}
+	if err := checkUpdate(req.Tables, req.Optimizer, req.LearningRate, req.Epsilon); err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
+	}
+	c := req.Coalesced
+	if len(c.Counts) != len(req.Tables) {
+		return nil, fmt.Errorf("%w: apply: %d counts for %d tables", plugin.ErrInvalidRequest, len(c.Counts), len(req.Tables))
+	}
+	in, err := k.coalescedView(req.Tables, c, c.Counts, "coalesced")
+	if err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
+	}
+	data := make([][]float32, len(req.Tables))
+	writes := make([]region.Ref, len(req.Tables))
+	for t, tab := range req.Tables {
+		if data[t], err = k.tableData(t, tab); err != nil {
+			return nil, fmt.Errorf("apply: %w", err)
 		}
-	}
-	n := int64(len(lookups))
-	res.BytesRead += n * 8
-	if reduce == kernel.Mean {
-		res.FLOPs += n * dim // one division per expanded element
-	}
-	slices.SortStableFunc(lookups, func(a, b lookup) int { return cmp.Compare(a.row, b.row) })
-
-	// Coalesce and update.
-	acc := make([]float32, dim)
-	for i := 0; i < len(lookups); {
-		r := lookups[i].row
-		clear(acc)
-		for ; i < len(lookups) && lookups[i].row == r; i++ {
-			b := int64(lookups[i].bag)
-			g := v.pooled[b*dim : (b+1)*dim]
-			if reduce == kernel.Mean {
-				bagLen := float32(v.off[b+1] - v.off[b])
-				for d := range acc {
-					acc[d] += g[d] / bagLen
-				}
-			} else {
-				for d := range acc {
-					acc[d] += g[d]
-				}
+		for _, r := range in[t].rows {
+			if r < 0 || r >= tab.Rows {
+				return nil, fmt.Errorf("%w: apply: table %d: row %d outside [0, %d)", plugin.ErrInvalidRequest, t, r, tab.Rows)
 			}
-			res.FLOPs += dim
 		}
-		row := v.data[r*int64(v.stride) : r*int64(v.stride)+dim]
-		for d := range row {
-			// The explicit conversion forbids fusing the multiply and the
-			// subtraction into one FMA (Go may fuse on arm64 and with
-			// GOAMD64=v3), which would change the digest between machines.
-			row[d] -= float32(lr * acc[d])
-		}
-		res.FLOPs += 2 * dim
-		res.BytesRead += 4 * dim
-		res.BytesWritten += 4 * dim
+		writes[t] = tab.Data
 	}
-	return res
+	parallel := disjoint(writes, []region.Ref{c.Rows, c.Grads})
+	u := update{opt: req.Optimizer, lr: req.LearningRate, eps: req.Epsilon}
+	results := make([]kernel.Result, len(req.Tables))
+	forEachTable(len(req.Tables), cfg.workers(), parallel, func(t int) {
+		tab := req.Tables[t]
+		results[t] = u.apply(data[t], tab.Dim, tab.RowStride(), in[t].rows, in[t].grads)
+	})
+	total := &kernel.Result{}
+	for _, r := range results {
+		total.BytesRead += r.BytesRead
+		total.BytesWritten += r.BytesWritten
+		total.FLOPs += r.FLOPs
+	}
+	return total, nil
 }
 
-// ExpandCoalesce is not implemented yet.
-func (k *cpuKernel) ExpandCoalesce(context.Context, *kernel.ExpandCoalesceRequest) (*kernel.CoalesceResult, error) {
-	return nil, plugin.ErrUnsupported
+// coalescedBlock is one table's block of a Coalesced: n rows and their
+// gradients.
+type coalescedBlock struct {
+	rows  []int64
+	grads []float32
 }
 
-// Apply is not implemented yet.
-func (k *cpuKernel) Apply(context.Context, *kernel.ApplyRequest) (*kernel.Result, error) {
-	return nil, plugin.ErrUnsupported
+// coalescedView maps each table's block of c with room for n[t] rows, and
+// checks that no two blocks overlap (tables are written concurrently).
+func (k *cpuKernel) coalescedView(tables []kernel.Table, c kernel.Coalesced, n []int64, what string) ([]coalescedBlock, error) {
+	if len(c.RowStart) != len(tables) || len(c.GradStart) != len(tables) {
+		return nil, fmt.Errorf("%w: %s: %d row starts and %d gradient starts for %d tables",
+			plugin.ErrInvalidRequest, what, len(c.RowStart), len(c.GradStart), len(tables))
+	}
+	var rowsLen, gradsLen int64
+	for t, tab := range tables {
+		if n[t] < 0 || c.RowStart[t] < 0 || c.GradStart[t] < 0 || tab.Dim < 1 ||
+			n[t] > math.MaxInt32*int64(64) || c.RowStart[t] > math.MaxInt64/2 || c.GradStart[t] > math.MaxInt64/2 {
+			return nil, fmt.Errorf("%w: %s: table %d: bad block (start %d/%d, %d rows)", plugin.ErrInvalidRequest, what, t, c.RowStart[t], c.GradStart[t], n[t])
+		}
+		rowsLen = max(rowsLen, c.RowStart[t]+n[t])
+		gradsLen = max(gradsLen, c.GradStart[t]+n[t]*int64(tab.Dim))
+	}
+	rows, err := shm.Int64s(&k.mapper, c.Rows, rowsLen, what+" rows")
+	if err != nil {
+		return nil, err
+	}
+	grads, err := shm.Float32s(&k.mapper, c.Grads, gradsLen, what+" grads")
+	if err != nil {
+		return nil, err
+	}
+	blocks := make([]coalescedBlock, len(tables))
+	for t, tab := range tables {
+		blocks[t] = coalescedBlock{
+			rows:  rows[c.RowStart[t] : c.RowStart[t]+n[t]],
+			grads: grads[c.GradStart[t] : c.GradStart[t]+n[t]*int64(tab.Dim)],
+		}
+		for u := range t {
+			if overlap(c.RowStart[t], n[t], c.RowStart[u], n[u]) ||
+				overlap(c.GradStart[t], n[t]*int64(tab.Dim), c.GradStart[u], n[u]*int64(tables[u].Dim)) {
+				return nil, fmt.Errorf("%w: %s: the blocks of tables %d and %d overlap", plugin.ErrInvalidRequest, what, u, t)
+			}
+		}
+	}
+	return blocks, nil
 }
+
+func overlap(a, n, b, m int64) bool { return n > 0 && m > 0 && a < b+m && b < a+n }

@@ -210,7 +210,9 @@ func TestScatterCounts(t *testing.T) {
 		t.Fatalf("rows %v, want %v", got, want)
 	}
 	// offsets 3×8, grads 2×2×4, indices 4×8, 2 unique rows read and written.
-	want := kernel.Result{BytesRead: 24 + 16 + 32 + 2*2*4, BytesWritten: 2 * 2 * 4, FLOPs: 4*2 + 4*2 + 2*2*2}
+	// FLOPs: each non-empty bag's gradient divided once (2 bags × 2), 4
+	// expanded adds × 2, and 2 updates × 2 × 2.
+	want := kernel.Result{BytesRead: 24 + 16 + 32 + 2*2*4, BytesWritten: 2 * 2 * 4, FLOPs: 2*2 + 4*2 + 2*2*2}
 	if *res != want {
 		t.Fatalf("result %+v, want %+v", *res, want)
 	}
@@ -364,7 +366,7 @@ func TestRejects(t *testing.T) {
 
 func TestInfo(t *testing.T) {
 	info, err := New().Info(context.Background())
-	if err != nil || info.Kind != plugin.KindKernel || !slices.Equal(info.Ops, []string{kernel.OpGatherReduce, kernel.OpScatter}) {
+	if err != nil || info.Kind != plugin.KindKernel || !slices.Equal(info.Ops, []string{kernel.OpGatherReduce, kernel.OpScatter, kernel.OpExpandCoalesce, kernel.OpApply}) {
 		t.Fatalf("info %+v, %v", info, err)
 	}
 }

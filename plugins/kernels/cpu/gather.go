@@ -1,0 +1,117 @@
+package cpu
+
+import (
+	"unsafe"
+
+	"github.com/flowrun/flowrun/sdk/kernel"
+)
+
+// prefetchAhead is how many lookups ahead of the one being summed the AVX2
+// kernel prefetches rows. A row of 128 floats is 8 cache lines; 12 rows
+// ahead keep about 100 lines in flight, enough to cover DRAM latency
+// without evicting the rows before they are used (FBGEMM uses 16; 8–16
+// measured alike here, see docs/benchmarks.md).
+const prefetchAhead = 12
+
+// pooler pools every bag of a table into v.pooled: the AVX2 kernel or the
+// pure-Go one. Both add each element in bag order from +0 and divide the
+// sum by the bag length under Mean, so they agree bit for bit.
+type pooler func(v *tableView, reduce kernel.Reduce)
+
+// poolGo is the portable gather-reduce.
+func poolGo(v *tableView, reduce kernel.Reduce) {
+	dim, stride := v.dim, int64(v.stride)
+	for b := range len(v.off) - 1 {
+		out := v.pooled[b*dim : (b+1)*dim]
+		bag := v.idx[v.off[b]:v.off[b+1]]
+		sumRows(out, v.data, bag, stride)
+		if reduce == kernel.Mean && len(bag) > 0 {
+			divide(out, float32(len(bag)))
+		}
+	}
+}
+
+// sumRows sets out to the sum of rows bag of data (row r at r*stride), in
+// bag order, eight columns at a time so that the loads of a row overlap.
+func sumRows(out, data []float32, bag []int64, stride int64) {
+	clear(out)
+	n := len(out)
+	for _, r := range bag {
+		row := data[r*stride:][:n]
+		d := 0
+		for ; d+8 <= n; d += 8 {
+			o := out[d : d+8 : d+8]
+			x := row[d : d+8 : d+8]
+			o[0] += x[0]
+			o[1] += x[1]
+			o[2] += x[2]
+			o[3] += x[3]
+			o[4] += x[4]
+			o[5] += x[5]
+			o[6] += x[6]
+			o[7] += x[7]
+		}
+		for ; d < n; d++ {
+			out[d] += row[d]
+		}
+	}
+}
+
+// divide divides out by n. It divides rather than multiplying by 1/n: a
+// reciprocal rounds once more, and every kernel must agree on the
+// canonical result.
+func divide(out []float32, n float32) {
+	for d := range out {
+		out[d] /= n
+	}
+}
+
+// poolAVX2 is the gather-reduce of gather_amd64.s. The assembly sums the
+// columns that fill whole 8-float vectors, prefetching the rows a fixed
+// number of lookups ahead (across bag boundaries); the few columns left
+// when Dim is not a multiple of 8 are summed here in the same order, while
+// the bag's rows are still in cache.
+func poolAVX2(v *tableView, reduce kernel.Reduce) {
+	dim, stride := v.dim, v.stride
+	cols := dim &^ 7
+	lines := prefetchLines(v.data, dim, stride)
+	end := v.off[len(v.off)-1]
+	for b := range len(v.off) - 1 {
+		lo, hi := v.off[b], v.off[b+1]
+		out := v.pooled[b*dim : (b+1)*dim]
+		var div float32
+		if reduce == kernel.Mean && hi > lo {
+			div = float32(hi - lo)
+		}
+		if cols > 0 {
+			var bag, pf *int64
+			npf := min(hi+prefetchAhead, end) - (lo + prefetchAhead)
+			if hi > lo {
+				bag = &v.idx[lo]
+			}
+			if npf > 0 {
+				pf = &v.idx[lo+prefetchAhead]
+			} else {
+				npf = 0
+			}
+			poolBagAVX2(&out[0], unsafe.SliceData(v.data), bag, int(hi-lo), pf, int(npf), cols, 4*stride, lines, div)
+		}
+		if cols < dim {
+			tail := out[cols:]
+			sumRows(tail, v.data[cols:], v.idx[lo:hi], int64(stride))
+			if div != 0 {
+				divide(tail, div)
+			}
+		}
+	}
+}
+
+// prefetchLines is how many cache lines the kernel prefetches per row: the
+// lines of dim floats, plus one when rows do not start on a line boundary.
+func prefetchLines(data []float32, dim, stride int) int {
+	lines := (4*dim + 63) / 64
+	if len(data) > 0 && (uintptr(unsafe.Pointer(&data[0]))%64 != 0 || (4*stride)%64 != 0 || (4*dim)%64 != 0) {
+		lines++
+	}
+	return lines
+}

@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package cpu
+
+const haveAVX2 = false
+
+func poolBagAVX2(out *float32, data *float32, bag *int64, n int, pf *int64, npf int, cols int, stride int, lines int, div float32) {
+	panic("cpu: AVX2 kernel on a machine without it")
+}
