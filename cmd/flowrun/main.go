@@ -55,6 +55,7 @@ plugins, linked in (plugin: builtin:NAME) or run as separate processes
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(), newValidateCmd(), newPluginsCmd(), newVersionCmd())
+	root.AddCommand(newGenCmd(), newConvertCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	return root
 }

@@ -42,9 +42,10 @@ type span struct {
 //     root span, flowrun.run;
 //   - exactly one span per stage per batch, named kind/name, for every batch
 //     the run processed (training and held-out);
-//   - a source stage's span is a child of the root span; every other stage's
-//     span is a child of its upstream stage's span of the same batch, which
-//     means the context crossed NATS in the message headers;
+//   - one span "batch" per batch, a child of the root; every stage's span
+//     is a child of its batch's span, and every non-source stage's span
+//     links to its upstream stage's span of the same batch — so both
+//     contexts crossed NATS in the message headers;
 //   - plugin calls are spans named <kind>/<name>.<Method>, children of the
 //     root (set-up calls) or of the stage span of the batch they serve; the
 //     plan stage calls the cache's Plan once per batch, train calls the
@@ -133,24 +134,51 @@ func checkTrace(t *testing.T, graph string, args ...string) *results.Results {
 		return res
 	}
 
-	// Stage spans: a source under the root, the others under their upstream
-	// stage's span of the same batch, whatever process or goroutine ran it.
+	// Batch spans: one per batch, under the root.
+	batchSpan := map[int64]*span{}
+	for _, s := range byID {
+		if s.Name != "batch" {
+			continue
+		}
+		if !s.hasSeq || batchSpan[s.seq] != nil {
+			t.Errorf("batch span %s: seq %d (has seq %v) missing or duplicated", s.SpanID, s.seq, s.hasSeq)
+			continue
+		}
+		if s.ParentSpanID != root.SpanID {
+			t.Errorf("batch %d: parent %s, want the root span %s", s.seq, s.ParentSpanID, root.SpanID)
+		}
+		batchSpan[s.seq] = s
+	}
+	if len(batchSpan) != int(total) {
+		t.Errorf("%d batch spans, want %d", len(batchSpan), total)
+	}
+
+	// Stage spans: children of their batch's span, whatever process or
+	// goroutine ran them; the non-sources linked to their upstream stage's
+	// span of the same batch.
 	for name, st := range cfg.Stages {
 		id := stageID[name]
 		for seq, s := range stageSpan[id] {
+			if b := batchSpan[seq]; b == nil || s.ParentSpanID != b.SpanID {
+				t.Errorf("%s, batch %d: parent %s is not the batch's span", id, seq, s.ParentSpanID)
+			}
 			if st.In == "" {
-				if s.ParentSpanID != root.SpanID {
-					t.Errorf("source %s, batch %d: parent %s, want the root span %s", id, seq, s.ParentSpanID, root.SpanID)
+				if len(s.Links) != 0 {
+					t.Errorf("source %s, batch %d: %d links, want none", id, seq, len(s.Links))
 				}
 				continue
 			}
 			up := stageID[producer[st.In]]
-			parent := byID[s.ParentSpanID]
+			if len(s.Links) != 1 {
+				t.Errorf("%s, batch %d: %d links, want 1 (to %s)", id, seq, len(s.Links), up)
+				continue
+			}
+			linked := byID[s.Links[0].SpanID]
 			switch {
-			case parent == nil:
-				t.Errorf("%s, batch %d: parent %q is not in the trace", id, seq, s.ParentSpanID)
-			case parent.Name != up || !parent.hasSeq || parent.seq != seq:
-				t.Errorf("%s, batch %d: parent is %s of batch %d, want %s of batch %d", id, seq, parent.Name, parent.seq, up, seq)
+			case linked == nil:
+				t.Errorf("%s, batch %d: linked span %q is not in the trace", id, seq, s.Links[0].SpanID)
+			case linked.Name != up || !linked.hasSeq || linked.seq != seq:
+				t.Errorf("%s, batch %d: links to %s of batch %d, want %s of batch %d", id, seq, linked.Name, linked.seq, up, seq)
 			}
 		}
 	}

@@ -49,8 +49,14 @@ type Config struct {
 
 // Dataset describes the batches a run trains or serves on.
 type Dataset struct {
-	// Kind is the source: synthetic.
+	// Kind is the source: synthetic, or file (a batch file written by
+	// flowrun gen or flowrun convert).
 	Kind string `mapstructure:"kind"`
+	// Path is the batch file read when Kind is file, relative to the
+	// working directory. Its shape must match tables, lookups,
+	// dense_features and rows; its last eval_batches·batch_size samples
+	// are the held-out batches.
+	Path string `mapstructure:"path"`
 	// Batches is how many training batches the run processes.
 	Batches int `mapstructure:"batches"`
 	// BatchSize is samples per batch.
@@ -63,8 +69,8 @@ type Dataset struct {
 	Dim int `mapstructure:"dim"`
 	// Lookups is the number of IDs per sample per table (the bag size).
 	Lookups int `mapstructure:"lookups"`
-	// Locality is the access distribution: random, low, medium, high,
-	// zipf or uniform.
+	// Locality is the access distribution of synthetic IDs: random, low,
+	// medium, high, zipf or uniform (framework/data/README.md).
 	Locality string `mapstructure:"locality"`
 	// ZipfS is the Zipf exponent when Locality is zipf.
 	ZipfS float64 `mapstructure:"zipf_s"`

@@ -16,7 +16,7 @@ import (
 // Allowed values, in the order messages list them.
 var (
 	// DatasetKinds are the dataset sources flowrun knows.
-	DatasetKinds = []string{"synthetic"}
+	DatasetKinds = []string{"synthetic", "file"}
 	// Localities are the synthetic access distributions (ScratchPipe Sec. V,
 	// Tensor Casting Fig. 5, plus Zipf and uniform).
 	Localities = []string{"random", "low", "medium", "high", "zipf", "uniform"}
@@ -136,6 +136,12 @@ func (d Dataset) Validate() error {
 	add := func(key string, err error) { errs = append(errs, At(key, err)) }
 	if !contains(DatasetKinds, d.Kind) {
 		add("kind", fmt.Errorf("unknown dataset kind %q (allowed: %s)", d.Kind, strings.Join(DatasetKinds, ", ")))
+	}
+	switch {
+	case d.Kind == "file" && strings.TrimSpace(d.Path) == "":
+		add("path", errors.New("must name a batch file when kind is file (write one with flowrun gen or flowrun convert)"))
+	case d.Kind != "file" && d.Path != "":
+		add("path", fmt.Errorf("is read only when kind is file, not %s (remove path, or set kind: file)", d.Kind))
 	}
 	atLeast := func(key string, v int64, min int64) {
 		if v < min {

@@ -1,11 +1,17 @@
-// Package data makes the batches a run trains on. Synthetic data is
-// deterministic by (seed, batch sequence): any batch can be made on its own,
-// in any order, by any process, and comes out the same.
+// Package data makes the batches a run trains on: synthetic traces with
+// the papers' access locality, and batch files (.frb) written from them
+// (flowrun gen) or converted from Criteo Kaggle TSV and MovieLens ratings
+// (flowrun convert). Both are deterministic by batch sequence: any batch
+// can be made or read on its own, in any order, by any process, and comes
+// out the same.
 //
-// Labels come from a planted teacher: every (table, row) has a hidden
-// weight, every dense feature a hidden coefficient, and a sample's label is
-// drawn from the sigmoid of their sum, so a model that learns the rows'
-// embeddings can predict the labels and AUC means something.
+// Synthetic labels come from a planted teacher: every (table, row) has a
+// hidden weight, every dense feature a hidden coefficient, and a sample's
+// label is drawn from the sigmoid of their sum, so a model that learns the
+// rows' embeddings can predict the labels and AUC means something.
+//
+// data imports only framework/config; it never imports the stages, the
+// graph or the runtime.
 package data
 
 import (

@@ -29,7 +29,7 @@ func memory(tables *batch.Tables, storage *batch.Storage, pool *batch.Pool) (rss
 		add("flowrun process: peak resident set (getrusage maxrss; includes the shared-memory pages it touched)", rssPeak, 0, results.MemoryMeasured)
 	}
 	if n, peak := childrenPeakRSS(); n > 0 {
-		add(fmt.Sprintf("%d plugin processes: sum of their peak resident sets (VmHWM; shared-memory pages count in every process that maps them)", n), peak, 0, results.MemoryMeasured)
+		add(fmt.Sprintf("plugin processes (%d): sum of their peak resident sets (VmHWM; shared-memory pages count in every process that maps them)", n), peak, 0, results.MemoryMeasured)
 	}
 	if b, err := tables.AllocatedBytes(); err == nil {
 		add("host tables: allocated shared memory (file blocks)", b, tables.VirtualBytes(), results.MemoryMeasured)

@@ -47,14 +47,15 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	g := opts.Graph
 	cfg := g.Config
 	r := &run{
-		opts:    opts,
-		id:      opts.RunID,
-		log:     opts.Logger,
-		metrics: &stage.Metrics{},
-		seen:    make(map[uint64]int),
-		total:   -1,
-		done:    make(chan struct{}),
-		started: time.Now(),
+		opts:       opts,
+		id:         opts.RunID,
+		log:        opts.Logger,
+		metrics:    &stage.Metrics{},
+		seen:       make(map[uint64]int),
+		batchSpans: make(map[uint64]trace.Span),
+		total:      -1,
+		done:       make(chan struct{}),
+		started:    time.Now(),
 	}
 	if r.id == "" {
 		r.id = NewRunID()
@@ -210,7 +211,9 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	stopWorkers()
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
-		return nil, fail(blameCrash(err, failures, uses))
+		err = blameCrash(err, failures, uses)
+		r.endBatches(err)
+		return nil, fail(err)
 	}
 
 	for _, n := range r.nodes {

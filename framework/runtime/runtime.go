@@ -18,6 +18,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowrun/flowrun/framework/batch"
@@ -83,12 +84,14 @@ type run struct {
 	mapper  region.Mapper
 	metrics *stage.Metrics
 
-	mu        sync.Mutex
-	seen      map[uint64]int // sinks that have seen a batch
-	completed int
-	total     int // -1 until the source reaches EOF
-	done      chan struct{}
-	started   time.Time
+	mu   sync.Mutex
+	seen map[uint64]int // sinks that have seen a batch
+	// batchSpans are the spans of batches in flight, ended at completion.
+	batchSpans map[uint64]trace.Span
+	completed  int
+	total      int // -1 until the source reaches EOF
+	done       chan struct{}
+	started    time.Time
 }
 
 // crashGrace is how long a stage error waits for the plugin host to report
@@ -152,6 +155,7 @@ func (r *run) complete(h *batch.Header) error {
 	if !last {
 		return nil
 	}
+	r.endBatch(h.Seq, nil)
 	if err := r.pool.Release(h.Buffer); err != nil {
 		return err
 	}
@@ -188,10 +192,16 @@ func (r *run) spanAttrs(n *node, b *batch.Batch) []attribute.KeyValue {
 	return attrs
 }
 
-// process runs one stage on one batch inside its span and measures it.
-func (r *run) process(ctx context.Context, n *node, b *batch.Batch, work func(context.Context) error) error {
-	ctx, span := r.tracer.Start(ctx, n.id, trace.WithAttributes(
-		attribute.Int64("flowrun.batch.seq", int64(b.Seq))))
+// process runs one stage on one batch inside the stage's span, a child of
+// the batch's span (ctx) linked to the upstream stage's span, and measures
+// it. It returns the stage span's context, for the downstream link.
+func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, b *batch.Batch, work func(context.Context) error) (trace.SpanContext, error) {
+	opts := []trace.SpanStartOption{trace.WithAttributes(attribute.Int64("flowrun.batch.seq", int64(b.Seq)))}
+	if upstream.IsValid() {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: upstream,
+			Attributes: []attribute.KeyValue{attribute.String("flowrun.link", "upstream stage")}}))
+	}
+	ctx, span := r.tracer.Start(ctx, n.id, opts...)
 	defer span.End()
 	// Modeled time is per stage; every other stat travels downstream for
 	// the stages that need it (exchange reads plan's misses).
@@ -208,14 +218,36 @@ func (r *run) process(ctx context.Context, n *node, b *batch.Batch, work func(co
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-		return &StageError{Stage: n.id, Seq: b.Seq, Err: err}
+		return span.SpanContext(), &StageError{Stage: n.id, Seq: b.Seq, Err: err}
 	}
-	return nil
+	return span.SpanContext(), nil
+}
+
+// upstreamHeader carries the upstream stage span's context across NATS,
+// beside the batch span's own traceparent, so each stage span can link to
+// the stage it came from.
+const upstreamHeader = "flowrun-upstream"
+
+func injectUpstream(sc trace.SpanContext, msg *bus.Message) {
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(trace.ContextWithSpanContext(context.Background(), sc), c)
+	if tp := c.Get("traceparent"); tp != "" {
+		bus.HeaderCarrier(msg.Header).Set(upstreamHeader, tp)
+	}
+}
+
+func extractUpstream(msg *bus.Message) trace.SpanContext {
+	tp := bus.HeaderCarrier(msg.Header).Get(upstreamHeader)
+	if tp == "" {
+		return trace.SpanContext{}
+	}
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tp})
+	return trace.SpanContextFromContext(ctx)
 }
 
 // forward publishes a processed batch on every output subject of n, or
-// completes it if n is a sink.
-func (r *run) forward(ctx context.Context, n *node, b *batch.Batch) error {
+// completes it if n is a sink. ctx carries the batch's span.
+func (r *run) forward(ctx context.Context, stageSpan trace.SpanContext, n *node, b *batch.Batch) error {
 	if len(n.outs) == 0 {
 		return r.complete(&b.Header)
 	}
@@ -226,11 +258,53 @@ func (r *run) forward(ctx context.Context, n *node, b *batch.Batch) error {
 	for _, out := range n.outs {
 		msg := bus.NewMessage(data)
 		bus.Inject(ctx, msg)
+		injectUpstream(stageSpan, msg)
 		if err := r.opts.Bus.Publish(ctx, out, msg); err != nil {
 			return fmt.Errorf("stage %s: publish batch %d to %s: %w", n.id, b.Seq, out, err)
 		}
 	}
 	return nil
+}
+
+// startBatch opens the batch's span under the run's root span; it ends when
+// every sink has seen the batch, so a pipelined run shows batches
+// overlapping in time.
+func (r *run) startBatch(ctx context.Context, seq uint64) context.Context {
+	ctx, span := r.tracer.Start(ctx, "batch", trace.WithAttributes(
+		attribute.Int64("flowrun.batch.seq", int64(seq)),
+		attribute.String("flowrun.run_id", r.id)))
+	r.mu.Lock()
+	r.batchSpans[seq] = span
+	r.mu.Unlock()
+	return ctx
+}
+
+// endBatch ends a batch's span; err marks a batch the run did not finish.
+func (r *run) endBatch(seq uint64, err error) {
+	r.mu.Lock()
+	span, ok := r.batchSpans[seq]
+	delete(r.batchSpans, seq)
+	r.mu.Unlock()
+	if !ok {
+		return
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// endBatches ends the spans of batches still in flight when a run stops.
+func (r *run) endBatches(err error) {
+	r.mu.Lock()
+	seqs := make([]uint64, 0, len(r.batchSpans))
+	for seq := range r.batchSpans {
+		seqs = append(seqs, seq)
+	}
+	r.mu.Unlock()
+	for _, seq := range seqs {
+		r.endBatch(seq, err)
+	}
 }
 
 // source drives a source stage: one buffer per batch from the pool, which
@@ -243,14 +317,15 @@ func (r *run) source(ctx context.Context, n *node) error {
 			return err
 		}
 		b := batch.New(h, &r.mapper)
-		var sctx context.Context
-		if err := r.process(ctx, n, b, func(ctx context.Context) error {
-			sctx = ctx
+		bctx := r.startBatch(ctx, seq)
+		sc, err := r.process(bctx, trace.SpanContext{}, n, b, func(ctx context.Context) error {
 			return src.Next(ctx, b)
-		}); err != nil {
+		})
+		trace.SpanFromContext(bctx).SetAttributes(attribute.Bool("flowrun.batch.eval", b.Eval))
+		if err != nil {
 			return err
 		}
-		if err := r.forward(sctx, n, b); err != nil {
+		if err := r.forward(bctx, sc, n, b); err != nil {
 			return err
 		}
 	}
@@ -266,15 +341,16 @@ func (r *run) worker(ctx context.Context, n *node) error {
 			return fmt.Errorf("stage %s: %w", n.id, err)
 		}
 		b := batch.New(h, &r.mapper)
-		mctx := bus.Extract(ctx, msg)
-		var sctx context.Context
-		if err := r.process(mctx, n, b, func(ctx context.Context) error {
-			sctx = ctx
+		// The message's trace context is the batch's span: the stage span
+		// is its child, linked to the upstream stage's span.
+		bctx := bus.Extract(ctx, msg)
+		sc, err := r.process(bctx, extractUpstream(msg), n, b, func(ctx context.Context) error {
 			return st.Process(ctx, b)
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
-		if err := r.forward(sctx, n, b); err != nil {
+		if err := r.forward(bctx, sc, n, b); err != nil {
 			return err
 		}
 	}

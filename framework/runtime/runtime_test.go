@@ -384,9 +384,13 @@ func TestBatchesReachSinksOnceInOrder(t *testing.T) {
 				t.Errorf("no span for %s batch %d", name, seq)
 				continue
 			}
+			if b := byKey[key{"batch", seq}]; b == nil || s.Parent().SpanID() != b.SpanContext().SpanID() {
+				t.Errorf("%s batch %d: parent %v, want the batch's span", name, seq, s.Parent().SpanID())
+			}
 			if u, ok := up[name]; ok {
-				if p := byKey[key{u, seq}]; p == nil || s.Parent().SpanID() != p.SpanContext().SpanID() {
-					t.Errorf("%s batch %d: parent %v, want %s's span of the batch", name, seq, s.Parent().SpanID(), u)
+				p := byKey[key{u, seq}]
+				if p == nil || len(s.Links()) != 1 || s.Links()[0].SpanContext.SpanID() != p.SpanContext().SpanID() {
+					t.Errorf("%s batch %d: links %v, want one to %s's span of the batch", name, seq, s.Links(), u)
 				}
 			}
 		}

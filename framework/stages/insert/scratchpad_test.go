@@ -2,6 +2,8 @@ package insert_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,6 +33,7 @@ import (
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // runGraph runs a shipped graph in process, wired as `flowrun run` wires
@@ -101,6 +104,45 @@ func TestScratchpadDigestEqualsHostTraining(t *testing.T) {
 			}
 			if size == "2048" && res.Cache.Evictions == 0 {
 				t.Error("no evictions: the write-back path went untested")
+			}
+		})
+	}
+}
+
+// Adagrad keeps its state in the row, after the values: the state must
+// travel with the row host → Storage → host (collect, insert, the
+// write-back of victims and the final flush) for the cached run to end
+// with the host run's digest, state included.
+func TestScratchpadCarriesOptimizerState(t *testing.T) {
+	base := []string{"dataset.batches=8", "dataset.eval_batches=0", "seed=7"}
+	sgd, err := runGraph(t, "../../../graphs/demo.yaml", base...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range []string{"adagrad", "rowwise_adagrad"} {
+		t.Run(opt, func(t *testing.T) {
+			sets := append(slices.Clone(base), "embedding.optimizer="+opt)
+			host, err := runGraph(t, "../../../graphs/demo.yaml", sets...)
+			if errors.Is(err, plugin.ErrUnsupported) {
+				t.Skipf("the cpu kernel does not apply %s yet: %v", opt, err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if host.Digest == sgd.Digest {
+				t.Fatalf("%s ended with SGD's digest", opt)
+			}
+			// 2048 rows: one batch's lookups per table, so rows are
+			// evicted and come back every batch.
+			res, err := runGraph(t, "../../../graphs/demo-scratchpad.yaml", append(sets, "cache.size=2048")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Cache == nil || res.Cache.Evictions == 0 {
+				t.Fatalf("cache stats %+v: no row went back to the host", res.Cache)
+			}
+			if res.Digest != host.Digest {
+				t.Errorf("digest %s, want the host run's %s", res.Digest, host.Digest)
 			}
 		})
 	}

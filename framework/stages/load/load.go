@@ -1,5 +1,6 @@
 // Package load is the source stage: it fills each batch buffer with the
-// IDs, bag offsets, dense features and labels of the next batch.
+// IDs, bag offsets, dense features and labels of the next batch, made by
+// the synthetic generator or read from a batch file (framework/data).
 package load
 
 import (
@@ -12,7 +13,8 @@ import (
 )
 
 type loader struct {
-	gen         *data.Synthetic
+	src         data.Source
+	file        *data.File // the source when dataset.kind is file
 	train, eval uint64
 	tables      *batch.Tables
 	layout      *batch.Layout
@@ -20,11 +22,25 @@ type loader struct {
 
 func newLoader(set stage.Settings, cfg *Config) (*loader, error) {
 	d := set.Graph.Dataset
-	gen, err := data.NewSynthetic(set.Graph.Seed, d)
-	if err != nil {
-		return nil, err
+	l := &loader{train: uint64(d.Batches), tables: set.Tables, layout: set.Layout}
+	switch d.Kind {
+	case "file":
+		f, err := data.Open(d.Path, d)
+		if err != nil {
+			return nil, err
+		}
+		l.src, l.file = f, f
+		if n := f.TrainBatches(); uint64(d.Batches) > n && set.Logger != nil {
+			set.Logger.Info("dataset.batches is more than the file's training batches: going around it again",
+				"file", d.Path, "batches", d.Batches, "file_batches", n, "epochs", float64(d.Batches)/float64(n))
+		}
+	default:
+		gen, err := data.NewSynthetic(set.Graph.Seed, d)
+		if err != nil {
+			return nil, err
+		}
+		l.src = gen
 	}
-	l := &loader{gen: gen, train: uint64(d.Batches), tables: set.Tables, layout: set.Layout}
 	if cfg.Eval {
 		l.eval = uint64(d.EvalBatches)
 	}
@@ -54,7 +70,7 @@ func (l *loader) Next(_ context.Context, b *batch.Batch) error {
 	if a.Labels, err = b.Float32s(batch.Labels); err != nil {
 		return err
 	}
-	if err := l.gen.Fill(b.Seq, b.Eval, a); err != nil {
+	if err := l.src.Fill(b.Seq, b.Eval, a); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
 	if err := l.touch(a.IDs, a.Offsets); err != nil {
@@ -91,4 +107,12 @@ func (l *loader) touch(ids, offsets []int64) error {
 		perTable[t] = ids[start+off[0] : start+off[B]]
 	}
 	return l.tables.TouchTables(perTable)
+}
+
+// Close closes the batch file, if any.
+func (l *loader) Close(context.Context) error {
+	if l.file != nil {
+		return l.file.Close()
+	}
+	return nil
 }

@@ -1,0 +1,201 @@
+package data
+
+import (
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flowrun/framework/config"
+)
+
+// writeSynthetic writes the batches a run of d would load (training, then
+// held-out) to a batch file, as flowrun gen does.
+func writeSynthetic(t *testing.T, seed uint64, d config.Dataset) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "syn.frb")
+	if _, err := WriteSynthetic(path, seed, d, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func newArrays(d config.Dataset) Arrays {
+	return Arrays{
+		IDs:     make([]int64, d.Tables*d.BatchSize*d.Lookups),
+		Offsets: make([]int64, d.Tables*(d.BatchSize+1)),
+		Dense:   make([]float32, d.BatchSize*d.DenseFeatures),
+		Labels:  make([]float32, d.BatchSize),
+	}
+}
+
+// A file written from the synthetic generator gives back, batch for batch,
+// what the generator makes: training batches from the front, held-out
+// ones from the back, in any order.
+func TestFileRoundTripsSyntheticBatches(t *testing.T) {
+	d := dataset("high")
+	d.Batches, d.EvalBatches = 5, 2
+	syn, err := NewSynthetic(9, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := writeSynthetic(t, 9, d)
+	f, err := Open(path, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if h := f.Header(); h.Samples != 7*uint64(d.BatchSize) || h.Source != "synthetic" || h.Seed != 9 {
+		t.Fatalf("header %+v", h)
+	}
+	for _, seq := range []uint64{4, 0, 6, 2, 5, 1, 3} {
+		eval := seq >= uint64(d.Batches)
+		want, got := newArrays(d), newArrays(d)
+		if err := syn.Fill(seq, eval, want); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Fill(seq, eval, got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(want.IDs, got.IDs) || !slices.Equal(want.Offsets, got.Offsets) ||
+			!slices.Equal(want.Dense, got.Dense) || !slices.Equal(want.Labels, got.Labels) {
+			t.Errorf("batch %d (eval %v) differs from the generator's", seq, eval)
+		}
+	}
+}
+
+// More training batches than the file holds go around it again; the
+// held-out tail is never among them.
+func TestFileEpochsSkipTheHeldOutTail(t *testing.T) {
+	d := dataset("uniform")
+	d.Batches, d.EvalBatches = 3, 1
+	path := writeSynthetic(t, 1, d)
+	run := d
+	run.Batches = 7
+	f, err := Open(path, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.TrainBatches() != 3 {
+		t.Fatalf("TrainBatches = %d, want 3", f.TrainBatches())
+	}
+	a, b := newArrays(d), newArrays(d)
+	f.Fill(1, false, a)
+	f.Fill(4, false, b)
+	if !slices.Equal(a.IDs, b.IDs) {
+		t.Error("batch 4 is not batch 1 again")
+	}
+	if err := f.Fill(7, true, b); err != nil {
+		t.Fatal(err)
+	}
+	syn, _ := NewSynthetic(1, d)
+	want := newArrays(d)
+	syn.Fill(3, true, want)
+	if !slices.Equal(want.IDs, b.IDs) {
+		t.Error("held-out batch 7 of the longer run is not the file's last batch")
+	}
+	if err := f.Fill(8, true, b); err == nil {
+		t.Error("a held-out batch past eval_batches was read")
+	}
+}
+
+func TestOpenReportsEveryShapeMismatchAtItsKey(t *testing.T) {
+	d := dataset("uniform")
+	path := writeSynthetic(t, 1, d)
+	other := d
+	other.Tables, other.Lookups, other.DenseFeatures, other.Rows = 2, 5, 1, 10
+	other.EvalBatches, other.BatchSize = 100, 64
+	_, err := Open(path, other)
+	if err == nil {
+		t.Fatal("Open accepted a dataset of another shape")
+	}
+	for _, want := range []string{"dataset::tables: the file", "has 3 tables, the graph 2", "dataset::lookups:", "dataset::dense_features:",
+		"dataset::rows:", "dataset::eval_batches:"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// Damaged files are errors that name the file and the byte offset, never
+// panics.
+func TestOpenRejectsDamagedFiles(t *testing.T) {
+	d := dataset("uniform")
+	good, err := os.ReadFile(writeSynthetic(t, 1, d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	le := binary.LittleEndian
+	cases := map[string]struct {
+		damage func([]byte) []byte
+		want   string
+	}{
+		"empty":          {func(b []byte) []byte { return nil }, "offset 0: header truncated"},
+		"not a batch":    {func(b []byte) []byte { return []byte("label\tI1\tI2\n1\t2\t3\n" + strings.Repeat("x", 100)) }, "not a flowrun batch file"},
+		"version":        {func(b []byte) []byte { le.PutUint32(b[8:], 9); return b }, "offset 8: version 9"},
+		"tables":         {func(b []byte) []byte { le.PutUint32(b[16:], 1<<30); return b }, "offset 16: tables"},
+		"header bit rot": {func(b []byte) []byte { b[70] ^= 1; return b }, "checksum"},
+		"truncated":      {func(b []byte) []byte { return b[:len(b)-10] }, "truncated"},
+		"trailing bytes": {func(b []byte) []byte { return append(b, 0) }, "1 bytes past"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "bad.frb")
+			if err := os.WriteFile(path, c.damage(slices.Clone(good)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(path, d)
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("err = %v, want it to name %s and say %q", err, path, c.want)
+			}
+		})
+	}
+	if _, err := Open(filepath.Join(t.TempDir(), "missing.frb"), d); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+// A record whose values a model cannot take is an error at its offset
+// when its batch is read.
+func TestFillRejectsBadRecords(t *testing.T) {
+	d := dataset("uniform")
+	path := writeSynthetic(t, 1, d)
+	h, err := ReadHeader(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := int64(h.RecordSize())
+	hlen := int64(h.headerLen())
+	for name, c := range map[string]struct {
+		at   int64 // within sample 1 of batch 0
+		val  uint32
+		want string
+	}{
+		"label": {0, 0x40000000, "label 2 is not in [0, 1]"},
+		"dense": {4, 0x7fc00000, "dense feature 0 is NaN"},
+		"id":    {4 + 4*int64(d.DenseFeatures), 5000, "table 0 ID 5000 is not below the table's 1000 rows"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, _ := os.ReadFile(path)
+			off := hlen + rec + c.at
+			binary.LittleEndian.PutUint32(b[off:], c.val)
+			bad := filepath.Join(t.TempDir(), "bad.frb")
+			os.WriteFile(bad, b, 0o644)
+			f, err := Open(bad, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			err = f.Fill(0, false, newArrays(d))
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), bad) ||
+				!strings.Contains(err.Error(), "offset "+strconv.FormatInt(off, 10)) {
+				t.Fatalf("err = %v, want %s, offset %d and %q", err, bad, off, c.want)
+			}
+		})
+	}
+}

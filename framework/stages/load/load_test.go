@@ -1,0 +1,220 @@
+package load_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flowrun/framework/bus"
+	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/data"
+	"github.com/flowrun/flowrun/framework/data/datatest"
+	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/framework/pluginhost"
+	"github.com/flowrun/flowrun/framework/results"
+	"github.com/flowrun/flowrun/framework/runtime"
+	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/framework/stages/exchange"
+	"github.com/flowrun/flowrun/framework/stages/load"
+	"github.com/flowrun/flowrun/framework/stages/plan"
+	"github.com/flowrun/flowrun/framework/stages/train"
+	"github.com/flowrun/flowrun/plugins/caches/lru"
+	"github.com/flowrun/flowrun/plugins/devices/cpudram"
+	"github.com/flowrun/flowrun/plugins/devices/hbm"
+	"github.com/flowrun/flowrun/plugins/kernels/cpu"
+	"github.com/flowrun/flowrun/plugins/models/logreg"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/model"
+)
+
+// runGraph runs a graph file in process, wired as `flowrun run` wires it:
+// the stage kinds it needs, the built-in plugins, an embedded NATS server.
+func runGraph(t *testing.T, path string, sets ...string) (*results.Results, error) {
+	t.Helper()
+	kinds, err := stage.NewRegistry(load.NewFactory(), plan.NewFactory(), exchange.NewFactory(), train.NewFactory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, src, err := config.Load(path, sets)
+	if err != nil {
+		return nil, err
+	}
+	g, err := graph.Build(cfg, src, kinds, nil)
+	if err != nil {
+		return nil, err
+	}
+	host, err := pluginhost.New(pluginhost.Settings{Builtins: pluginhost.Builtins{
+		Caches:  map[string]func() cache.Cache{"lru": lru.New},
+		Kernels: map[string]func() kernel.Kernel{"cpu": cpu.New},
+		Models:  map[string]func() model.Model{"logreg": logreg.New},
+		Devices: map[string]func() device.Device{"cpu-dram": cpudram.New, "hbm": hbm.New},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	conn, err := bus.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return runtime.Run(context.Background(), runtime.Options{Graph: g, Stages: kinds, Plugins: host, Bus: conn})
+}
+
+// The shipped demo graph trains on a file that flowrun gen wrote from it
+// exactly as on its own synthetic batches: the same model digest.
+func TestGenFileTrainsTheSameModelAsSynthetic(t *testing.T) {
+	demo := "../../../graphs/demo.yaml"
+	sets := []string{"dataset.batches=12", "dataset.eval_batches=2", "dataset.locality=high", "seed=5"}
+	cfg, _, err := config.Load(demo, sets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "demo.frb")
+	if _, err := data.WriteSynthetic(path, cfg.Seed, cfg.Dataset, nil); err != nil {
+		t.Fatal(err)
+	}
+	syn, err := runGraph(t, demo, sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, err := runGraph(t, demo, append(sets, "dataset.kind=file", "dataset.path="+path)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if syn.Digest != file.Digest {
+		t.Errorf("digest from the file %s, from the generator %s", file.Digest, syn.Digest)
+	}
+	if syn.Metrics.AUC == nil || file.Metrics.AUC == nil || *syn.Metrics.AUC != *file.Metrics.AUC {
+		t.Errorf("held-out AUC from the file %v, from the generator %v", file.Metrics.AUC, syn.Metrics.AUC)
+	}
+}
+
+// fileGraph is a training graph over a batch file: load → train. The
+// learning rates suit the fixtures: a small step for the dense weights
+// (Criteo's log-scaled counts are large and all positive, so a larger one
+// oscillates), a large one for the rows, whose gradient is of the batch's
+// mean loss.
+func fileGraph(t *testing.T, path string, h *data.Header, batchSize, batches, evalBatches int) string {
+	t.Helper()
+	g := fmt.Sprintf(`name: %s
+seed: 3
+dataset:
+  kind: file
+  path: %s
+  batches: %d
+  batch_size: %d
+  tables: %d
+  rows: %d
+  dim: 4
+  lookups: %d
+  dense_features: %d
+  eval_batches: %d
+model:
+  plugin: builtin:logreg
+  options:
+    learning_rate: 0.05
+stages:
+  load:
+    kind: load
+    out: [batches]
+  train:
+    kind: train
+    in: batches
+    learning_rate: 4
+`, h.Source, path, batches, batchSize, h.Tables, h.MaxRows(), h.Lookups, h.Dense, evalBatches)
+	file := filepath.Join(t.TempDir(), h.Source+".yaml")
+	if err := os.WriteFile(file, []byte(g), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// learned checks that the loss fell from the first tenth of the batches
+// to the last, and that held-out AUC beats chance.
+func learned(t *testing.T, res *results.Results) {
+	t.Helper()
+	m := res.Metrics
+	if m.Loss == nil || m.AUC == nil {
+		t.Fatalf("no loss curve or AUC in %+v", m)
+	}
+	t.Logf("loss %.4f → %.4f (tenth means), held-out AUC %.3f over %d samples",
+		m.Loss.FirstTenthMean, m.Loss.LastTenthMean, *m.AUC, m.EvalCount)
+	if !(m.Loss.LastTenthMean < m.Loss.FirstTenthMean-0.02) {
+		t.Errorf("loss did not fall: %.4f → %.4f", m.Loss.FirstTenthMean, m.Loss.LastTenthMean)
+	}
+	if !(*m.AUC > 0.6) {
+		t.Errorf("held-out AUC %.3f", *m.AUC)
+	}
+}
+
+// A Criteo Kaggle TSV fixture, made here, converts and trains: the loss
+// falls and held-out AUC beats chance.
+func TestCriteoFixtureConvertsAndTrains(t *testing.T) {
+	var tsv bytes.Buffer
+	if err := datatest.CriteoTSV(&tsv, 3000, 11); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "criteo.frb")
+	h, err := data.ConvertCriteo(&tsv, "train.txt", out, data.ConvertOptions{Rows: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3000 samples: 8 held-out batches of 32 at the end, 85 training
+	// batches before them, gone around 3.5 times.
+	res, err := runGraph(t, fileGraph(t, out, h, 32, 300, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	learned(t, res)
+}
+
+// A MovieLens ratings fixture, made here, converts and trains.
+func TestMovieLensFixtureConvertsAndTrains(t *testing.T) {
+	var csv bytes.Buffer
+	if err := datatest.MovieLensCSV(&csv, 60, 80, 11); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "ml.frb")
+	h, err := data.ConvertMovieLens(&csv, "ratings.csv", out, data.ConvertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := runGraph(t, fileGraph(t, out, h, 32, 300, 8))
+	if err != nil {
+		t.Fatal(err)
+	}
+	learned(t, res)
+}
+
+// A file of another shape than the graph's dataset fails the run before
+// any batch, naming the keys to change.
+func TestFileOfAnotherShapeFailsTheRun(t *testing.T) {
+	var tsv bytes.Buffer
+	datatest.CriteoTSV(&tsv, 200, 1)
+	out := filepath.Join(t.TempDir(), "criteo.frb")
+	h, err := data.ConvertCriteo(&tsv, "train.txt", out, data.ConvertOptions{Rows: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = runGraph(t, fileGraph(t, out, h, 64, 2, 1), "dataset.tables=8", "dataset.dense_features=3")
+	if err == nil || !strings.Contains(err.Error(), "dataset::tables: the file "+out+" has 26 tables, the graph 8") ||
+		!strings.Contains(err.Error(), "dataset::dense_features") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = runGraph(t, fileGraph(t, filepath.Join(t.TempDir(), "missing.frb"), h, 64, 2, 1))
+	if err == nil || !strings.Contains(err.Error(), "missing.frb") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
