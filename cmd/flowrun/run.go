@@ -8,11 +8,14 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/flowrun/flowrun/framework/bus"
+	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/telemetry"
@@ -86,7 +89,10 @@ func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*
 	if f.trace != "" {
 		spec = f.trace
 	}
-	tel, err := telemetry.Setup(ctx, spec, telemetry.Resource{Graph: cfg.Name, RunID: runID, Version: version}, telemetry.WithLogger(log))
+	tel, err := telemetry.Setup(ctx, spec, telemetry.Resource{
+		Graph: cfg.Name, RunID: runID, Version: version,
+		Attributes: map[string]string{"flowrun.devices": deviceProfiles(cfg)},
+	}, telemetry.WithLogger(log))
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -133,4 +139,15 @@ func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*
 	}
 	res.File = path
 	return res, nil
+}
+
+// deviceProfiles names the run's devices and their plugins for the trace's
+// resource, e.g. "gpu=builtin:hbm,host=builtin:cpu-dram".
+func deviceProfiles(cfg *config.Config) string {
+	names := make([]string, 0, len(cfg.Devices))
+	for name, d := range cfg.Devices {
+		names = append(names, name+"="+d.Plugin)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
 }
