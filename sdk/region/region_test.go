@@ -125,3 +125,19 @@ func TestCreateRejectsBadSize(t *testing.T) {
 		t.Fatal("Create accepted size 0")
 	}
 }
+
+func TestAdviseHugePages(t *testing.T) {
+	r, err := Create("hugepages", 4<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.AdviseHugePages(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("AdviseHugePages: %v", err)
+	}
+	r.Bytes()[0] = 1 // the region stays usable
+	r.Close()
+	if err := r.AdviseHugePages(); err == nil {
+		t.Fatal("AdviseHugePages on a closed region: no error")
+	}
+}
