@@ -113,10 +113,11 @@ func NewTables(seed uint64, n int, rows int64, dim, stride int) (*Tables, error)
 
 // hugePagesPay reports whether transparent huge pages suit tables of this
 // many bytes in all. A touched row costs its page: 4 KiB normally, 2 MiB
-// with huge pages, so sparse tables touched at random could cost up to 512
-// times more memory with huge pages. They are asked for only when the
-// tables, fully populated, would still take at most a quarter of the
-// machine's memory.
+// with huge pages (and khugepaged may collapse a sparsely touched 2 MiB
+// range into a full huge page), so sparse tables touched at random could
+// cost up to 512 times more memory with huge pages. They are asked for
+// only when the tables, fully populated, would still take at most a
+// quarter of the machine's memory.
 func hugePagesPay(bytes int64) bool {
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) != nil {
@@ -125,14 +126,10 @@ func hugePagesPay(bytes int64) bool {
 	return bytes <= int64(si.Totalram)*int64(si.Unit)/4
 }
 
-// adviseHugePages asks for transparent huge pages on r where the region
-// package offers it (a kernel that backs shmem with huge pages only when
-// /sys/kernel/mm/transparent_hugepage/shmem_enabled allows it).
-func adviseHugePages(r *region.Region) {
-	if a, ok := any(r).(interface{ AdviseHugePages() error }); ok {
-		_ = a.AdviseHugePages() // advice: a refusal changes speed, never results
-	}
-}
+// adviseHugePages asks for transparent huge pages on r. It is advice: the
+// kernel follows it only where the file system allows huge pages (tmpfs
+// with huge=advise or more), and a refusal changes speed, never results.
+func adviseHugePages(r *region.Region) { _ = r.AdviseHugePages() }
 
 // InitRow fills one row with values uniform in [-scale, scale) drawn from
 // splitmix64 over (seed, table, row, column).
