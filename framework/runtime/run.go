@@ -149,9 +149,16 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	// queue its credits; more would only add memory, not overlap. A
 	// sequential graph has one buffer, so one batch is in flight.
 	credits := max(cfg.NATS.Credits, 1)
-	buffers := len(r.nodes) + credits
+	// Stages that look ahead hold that many more batches.
+	ahead := 0
+	for _, n := range r.nodes {
+		if la, ok := n.stage.(stage.Lookahead); ok {
+			ahead += la.Lookahead()
+		}
+	}
+	buffers := len(r.nodes) + credits + ahead
 	if cfg.Pipeline == config.Sequential {
-		buffers = 1
+		buffers = 1 + ahead
 	}
 	if r.pool, err = batch.NewPool(layout, buffers); err != nil {
 		return nil, fail(err)

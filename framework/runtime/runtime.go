@@ -334,24 +334,74 @@ func (r *run) source(ctx context.Context, n *node) error {
 
 // worker runs a non-source stage over its input subject until the run ends.
 func (r *run) worker(ctx context.Context, n *node) error {
+	if la, ok := n.stage.(stage.Lookahead); ok && la.Lookahead() > 0 {
+		return r.lookaheadWorker(ctx, n, la)
+	}
 	st := n.stage.(stage.Stage)
 	for msg := range n.sub.Messages() {
-		h, err := batch.Unmarshal(msg.Data)
-		if err != nil {
-			return fmt.Errorf("stage %s: %w", n.id, err)
-		}
-		b := batch.New(h, &r.mapper)
-		// The message's trace context is the batch's span: the stage span
-		// is its child, linked to the upstream stage's span.
-		bctx := bus.Extract(ctx, msg)
-		sc, err := r.process(bctx, extractUpstream(msg), n, b, func(ctx context.Context) error {
-			return st.Process(ctx, b)
-		})
+		in, err := r.receive(ctx, n, msg)
 		if err != nil {
 			return err
 		}
-		if err := r.forward(bctx, sc, n, b); err != nil {
+		if err := r.handle(in, n, func(ctx context.Context) error { return st.Process(ctx, in.b) }); err != nil {
 			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// received is a batch taken off the bus with its trace context.
+type received struct {
+	b        *batch.Batch
+	ctx      context.Context // carries the batch's span
+	upstream trace.SpanContext
+}
+
+func (r *run) receive(ctx context.Context, n *node, msg *bus.Message) (*received, error) {
+	h, err := batch.Unmarshal(msg.Data)
+	if err != nil {
+		return nil, fmt.Errorf("stage %s: %w", n.id, err)
+	}
+	// The message's trace context is the batch's span: the stage span is
+	// its child, linked to the upstream stage's span.
+	return &received{b: batch.New(h, &r.mapper), ctx: bus.Extract(ctx, msg), upstream: extractUpstream(msg)}, nil
+}
+
+// handle processes one received batch in its stage span and forwards it.
+func (r *run) handle(in *received, n *node, work func(context.Context) error) error {
+	sc, err := r.process(in.ctx, in.upstream, n, in.b, work)
+	if err != nil {
+		return err
+	}
+	return r.forward(in.ctx, sc, n, in.b)
+}
+
+// lookaheadWorker holds each batch until the next Lookahead() batches have
+// arrived, or the run has no more, then processes it with them. Batches
+// arrive in sequence order (one producer per subject, acked in order).
+func (r *run) lookaheadWorker(ctx context.Context, n *node, la stage.Lookahead) error {
+	ahead := la.Lookahead()
+	var queue []*received
+	for msg := range n.sub.Messages() {
+		in, err := r.receive(ctx, n, msg)
+		if err != nil {
+			return err
+		}
+		queue = append(queue, in)
+		for len(queue) > 0 {
+			head := queue[0]
+			want := min(ahead, r.total-1-int(head.b.Seq))
+			if len(queue)-1 < want {
+				break
+			}
+			next := make([]*batch.Batch, want)
+			for i := range next {
+				next[i] = queue[1+i].b
+			}
+			if err := r.handle(head, n, func(ctx context.Context) error { return la.ProcessAhead(ctx, head.b, next) }); err != nil {
+				return err
+			}
+			queue = queue[1:]
 		}
 	}
 	return ctx.Err()

@@ -203,6 +203,11 @@ func kinds(t *testing.T, rec *recorder) stage.Registry {
 			func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
 				return &relay{common: created(set), cfg: cfg.(*relayConfig)}, nil
 			}),
+		stage.NewFactory("peek",
+			func() stage.Config { return &peekConfig{Ahead: 2} },
+			func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
+				return &peek{common: created(set), ahead: cfg.(*peekConfig).Ahead}, nil
+			}),
 		stage.NewFactory("sink",
 			func() stage.Config { return &sinkConfig{} },
 			func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {

@@ -87,6 +87,17 @@ type Source interface {
 	Next(ctx context.Context, b *batch.Batch) error
 }
 
+// Lookahead is implemented by stages that must see the next batches before
+// processing one — ScratchPipe's plan examines the IDs of its future window.
+// The runtime holds batch b until batches b+1 … b+Lookahead() have arrived
+// (fewer at the end of the run), then calls ProcessAhead with them, in
+// sequence order. The held batches count against the batch pool, which the
+// runtime enlarges by Lookahead().
+type Lookahead interface {
+	Lookahead() int
+	ProcessAhead(ctx context.Context, b *batch.Batch, next []*batch.Batch) error
+}
+
 // Closer is implemented by stages that hold resources past the last batch.
 type Closer interface {
 	Close(ctx context.Context) error
@@ -148,9 +159,9 @@ func (f *factory) Create(ctx context.Context, set Settings, cfg Config) (any, er
 		if !f.source {
 			return nil, fmt.Errorf("create stage %s: kind %s is not a source", set.ID(f.kind), f.kind)
 		}
-	case Stage:
+	case Stage, Lookahead:
 	default:
-		return nil, fmt.Errorf("create stage %s: %T is neither a Stage nor a Source", set.ID(f.kind), s)
+		return nil, fmt.Errorf("create stage %s: %T is neither a Stage, a Lookahead nor a Source", set.ID(f.kind), s)
 	}
 	return s, nil
 }
