@@ -56,6 +56,7 @@ plugins, linked in (plugin: builtin:NAME) or run as separate processes
 	}
 	root.AddCommand(newRunCmd(), newValidateCmd(), newPluginsCmd(), newVersionCmd())
 	root.AddCommand(newGenCmd(), newConvertCmd())
+	root.AddCommand(newBenchCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	return root
 }
