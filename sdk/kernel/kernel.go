@@ -53,8 +53,10 @@ const (
 	// Adagrad keeps Dim floats G per row: G += g²; w -= lr·g / (sqrt(G)+ε).
 	Adagrad
 	// RowWiseAdagrad keeps one float G per row: G += mean over the row of
-	// g² (summed in dimension order, then divided by Dim);
-	// w -= lr·g / (sqrt(G)+ε).
+	// g², w -= lr·g / (sqrt(G)+ε). The squares are summed in eight partial
+	// sums (g[d]² into partial d mod 8, in increasing d), combined as
+	// ((p0+p4)+(p2+p6)) + ((p1+p5)+(p3+p7)) (a horizontal add of one 8-lane
+	// vector), and the total is divided by Dim.
 	RowWiseAdagrad
 )
 

@@ -344,7 +344,7 @@ func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*k
 	}
 	parallel := disjoint(writes, []region.Ref{req.Bags.Indices, req.Bags.Offsets, req.Grads})
 	coalesce := cfg.coalescer()
-	u := update{opt: req.Optimizer, lr: req.LearningRate, eps: req.Epsilon}
+	u := update{opt: req.Optimizer, lr: req.LearningRate, eps: req.Epsilon, avx2: cfg.avx2()}
 	results := make([]kernel.Result, len(views))
 	forEachTable(len(views), cfg.workers(), parallel, func(t int) {
 		v := &views[t]
@@ -442,7 +442,7 @@ func (k *cpuKernel) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kerne
 		writes[t] = tab.Data
 	}
 	parallel := disjoint(writes, []region.Ref{c.Rows, c.Grads})
-	u := update{opt: req.Optimizer, lr: req.LearningRate, eps: req.Epsilon}
+	u := update{opt: req.Optimizer, lr: req.LearningRate, eps: req.Epsilon, avx2: cfg.avx2()}
 	results := make([]kernel.Result, len(req.Tables))
 	forEachTable(len(req.Tables), cfg.workers(), parallel, func(t int) {
 		tab := req.Tables[t]

@@ -73,10 +73,11 @@ func referenceUpdate(b *batch, strides []int, grads []float32, reduce kernel.Red
 					w[d] -= float32(lr*g[d]) / (float32(math.Sqrt(float64(w[dim+d]))) + eps)
 				}
 			case kernel.RowWiseAdagrad:
-				var sq float32
+				var p [8]float32
 				for d := range g {
-					sq += float32(g[d] * g[d])
+					p[d%8] += float32(g[d] * g[d])
 				}
+				sq := ((p[0] + p[4]) + (p[2] + p[6])) + ((p[1] + p[5]) + (p[3] + p[7]))
 				w[dim] += sq / float32(dim)
 				den := float32(math.Sqrt(float64(w[dim]))) + eps
 				for d := range g {
