@@ -1,0 +1,212 @@
+// gather.c is the C reference for flowrun's gather-reduce benchmark: the
+// memory limit of a random-row gather on this machine, measured the way
+// FBGEMM's EmbeddingSpMDM kernel reads rows (AVX2, software prefetch of the
+// rows a fixed number of lookups ahead), on the same sizes and indices
+// distribution as `flowrun bench kernel --op gather-reduce`.
+//
+// For every table and bag it sums the bag's rows (dim float32 each) into
+// out[table][bag][dim]; tables are split across threads. It prints one
+// JSON line with the median GB/s (row bytes read ÷ wall time) of the
+// repetitions.
+//
+// Memory (--mem) is where the tables live: "shm" (a file under /dev/shm,
+// MAP_SHARED, as flowrun's regions are), "anon" (private anonymous); add
+// "+thp" to advise huge pages (madvise MADV_HUGEPAGE).
+//
+// Build: gcc -O3 -mavx2 -pthread -o gather gather.c -lm
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <immintrin.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static int tables = 8, dim = 128, batch = 2048, lookups = 20, threads = 1;
+static int reps = 10, warmup = 2, pf = 12;
+static long rows = 1048576;
+static const char *dist = "uniform", *mem = "shm+thp";
+static double zipf_s = 1.05;
+
+static float **tab;   // [tables] -> rows*dim
+static int64_t **idx; // [tables] -> batch*lookups
+static int64_t *off;  // batch+1 (every table has the same bag sizes)
+static float *out;    // tables*batch*dim
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint64_t splitmix(void) {
+	uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static double now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void *alloc(size_t bytes, int t) {
+	int thp = strstr(mem, "+thp") != NULL;
+	void *p;
+	if (strncmp(mem, "shm", 3) == 0) {
+		char name[64];
+		snprintf(name, sizeof name, "/dev/shm/gather-c-%d-%d", getpid(), t);
+		int fd = open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+		if (fd < 0 || ftruncate(fd, bytes) != 0) {
+			perror(name);
+			exit(1);
+		}
+		unlink(name);
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		close(fd);
+	} else {
+		p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	}
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	if (thp && madvise(p, bytes, MADV_HUGEPAGE) != 0)
+		fprintf(stderr, "madvise: %s\n", strerror(errno));
+	return p;
+}
+
+// zipf draws ranks in [0, n) with P(k) ∝ 1/(k+1)^s by inverting the
+// continuous approximation of the CDF, then scatters ranks over the rows
+// with a multiplicative hash so that hot rows are not adjacent.
+static int64_t zipf(long n) {
+	double u = (splitmix() >> 11) * 0x1.0p-53;
+	double s = zipf_s, k;
+	double hn = (pow((double)n, 1 - s) - 1) / (1 - s);
+	k = pow(u * hn * (1 - s) + 1, 1 / (1 - s)) - 1;
+	int64_t r = (int64_t)k;
+	if (r < 0) r = 0;
+	if (r >= n) r = n - 1;
+	return (int64_t)(((uint64_t)r * 0x9e3779b97f4a7c15ull) % (uint64_t)n);
+}
+
+static void gather_table(int t) {
+	const float *data = tab[t];
+	const int64_t *ix = idx[t];
+	const int64_t total = off[batch];
+	const int lines = (dim * 4 + 63) / 64;
+	for (int b = 0; b < batch; b++) {
+		float *o = out + ((size_t)t * batch + b) * dim;
+		for (int c = 0; c < dim; c += 64) {
+			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+			for (int64_t p = off[b]; p < off[b + 1]; p++) {
+				if (c == 0 && p + pf < total) {
+					const char *f = (const char *)(data + ix[p + pf] * dim);
+					for (int l = 0; l < lines; l++)
+						_mm_prefetch(f + 64 * l, _MM_HINT_T0);
+				}
+				const float *r = data + ix[p] * dim + c;
+				a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r));
+				a1 = _mm256_add_ps(a1, _mm256_loadu_ps(r + 8));
+				a2 = _mm256_add_ps(a2, _mm256_loadu_ps(r + 16));
+				a3 = _mm256_add_ps(a3, _mm256_loadu_ps(r + 24));
+				a4 = _mm256_add_ps(a4, _mm256_loadu_ps(r + 32));
+				a5 = _mm256_add_ps(a5, _mm256_loadu_ps(r + 40));
+				a6 = _mm256_add_ps(a6, _mm256_loadu_ps(r + 48));
+				a7 = _mm256_add_ps(a7, _mm256_loadu_ps(r + 56));
+			}
+			_mm256_storeu_ps(o + c, a0);
+			_mm256_storeu_ps(o + c + 8, a1);
+			_mm256_storeu_ps(o + c + 16, a2);
+			_mm256_storeu_ps(o + c + 24, a3);
+			_mm256_storeu_ps(o + c + 32, a4);
+			_mm256_storeu_ps(o + c + 40, a5);
+			_mm256_storeu_ps(o + c + 48, a6);
+			_mm256_storeu_ps(o + c + 56, a7);
+		}
+	}
+}
+
+static void *worker(void *arg) {
+	long w = (long)arg;
+	for (int t = w; t < tables; t += threads)
+		gather_table(t);
+	return NULL;
+}
+
+static double run(void) {
+	pthread_t th[64];
+	double t0 = now();
+	for (long w = 1; w < threads; w++)
+		pthread_create(&th[w], NULL, worker, (void *)w);
+	worker((void *)0);
+	for (long w = 1; w < threads; w++)
+		pthread_join(th[w], NULL);
+	return now() - t0;
+}
+
+static int cmp(const void *a, const void *b) {
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+	for (int i = 1; i + 1 < argc; i += 2) {
+		const char *k = argv[i], *v = argv[i + 1];
+		if (!strcmp(k, "--tables")) tables = atoi(v);
+		else if (!strcmp(k, "--rows")) rows = atol(v);
+		else if (!strcmp(k, "--dim")) dim = atoi(v);
+		else if (!strcmp(k, "--batch")) batch = atoi(v);
+		else if (!strcmp(k, "--lookups")) lookups = atoi(v);
+		else if (!strcmp(k, "--threads")) threads = atoi(v);
+		else if (!strcmp(k, "--reps")) reps = atoi(v);
+		else if (!strcmp(k, "--warmup")) warmup = atoi(v);
+		else if (!strcmp(k, "--prefetch")) pf = atoi(v);
+		else if (!strcmp(k, "--dist")) dist = v;
+		else if (!strcmp(k, "--zipf-s")) zipf_s = atof(v);
+		else if (!strcmp(k, "--mem")) mem = v;
+		else if (!strcmp(k, "--seed")) rng_state = strtoull(v, NULL, 10);
+		else {
+			fprintf(stderr, "unknown flag %s\n", k);
+			return 2;
+		}
+	}
+	if (dim % 64 != 0 || threads < 1 || threads > 64 || reps < 1) {
+		fprintf(stderr, "dim must be a multiple of 64, threads in [1, 64], reps ≥ 1\n");
+		return 2;
+	}
+	int zipfian = !strcmp(dist, "zipf");
+	tab = calloc(tables, sizeof *tab);
+	idx = calloc(tables, sizeof *idx);
+	off = calloc(batch + 1, sizeof *off);
+	out = aligned_alloc(64, (size_t)tables * batch * dim * 4);
+	for (int b = 0; b <= batch; b++)
+		off[b] = (int64_t)b * lookups;
+	for (int t = 0; t < tables; t++) {
+		tab[t] = alloc((size_t)rows * dim * 4, t);
+		for (long i = 0; i < rows * dim; i++)
+			tab[t][i] = (float)(splitmix() >> 40) * 0x1.0p-24f - 0.5f;
+		idx[t] = malloc((size_t)batch * lookups * 8);
+		for (long i = 0; i < (long)batch * lookups; i++)
+			idx[t][i] = zipfian ? zipf(rows) : (int64_t)(splitmix() % (uint64_t)rows);
+	}
+	for (int i = 0; i < warmup; i++)
+		run();
+	double *secs = calloc(reps, sizeof *secs);
+	for (int i = 0; i < reps; i++)
+		secs[i] = run();
+	qsort(secs, reps, sizeof *secs, cmp);
+	double med = reps % 2 ? secs[reps / 2] : (secs[reps / 2 - 1] + secs[reps / 2]) / 2;
+	double bytes = (double)tables * batch * lookups * dim * 4;
+	double check = 0;
+	for (long i = 0; i < (long)tables * batch * dim; i += 97)
+		check += out[i];
+	printf("{\"impl\":\"c-avx2\",\"op\":\"gather-reduce\",\"mem\":\"%s\",\"dist\":\"%s\",\"tables\":%d,\"rows\":%ld,\"dim\":%d,"
+	       "\"batch\":%d,\"lookups\":%d,\"threads\":%d,\"prefetch\":%d,\"reps\":%d,\"row_bytes\":%.0f,"
+	       "\"seconds\":%.6f,\"gbps\":%.3f,\"checksum\":%.3f}\n",
+	       mem, dist, tables, rows, dim, batch, lookups, threads, pf, reps, bytes, med, bytes / med / 1e9, check);
+	return 0;
+}
