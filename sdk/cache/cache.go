@@ -8,6 +8,35 @@
 //
 // Write a policy by implementing Cache, then call Serve from main. Check it
 // with the conformance suite in sdk/cache/cachetest.
+//
+// # Order, windows and what the host guarantees
+//
+// The host asks for the plan of batch b in sequence order, exactly once per
+// batch (held-out batches included), and the plans take effect in that
+// order: the slots and victims of batch b are decided with the policy's
+// state after batch b−1. The policy's map from row to slot (ScratchPipe's
+// Hit-Map) therefore runs ahead of the host's Storage, which changes only
+// when a batch reaches its insert stage (ScratchPipe Sec. IV-D).
+//
+// For each batch b the host guarantees:
+//
+//   - the rows of b's victims are read from Storage at b's collect and
+//     written back to the host tables at b's insert, before any row of b is
+//     filled into a slot;
+//   - every row b placed in a slot (hits and fills) is in that slot from b's
+//     insert until b has trained, provided no batch planned after b evicts
+//     the slot before then;
+//   - the request for b carries the IDs of the next Options.Future batches
+//     in PlanRequest.Future (fewer near the end of the run).
+//
+// The proviso is the policy's side of the contract. In a sequential graph
+// (one batch in flight) every policy meets it. In a pipelined graph, batch
+// b is planned while the Options.Past batches before it are still between
+// collect and the end of train, so a policy that is safe there must not
+// evict, at b, a slot one of those batches uses (ScratchPipe's RAW hazards
+// 2 and 3) nor a cached row one of b's Future batches looks up (RAW 4):
+// ScratchPipe's Hold mask. Policies that hold no window (LRU, LFU, ...) are
+// correct only in sequential graphs.
 package cache
 
 import (
@@ -38,6 +67,13 @@ type PlanRequest struct {
 	// TableOffsets has one entry per table plus one: table t's IDs are
 	// IDs[TableOffsets[t]:TableOffsets[t+1]] (in elements, not bytes).
 	TableOffsets []int64
+	// Future holds the IDs of the batches that follow this one, in sequence
+	// order: Options.Future of them, fewer (or none) near the end of the
+	// run or when the host sends no future window. Each is laid out like
+	// IDs, with the same TableOffsets. A policy must accept Future being
+	// shorter than the window it wants, and must not write to it. The host
+	// will later request plans for exactly these batches, in this order.
+	Future []Window
 	// Slots (out) receives one entry per ID: the cache slot within its table
 	// that holds the row after this batch's insert, or -1 when the policy
 	// leaves the row uncached (a bypass).
@@ -67,9 +103,30 @@ type PlanResult struct {
 	Victims int64
 }
 
+// Window is one future batch's IDs, as a policy sees them ahead of its plan.
+type Window struct {
+	// Seq is the batch's sequence number.
+	Seq uint64
+	// IDs are the batch's row IDs, laid out like PlanRequest.IDs (the
+	// request's TableOffsets apply).
+	IDs region.Ref
+}
+
 // Options are the options every cache receives in Setup.Options, besides
-// its own: the host fills Capacity from the graph's cache.size.
+// its own. Embed Options in a policy's options struct (encoding/json inlines
+// an embedded struct's fields), so that plugin.DecodeOptions accepts every
+// key a host fills.
 type Options struct {
-	// Capacity is the number of rows per table the cache may hold.
+	// Capacity is the number of rows per table the cache may hold; the host
+	// fills it from the graph's cache.size and always sends it.
 	Capacity int64 `json:"capacity"`
+	// Past is how many batches planned before a batch may still be between
+	// collect and the end of train when it is planned: the pipeline's past
+	// window (ScratchPipe: 3, the distance from [Collect] to [Train]).
+	// The host sends it when it is not 0; 0 means a sequential graph.
+	Past int `json:"past,omitempty"`
+	// Future is how many future batches' IDs the host sends with every
+	// PlanRequest (ScratchPipe: 2, the distance from [Collect] to [Insert]).
+	// The host sends it when it is not 0.
+	Future int `json:"future,omitempty"`
 }

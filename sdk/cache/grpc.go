@@ -48,6 +48,7 @@ func (c *client) Plan(ctx context.Context, req *PlanRequest) (*PlanResult, error
 		Slots:        rpc.RefToPB(req.Slots),
 		Hits:         rpc.RefToPB(req.Hits),
 		Victims:      rpc.RefToPB(req.Victims),
+		Future:       windowsToPB(req.Future),
 	})
 	if err != nil {
 		return nil, rpc.FromStatus(err)
@@ -78,6 +79,7 @@ func (s *server) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanResult,
 		Slots:        rpc.RefFromPB(req.GetSlots()),
 		Hits:         rpc.RefFromPB(req.GetHits()),
 		Victims:      rpc.RefFromPB(req.GetVictims()),
+		Future:       windowsFromPB(req.GetFuture()),
 	})
 	if err != nil {
 		return nil, rpc.ToStatus(err)
@@ -91,4 +93,26 @@ func (s *server) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanResult,
 		}
 	}
 	return out, nil
+}
+
+func windowsToPB(ws []Window) []*pb.Window {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]*pb.Window, len(ws))
+	for i, w := range ws {
+		out[i] = &pb.Window{Seq: w.Seq, Ids: rpc.RefToPB(w.IDs)}
+	}
+	return out
+}
+
+func windowsFromPB(ws []*pb.Window) []Window {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]Window, len(ws))
+	for i, w := range ws {
+		out[i] = Window{Seq: w.GetSeq(), IDs: rpc.RefFromPB(w.GetIds())}
+	}
+	return out
 }

@@ -28,6 +28,10 @@ func TestPlanCrossesTheWire(t *testing.T) {
 		Slots:        region.Ref{Region: "flowrun-1-2-slots", Length: 80},
 		Hits:         region.Ref{Region: "flowrun-1-3-hits", Length: 10},
 		Victims:      region.Ref{Region: "flowrun-1-4-victims", Length: 240},
+		Future: []cache.Window{
+			{Seq: 43, IDs: region.Ref{Region: "flowrun-1-5-ids", Length: 80}},
+			{Seq: 44, IDs: region.Ref{Region: "flowrun-1-6-ids", Offset: 16, Length: 80}},
+		},
 	}
 	result := &cache.PlanResult{Tables: []cache.TableStats{{Hits: 1, Misses: 3, Evictions: 2}, {Misses: 6}}, Victims: 2}
 	var got *cache.PlanRequest

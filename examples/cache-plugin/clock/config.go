@@ -3,14 +3,16 @@ package clock
 import (
 	"fmt"
 
+	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // config is the policy's options. The host always sends "capacity" (from
-// the graph's cache.size); the rest come from the graph's cache.options.
+// the graph's cache.size: the number of rows each table's cache holds) and
+// may send its windows ("past", "future"), all in the embedded
+// cache.Options; the rest come from the graph's cache.options.
 type config struct {
-	// Capacity is the number of rows each table's cache holds.
-	Capacity int64 `json:"capacity"`
+	cache.Options
 	// InsertReferenced sets a newly inserted row's reference bit, so it
 	// survives the hand's next pass (classic CLOCK). Without it, a row
 	// that is not looked up again is the first to go.

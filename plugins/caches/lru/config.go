@@ -3,15 +3,16 @@ package lru
 import (
 	"fmt"
 
+	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
-// Config is the LRU policy's options: only the capacity the host derives
-// from the graph's cache.size.
+// Config is the LRU policy's options: only what the host fills. Capacity
+// is the number of rows each table's cache holds (a table with fewer rows
+// holds all of them); the host's windows (past, future) are accepted and
+// ignored: LRU holds no window, so it is safe only in sequential graphs.
 type Config struct {
-	// Capacity is the number of rows each table's cache holds. A table with
-	// fewer rows than Capacity holds all of them.
-	Capacity int64 `json:"capacity"`
+	cache.Options
 }
 
 // Validate checks the options.

@@ -3,16 +3,16 @@ package none
 import (
 	"fmt"
 
+	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // Config is the none policy's options. It has no options of its own; it
-// accepts the capacity every host sends so that the same graph can switch
-// between policies by changing only the plugin name.
+// accepts what every host sends (the capacity, the host's windows) so that
+// the same graph can switch between policies by changing only the plugin
+// name. It caches nothing, so the capacity is only checked, never used.
 type Config struct {
-	// Capacity is the rows per table the host would give a cache. The none
-	// policy caches nothing, so it is only checked, never used.
-	Capacity int64 `json:"capacity"`
+	cache.Options
 }
 
 // Validate checks the options.

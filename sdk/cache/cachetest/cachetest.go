@@ -8,12 +8,17 @@
 //		cachetest.Run(t, func() cache.Cache { return lru.New() })
 //	}
 //
-// The suite configures a few tables with a capacity (merged into the
-// policy's own options, see WithOptions), plans batches whose IDs live in
-// shared-memory regions, and checks every answer: slots in [-1, capacity),
-// hits 0 or 1, per-table counts, one slot per row and one row per slot in a
-// batch, victims that were really resident, no resident row dropped or
-// moved without being reported as a victim, and the sentinel errors.
+// The suite configures a few tables with a capacity and the host's windows
+// (merged into the policy's own options, see WithOptions), plans batches
+// whose IDs live in shared-memory regions, each with the IDs of the next
+// batches in PlanRequest.Future (fewer at the end, none in some requests),
+// and checks every answer: slots in [-1, capacity), hits 0 or 1, per-table
+// counts, one slot per row and one row per slot in a batch, victims that
+// were really resident, no resident row dropped or moved without being
+// reported as a victim, and the sentinel errors. With WithWindows it also
+// checks that the policy is safe in a pipelined graph: no batch evicts a
+// slot one of the previous batches of the past window uses, nor a row one
+// of its future batches looks up.
 //
 // Mock is a Cache with function fields for tests of code that uses caches.
 package cachetest
@@ -32,12 +37,21 @@ import (
 // unless WithCapacity says otherwise.
 const DefaultCapacity = 64
 
+// DefaultFuture is the number of future batches the suite sends with each
+// request (and as the host's "future" option) unless WithWindows says
+// otherwise.
+const DefaultFuture = 2
+
 // Option adjusts a conformance run.
 type Option func(*config)
 
 type config struct {
 	capacity int64
 	options  json.RawMessage
+	// past and future are the host's windows; holds says whether to check
+	// that the policy honours them.
+	past, future int
+	holds        bool
 }
 
 // WithCapacity sets the capacity the suite configures, for policies that
@@ -49,8 +63,19 @@ func WithCapacity(rows int64) Option { return func(c *config) { c.capacity = row
 // adds "capacity" to it.
 func WithOptions(raw json.RawMessage) Option { return func(c *config) { c.options = raw } }
 
+// WithWindows makes the suite act as a pipelined host with the given past
+// and future windows (cache.Options.Past and Future), and check that the
+// policy holds them: no batch evicts a slot that one of the past batches
+// before it uses, nor a row that one of the future batches sent with it
+// looks up. Each batch then has at most capacity/(past+1+future) distinct
+// rows per table, so that every window fits. For policies meant for
+// pipelined graphs, such as ScratchPipe's.
+func WithWindows(past, future int) Option {
+	return func(c *config) { c.past, c.future, c.holds = past, future, true }
+}
+
 func newConfig(opts []Option) config {
-	c := config{capacity: DefaultCapacity}
+	c := config{capacity: DefaultCapacity, future: DefaultFuture}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -73,10 +98,18 @@ func RunBinary(t *testing.T, path string, opts ...Option) {
 	plugintest.RunBinary(t, plugin.KindCache, path, cache.HostPlugin, newConfig(opts).runContract)
 }
 
-// setupOptions merges capacity into the policy's own options.
+// setupOptions merges what a host fills (capacity and its windows, as
+// cache.Options) into the policy's own options.
 func (c config) setupOptions(t testing.TB, extra map[string]any) json.RawMessage {
 	t.Helper()
-	return plugintest.MergeOptions(t, "cachetest", c.options, map[string]any{"capacity": c.capacity}, extra)
+	host := map[string]any{"capacity": c.capacity}
+	if c.past != 0 {
+		host["past"] = c.past
+	}
+	if c.future != 0 {
+		host["future"] = c.future
+	}
+	return plugintest.MergeOptions(t, "cachetest", c.options, host, extra)
 }
 
 // tables are the shapes the suite configures: a skewed mid-size table, a

@@ -129,3 +129,26 @@ func assertCaught(t *testing.T, errs []error, want string) {
 	}
 	t.Errorf("no error mentions %q; got %v", want, errs)
 }
+
+// The window check must catch a policy that evicts what a pipelined host
+// still needs.
+func TestHoldCheckCatchesHazards(t *testing.T) {
+	mk := func(seq uint64, ids []int64, slots []int64, victims ...[3]int64) (*batch, outcome) {
+		b := &batch{ids: [][]int64{ids}, req: &cache.PlanRequest{Seq: seq}}
+		return b, outcome{slots: [][]int64{slots}, victims: victims}
+	}
+	h := newHoldCheck(2)
+	b1, o1 := mk(1, []int64{10, 11}, []int64{0, 1})
+	if errs := h.check(b1, nil, o1); len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	// Batch 2 evicts slot 1, which batch 1 (one batch back) uses.
+	b2, o2 := mk(2, []int64{12}, []int64{1}, [3]int64{0, 11, 1})
+	assertCaught(t, h.check(b2, nil, o2), "which batch 1 uses")
+
+	// Batch 3 evicts row 10, which future batch 4 looks up.
+	h = newHoldCheck(0)
+	b4, _ := mk(4, []int64{10}, nil)
+	b3, o3 := mk(3, []int64{13}, []int64{0}, [3]int64{0, 10, 0})
+	assertCaught(t, h.check(b3, []*batch{b4}, o3), "future batch 4")
+}

@@ -3,6 +3,7 @@ package cachetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -44,17 +45,39 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) cache.Cache) 
 		p := connect(t)
 		configure(t, p, c.setup(t))
 		rng := rand.New(rand.NewPCG(1, 2))
+		batches := make([]*batch, 12)
+		for i := range batches {
+			seq := uint64(i + 1)
+			batches[i] = newBatch(t, seq, c.draw(rng, seq))
+		}
 		model := newResident(len(tables))
-		for seq := uint64(1); seq <= 12; seq++ {
-			ids := [][]int64{
-				skewed(rng, tables[0].Rows, 3*int(c.capacity)),
-				uniform(rng, tables[1].Rows, 50),
-				uniform(rng, tables[2].Rows, 2*int(c.capacity)),
+		holds := newHoldCheck(c.past)
+		for i, b := range batches {
+			// The next batches, fewer at the end of the run.
+			for _, next := range batches[i+1 : min(len(batches), i+1+c.future)] {
+				b.req.Future = append(b.req.Future, cache.Window{Seq: next.req.Seq, IDs: next.req.IDs})
 			}
-			if seq == 5 {
-				ids[1] = nil // a table without lookups in this batch
+			o := plan(t, p, b, c.capacity, model)
+			if c.holds {
+				for _, err := range holds.check(b, batches[i+1:i+1+len(b.req.Future)], o) {
+					t.Errorf("batch %d: %v", b.req.Seq, err)
+				}
+				if t.Failed() {
+					t.FailNow()
+				}
 			}
-			plan(t, p, newBatch(t, seq, ids), c.capacity, model)
+		}
+	})
+
+	t.Run("NoFuture", func(t *testing.T) {
+		// A host may send no future window at all (a sequential graph),
+		// whatever window the policy would like.
+		p := connect(t)
+		configure(t, p, c.setup(t))
+		rng := rand.New(rand.NewPCG(5, 6))
+		model := newResident(len(tables))
+		for seq := uint64(1); seq <= 4; seq++ {
+			plan(t, p, newBatch(t, seq, c.draw(rng, seq)), c.capacity, model)
 		}
 	})
 
@@ -120,6 +143,79 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) cache.Cache) 
 		// The policy must still work after refusing requests.
 		plan(t, p, newBatch(t, 100, ids), c.capacity, nil)
 	})
+}
+
+// draw makes batch seq's IDs: a skewed mid-size table, a table smaller than
+// the capacity (empty in batch 5), and a large table where nearly every ID
+// is new. With windows to hold, each table gets at most capacity/(past+1+
+// future) lookups, so that every row of the window fits.
+func (c config) draw(rng *rand.Rand, seq uint64) [][]int64 {
+	n0, n1, n2 := 3*int(c.capacity), 50, 2*int(c.capacity)
+	if c.holds {
+		per := int(c.capacity) / (c.past + 1 + c.future)
+		n0, n1, n2 = per, min(per, n1), per
+	}
+	ids := [][]int64{
+		skewed(rng, tables[0].Rows, n0),
+		uniform(rng, tables[1].Rows, n1),
+		uniform(rng, tables[2].Rows, n2),
+	}
+	if seq == 5 {
+		ids[1] = nil // a table without lookups in this batch
+	}
+	return ids
+}
+
+// holdCheck remembers the slots the last past batches used, to check that
+// a batch's victims respect the host's windows.
+type holdCheck struct {
+	past int
+	used []map[[2]int64]bool // (table, slot) per batch, oldest first
+}
+
+func newHoldCheck(past int) *holdCheck { return &holdCheck{past: past} }
+
+// check checks b's victims against the slots of the past batches and the
+// rows of the future batches sent with b, then remembers b's slots.
+func (h *holdCheck) check(b *batch, future []*batch, o outcome) []error {
+	var errs []error
+	rows := map[[2]int64]uint64{} // (table, row) -> first future batch using it
+	for _, f := range future {
+		for t, tab := range f.ids {
+			for _, row := range tab {
+				if _, ok := rows[[2]int64{int64(t), row}]; !ok {
+					rows[[2]int64{int64(t), row}] = f.req.Seq
+				}
+			}
+		}
+	}
+	for _, v := range o.victims {
+		t, row, slot := v[0], v[1], v[2]
+		for k, used := range h.used {
+			if used[[2]int64{t, slot}] {
+				seq := b.req.Seq - uint64(len(h.used)-k)
+				errs = append(errs, fmt.Errorf("evicts table %d slot %d (row %d), which batch %d uses and may not have trained yet (past window %d; ScratchPipe RAW hazards 2/3)", t, slot, row, seq, h.past))
+			}
+		}
+		if seq, ok := rows[[2]int64{t, row}]; ok {
+			errs = append(errs, fmt.Errorf("evicts table %d row %d (slot %d), which future batch %d looks up: its collect would read the host row before this batch's insert writes it back (ScratchPipe RAW hazard 4)", t, row, slot, seq))
+		}
+	}
+	if h.past > 0 {
+		used := map[[2]int64]bool{}
+		for t, tab := range o.slots {
+			for _, slot := range tab {
+				if slot >= 0 {
+					used[[2]int64{int64(t), slot}] = true
+				}
+			}
+		}
+		h.used = append(h.used, used)
+		if len(h.used) > h.past {
+			h.used = h.used[1:]
+		}
+	}
+	return errs
 }
 
 // plan runs one batch through p and checks the outcome.

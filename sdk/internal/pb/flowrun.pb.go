@@ -581,13 +581,15 @@ func (x *ErrorDetail) GetSentinel() Sentinel {
 }
 
 type PlanRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
-	Ids           *Ref                   `protobuf:"bytes,2,opt,name=ids,proto3" json:"ids,omitempty"`
-	TableOffsets  []int64                `protobuf:"varint,3,rep,packed,name=table_offsets,json=tableOffsets,proto3" json:"table_offsets,omitempty"`
-	Slots         *Ref                   `protobuf:"bytes,4,opt,name=slots,proto3" json:"slots,omitempty"`
-	Hits          *Ref                   `protobuf:"bytes,5,opt,name=hits,proto3" json:"hits,omitempty"`
-	Victims       *Ref                   `protobuf:"bytes,6,opt,name=victims,proto3" json:"victims,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Seq          uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Ids          *Ref                   `protobuf:"bytes,2,opt,name=ids,proto3" json:"ids,omitempty"`
+	TableOffsets []int64                `protobuf:"varint,3,rep,packed,name=table_offsets,json=tableOffsets,proto3" json:"table_offsets,omitempty"`
+	Slots        *Ref                   `protobuf:"bytes,4,opt,name=slots,proto3" json:"slots,omitempty"`
+	Hits         *Ref                   `protobuf:"bytes,5,opt,name=hits,proto3" json:"hits,omitempty"`
+	Victims      *Ref                   `protobuf:"bytes,6,opt,name=victims,proto3" json:"victims,omitempty"`
+	// The next batches' IDs, in sequence order, laid out like ids.
+	Future        []*Window `protobuf:"bytes,7,rep,name=future,proto3" json:"future,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -664,6 +666,65 @@ func (x *PlanRequest) GetVictims() *Ref {
 	return nil
 }
 
+func (x *PlanRequest) GetFuture() []*Window {
+	if x != nil {
+		return x.Future
+	}
+	return nil
+}
+
+type Window struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Ids           *Ref                   `protobuf:"bytes,2,opt,name=ids,proto3" json:"ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Window) Reset() {
+	*x = Window{}
+	mi := &file_flowrun_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Window) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Window) ProtoMessage() {}
+
+func (x *Window) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Window.ProtoReflect.Descriptor instead.
+func (*Window) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Window) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Window) GetIds() *Ref {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
 type TableStats struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Hits          int64                  `protobuf:"varint,1,opt,name=hits,proto3" json:"hits,omitempty"`
@@ -675,7 +736,7 @@ type TableStats struct {
 
 func (x *TableStats) Reset() {
 	*x = TableStats{}
-	mi := &file_flowrun_proto_msgTypes[9]
+	mi := &file_flowrun_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -687,7 +748,7 @@ func (x *TableStats) String() string {
 func (*TableStats) ProtoMessage() {}
 
 func (x *TableStats) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[9]
+	mi := &file_flowrun_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +761,7 @@ func (x *TableStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableStats.ProtoReflect.Descriptor instead.
 func (*TableStats) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{9}
+	return file_flowrun_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TableStats) GetHits() int64 {
@@ -734,7 +795,7 @@ type PlanResult struct {
 
 func (x *PlanResult) Reset() {
 	*x = PlanResult{}
-	mi := &file_flowrun_proto_msgTypes[10]
+	mi := &file_flowrun_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -746,7 +807,7 @@ func (x *PlanResult) String() string {
 func (*PlanResult) ProtoMessage() {}
 
 func (x *PlanResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[10]
+	mi := &file_flowrun_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -759,7 +820,7 @@ func (x *PlanResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanResult.ProtoReflect.Descriptor instead.
 func (*PlanResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{10}
+	return file_flowrun_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *PlanResult) GetTables() []*TableStats {
@@ -789,7 +850,7 @@ type KernelTable struct {
 
 func (x *KernelTable) Reset() {
 	*x = KernelTable{}
-	mi := &file_flowrun_proto_msgTypes[11]
+	mi := &file_flowrun_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -801,7 +862,7 @@ func (x *KernelTable) String() string {
 func (*KernelTable) ProtoMessage() {}
 
 func (x *KernelTable) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[11]
+	mi := &file_flowrun_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,7 +875,7 @@ func (x *KernelTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelTable.ProtoReflect.Descriptor instead.
 func (*KernelTable) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{11}
+	return file_flowrun_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *KernelTable) GetData() *Ref {
@@ -857,7 +918,7 @@ type Bags struct {
 
 func (x *Bags) Reset() {
 	*x = Bags{}
-	mi := &file_flowrun_proto_msgTypes[12]
+	mi := &file_flowrun_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +930,7 @@ func (x *Bags) String() string {
 func (*Bags) ProtoMessage() {}
 
 func (x *Bags) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[12]
+	mi := &file_flowrun_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +943,7 @@ func (x *Bags) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bags.ProtoReflect.Descriptor instead.
 func (*Bags) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{12}
+	return file_flowrun_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Bags) GetBatch() int64 {
@@ -925,7 +986,7 @@ type GatherReduceRequest struct {
 
 func (x *GatherReduceRequest) Reset() {
 	*x = GatherReduceRequest{}
-	mi := &file_flowrun_proto_msgTypes[13]
+	mi := &file_flowrun_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -937,7 +998,7 @@ func (x *GatherReduceRequest) String() string {
 func (*GatherReduceRequest) ProtoMessage() {}
 
 func (x *GatherReduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[13]
+	mi := &file_flowrun_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -950,7 +1011,7 @@ func (x *GatherReduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatherReduceRequest.ProtoReflect.Descriptor instead.
 func (*GatherReduceRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{13}
+	return file_flowrun_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GatherReduceRequest) GetTables() []*KernelTable {
@@ -996,7 +1057,7 @@ type ScatterRequest struct {
 
 func (x *ScatterRequest) Reset() {
 	*x = ScatterRequest{}
-	mi := &file_flowrun_proto_msgTypes[14]
+	mi := &file_flowrun_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1008,7 +1069,7 @@ func (x *ScatterRequest) String() string {
 func (*ScatterRequest) ProtoMessage() {}
 
 func (x *ScatterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[14]
+	mi := &file_flowrun_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1021,7 +1082,7 @@ func (x *ScatterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScatterRequest.ProtoReflect.Descriptor instead.
 func (*ScatterRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{14}
+	return file_flowrun_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ScatterRequest) GetTables() []*KernelTable {
@@ -1088,7 +1149,7 @@ type Coalesced struct {
 
 func (x *Coalesced) Reset() {
 	*x = Coalesced{}
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1161,7 @@ func (x *Coalesced) String() string {
 func (*Coalesced) ProtoMessage() {}
 
 func (x *Coalesced) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1174,7 @@ func (x *Coalesced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Coalesced.ProtoReflect.Descriptor instead.
 func (*Coalesced) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{15}
+	return file_flowrun_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Coalesced) GetRows() *Ref {
@@ -1164,7 +1225,7 @@ type ExpandCoalesceRequest struct {
 
 func (x *ExpandCoalesceRequest) Reset() {
 	*x = ExpandCoalesceRequest{}
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1237,7 @@ func (x *ExpandCoalesceRequest) String() string {
 func (*ExpandCoalesceRequest) ProtoMessage() {}
 
 func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1250,7 @@ func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandCoalesceRequest.ProtoReflect.Descriptor instead.
 func (*ExpandCoalesceRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{16}
+	return file_flowrun_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExpandCoalesceRequest) GetTables() []*KernelTable {
@@ -1237,7 +1298,7 @@ type CoalesceResult struct {
 
 func (x *CoalesceResult) Reset() {
 	*x = CoalesceResult{}
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1249,7 +1310,7 @@ func (x *CoalesceResult) String() string {
 func (*CoalesceResult) ProtoMessage() {}
 
 func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1262,7 +1323,7 @@ func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoalesceResult.ProtoReflect.Descriptor instead.
 func (*CoalesceResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{17}
+	return file_flowrun_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CoalesceResult) GetResult() *KernelResult {
@@ -1292,7 +1353,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1365,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1378,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{18}
+	return file_flowrun_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ApplyRequest) GetTables() []*KernelTable {
@@ -1366,7 +1427,7 @@ type KernelResult struct {
 
 func (x *KernelResult) Reset() {
 	*x = KernelResult{}
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1378,7 +1439,7 @@ func (x *KernelResult) String() string {
 func (*KernelResult) ProtoMessage() {}
 
 func (x *KernelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1391,7 +1452,7 @@ func (x *KernelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelResult.ProtoReflect.Descriptor instead.
 func (*KernelResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{19}
+	return file_flowrun_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *KernelResult) GetBytesRead() int64 {
@@ -1431,7 +1492,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1504,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1517,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{20}
+	return file_flowrun_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StepRequest) GetSeq() uint64 {
@@ -1525,7 +1586,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1537,7 +1598,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1550,7 +1611,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{21}
+	return file_flowrun_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StepResult) GetLoss() float64 {
@@ -1576,7 +1637,7 @@ type DigestResult struct {
 
 func (x *DigestResult) Reset() {
 	*x = DigestResult{}
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1649,7 @@ func (x *DigestResult) String() string {
 func (*DigestResult) ProtoMessage() {}
 
 func (x *DigestResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1662,7 @@ func (x *DigestResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestResult.ProtoReflect.Descriptor instead.
 func (*DigestResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{22}
+	return file_flowrun_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DigestResult) GetDigest() []byte {
@@ -1623,7 +1684,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1635,7 +1696,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1648,7 +1709,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{23}
+	return file_flowrun_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Op) GetName() string {
@@ -1695,7 +1756,7 @@ type DeviceProfile struct {
 
 func (x *DeviceProfile) Reset() {
 	*x = DeviceProfile{}
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1768,7 @@ func (x *DeviceProfile) String() string {
 func (*DeviceProfile) ProtoMessage() {}
 
 func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1781,7 @@ func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceProfile.ProtoReflect.Descriptor instead.
 func (*DeviceProfile) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{24}
+	return file_flowrun_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DeviceProfile) GetName() string {
@@ -1789,7 +1850,7 @@ type CostRequest struct {
 
 func (x *CostRequest) Reset() {
 	*x = CostRequest{}
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +1862,7 @@ func (x *CostRequest) String() string {
 func (*CostRequest) ProtoMessage() {}
 
 func (x *CostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +1875,7 @@ func (x *CostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostRequest.ProtoReflect.Descriptor instead.
 func (*CostRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{25}
+	return file_flowrun_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CostRequest) GetSeq() uint64 {
@@ -1840,7 +1901,7 @@ type CostResult struct {
 
 func (x *CostResult) Reset() {
 	*x = CostResult{}
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1852,7 +1913,7 @@ func (x *CostResult) String() string {
 func (*CostResult) ProtoMessage() {}
 
 func (x *CostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1865,7 +1926,7 @@ func (x *CostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostResult.ProtoReflect.Descriptor instead.
 func (*CostResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{26}
+	return file_flowrun_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CostResult) GetModeledNs() []int64 {
@@ -1916,14 +1977,18 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x06config\x18\x06 \x03(\v2\x11.flowrun.v1.FieldR\x06config\x12\x10\n" +
 	"\x03ops\x18\a \x03(\tR\x03ops\"?\n" +
 	"\vErrorDetail\x120\n" +
-	"\bsentinel\x18\x01 \x01(\x0e2\x14.flowrun.v1.SentinelR\bsentinel\"\xde\x01\n" +
+	"\bsentinel\x18\x01 \x01(\x0e2\x14.flowrun.v1.SentinelR\bsentinel\"\x8a\x02\n" +
 	"\vPlanRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12!\n" +
 	"\x03ids\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ids\x12#\n" +
 	"\rtable_offsets\x18\x03 \x03(\x03R\ftableOffsets\x12%\n" +
 	"\x05slots\x18\x04 \x01(\v2\x0f.flowrun.v1.RefR\x05slots\x12#\n" +
 	"\x04hits\x18\x05 \x01(\v2\x0f.flowrun.v1.RefR\x04hits\x12)\n" +
-	"\avictims\x18\x06 \x01(\v2\x0f.flowrun.v1.RefR\avictims\"V\n" +
+	"\avictims\x18\x06 \x01(\v2\x0f.flowrun.v1.RefR\avictims\x12*\n" +
+	"\x06future\x18\a \x03(\v2\x12.flowrun.v1.WindowR\x06future\"=\n" +
+	"\x06Window\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12!\n" +
+	"\x03ids\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ids\"V\n" +
 	"\n" +
 	"TableStats\x12\x12\n" +
 	"\x04hits\x18\x01 \x01(\x03R\x04hits\x12\x16\n" +
@@ -2065,7 +2130,7 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_flowrun_proto_goTypes = []any{
 	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
 	(*Empty)(nil),                 // 1: flowrun.v1.Empty
@@ -2077,24 +2142,25 @@ var file_flowrun_proto_goTypes = []any{
 	(*PluginInfo)(nil),            // 7: flowrun.v1.PluginInfo
 	(*ErrorDetail)(nil),           // 8: flowrun.v1.ErrorDetail
 	(*PlanRequest)(nil),           // 9: flowrun.v1.PlanRequest
-	(*TableStats)(nil),            // 10: flowrun.v1.TableStats
-	(*PlanResult)(nil),            // 11: flowrun.v1.PlanResult
-	(*KernelTable)(nil),           // 12: flowrun.v1.KernelTable
-	(*Bags)(nil),                  // 13: flowrun.v1.Bags
-	(*GatherReduceRequest)(nil),   // 14: flowrun.v1.GatherReduceRequest
-	(*ScatterRequest)(nil),        // 15: flowrun.v1.ScatterRequest
-	(*Coalesced)(nil),             // 16: flowrun.v1.Coalesced
-	(*ExpandCoalesceRequest)(nil), // 17: flowrun.v1.ExpandCoalesceRequest
-	(*CoalesceResult)(nil),        // 18: flowrun.v1.CoalesceResult
-	(*ApplyRequest)(nil),          // 19: flowrun.v1.ApplyRequest
-	(*KernelResult)(nil),          // 20: flowrun.v1.KernelResult
-	(*StepRequest)(nil),           // 21: flowrun.v1.StepRequest
-	(*StepResult)(nil),            // 22: flowrun.v1.StepResult
-	(*DigestResult)(nil),          // 23: flowrun.v1.DigestResult
-	(*Op)(nil),                    // 24: flowrun.v1.Op
-	(*DeviceProfile)(nil),         // 25: flowrun.v1.DeviceProfile
-	(*CostRequest)(nil),           // 26: flowrun.v1.CostRequest
-	(*CostResult)(nil),            // 27: flowrun.v1.CostResult
+	(*Window)(nil),                // 10: flowrun.v1.Window
+	(*TableStats)(nil),            // 11: flowrun.v1.TableStats
+	(*PlanResult)(nil),            // 12: flowrun.v1.PlanResult
+	(*KernelTable)(nil),           // 13: flowrun.v1.KernelTable
+	(*Bags)(nil),                  // 14: flowrun.v1.Bags
+	(*GatherReduceRequest)(nil),   // 15: flowrun.v1.GatherReduceRequest
+	(*ScatterRequest)(nil),        // 16: flowrun.v1.ScatterRequest
+	(*Coalesced)(nil),             // 17: flowrun.v1.Coalesced
+	(*ExpandCoalesceRequest)(nil), // 18: flowrun.v1.ExpandCoalesceRequest
+	(*CoalesceResult)(nil),        // 19: flowrun.v1.CoalesceResult
+	(*ApplyRequest)(nil),          // 20: flowrun.v1.ApplyRequest
+	(*KernelResult)(nil),          // 21: flowrun.v1.KernelResult
+	(*StepRequest)(nil),           // 22: flowrun.v1.StepRequest
+	(*StepResult)(nil),            // 23: flowrun.v1.StepResult
+	(*DigestResult)(nil),          // 24: flowrun.v1.DigestResult
+	(*Op)(nil),                    // 25: flowrun.v1.Op
+	(*DeviceProfile)(nil),         // 26: flowrun.v1.DeviceProfile
+	(*CostRequest)(nil),           // 27: flowrun.v1.CostRequest
+	(*CostResult)(nil),            // 28: flowrun.v1.CostResult
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -2105,70 +2171,72 @@ var file_flowrun_proto_depIdxs = []int32{
 	2,  // 5: flowrun.v1.PlanRequest.slots:type_name -> flowrun.v1.Ref
 	2,  // 6: flowrun.v1.PlanRequest.hits:type_name -> flowrun.v1.Ref
 	2,  // 7: flowrun.v1.PlanRequest.victims:type_name -> flowrun.v1.Ref
-	10, // 8: flowrun.v1.PlanResult.tables:type_name -> flowrun.v1.TableStats
-	2,  // 9: flowrun.v1.KernelTable.data:type_name -> flowrun.v1.Ref
-	2,  // 10: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
-	2,  // 11: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
-	12, // 12: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
-	13, // 13: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 14: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
-	12, // 15: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
-	13, // 16: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 17: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
-	2,  // 18: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
-	2,  // 19: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
-	12, // 20: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
-	13, // 21: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 22: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
-	16, // 23: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
-	20, // 24: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
-	12, // 25: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
-	16, // 26: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
-	2,  // 27: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
-	2,  // 28: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
-	2,  // 29: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
-	2,  // 30: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
-	2,  // 31: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	24, // 32: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 33: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 34: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 35: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	1,  // 36: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 37: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	14, // 38: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	15, // 39: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	17, // 40: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	19, // 41: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	1,  // 42: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 43: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	21, // 44: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 45: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 46: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 47: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 48: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	26, // 49: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	7,  // 50: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 51: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	11, // 52: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	7,  // 53: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 54: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	20, // 55: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	20, // 56: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	18, // 57: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	20, // 58: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	7,  // 59: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 60: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	22, // 61: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	23, // 62: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	7,  // 63: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 64: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	25, // 65: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	27, // 66: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	50, // [50:67] is the sub-list for method output_type
-	33, // [33:50] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	10, // 8: flowrun.v1.PlanRequest.future:type_name -> flowrun.v1.Window
+	2,  // 9: flowrun.v1.Window.ids:type_name -> flowrun.v1.Ref
+	11, // 10: flowrun.v1.PlanResult.tables:type_name -> flowrun.v1.TableStats
+	2,  // 11: flowrun.v1.KernelTable.data:type_name -> flowrun.v1.Ref
+	2,  // 12: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
+	2,  // 13: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
+	13, // 14: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
+	14, // 15: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 16: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
+	13, // 17: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
+	14, // 18: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 19: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
+	2,  // 20: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
+	2,  // 21: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
+	13, // 22: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
+	14, // 23: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 24: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
+	17, // 25: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
+	21, // 26: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
+	13, // 27: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
+	17, // 28: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
+	2,  // 29: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
+	2,  // 30: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
+	2,  // 31: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
+	2,  // 32: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
+	2,  // 33: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
+	25, // 34: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 35: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 36: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 37: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	1,  // 38: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 39: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	15, // 40: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	16, // 41: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	18, // 42: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	20, // 43: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	1,  // 44: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 45: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	22, // 46: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 47: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 48: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 49: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 50: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	27, // 51: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	7,  // 52: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 53: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 54: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	7,  // 55: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 56: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	21, // 57: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	21, // 58: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	19, // 59: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	21, // 60: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	7,  // 61: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 62: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	23, // 63: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	24, // 64: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	7,  // 65: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 66: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	26, // 67: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	28, // 68: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	52, // [52:69] is the sub-list for method output_type
+	35, // [35:52] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
@@ -2182,7 +2250,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   27,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   4,
 		},
