@@ -199,3 +199,50 @@ func TestFillRejectsBadRecords(t *testing.T) {
 		})
 	}
 }
+
+// FuzzBatchFile: no file makes Open or Fill panic; what they refuse they
+// refuse with an error naming the file.
+func FuzzBatchFile(f *testing.F) {
+	d := config.Dataset{Kind: "synthetic", Batches: 2, BatchSize: 4, Tables: 2, Rows: 50, Dim: 4, Lookups: 2,
+		Locality: "high", DenseFeatures: 1, EvalBatches: 1}
+	dir := f.TempDir()
+	path := filepath.Join(dir, "seed.frb")
+	if _, err := WriteSynthetic(path, 1, d, nil); err != nil {
+		f.Fatal(err)
+	}
+	good, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good)
+	f.Add(good[:100])
+	f.Add([]byte(Magic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(t.TempDir(), "f.frb")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h, err := ReadHeader(path)
+		if err != nil {
+			if !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %q does not name the file", err)
+			}
+			return
+		}
+		if h.Tables*h.Lookups > 1<<12 || h.Dense > 1<<12 {
+			return // a valid but large shape: not worth the arrays here
+		}
+		d := config.Dataset{Batches: 2, BatchSize: 2, Tables: h.Tables, Rows: h.MaxRows(), Lookups: h.Lookups,
+			DenseFeatures: h.Dense, EvalBatches: 1}
+		fl, err := Open(path, d)
+		if err != nil {
+			return
+		}
+		defer fl.Close()
+		for seq := uint64(0); seq < 3; seq++ {
+			if err := fl.Fill(seq, seq == 2, newArrays(d)); err != nil && !strings.Contains(err.Error(), path) {
+				t.Fatalf("error %q does not name the file", err)
+			}
+		}
+	})
+}

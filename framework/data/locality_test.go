@@ -3,6 +3,7 @@ package data
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -170,3 +171,34 @@ func TestZipfSamplerHeadFrequency(t *testing.T) {
 }
 
 func newTestPCG(seed uint64) *rand.PCG { return rand.NewPCG(seed, 0x5eed) }
+
+// Rank → row is a bijection, also for tables past 2^32 rows, where the
+// product needs 128 bits.
+func TestPermuteIsABijection(t *testing.T) {
+	d := dataset("high")
+	d.Rows = 1000
+	s, err := NewSynthetic(5, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make([]bool, d.Rows)
+	for r := uint64(0); r < uint64(d.Rows); r++ {
+		row := s.permute(r, s.permAdd[1])
+		if seen[row] {
+			t.Fatalf("row %d reached twice", row)
+		}
+		seen[row] = true
+	}
+	d.Rows = 1<<40 + 7
+	if s, err = NewSynthetic(5, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []uint64{0, 1, 1 << 39, 1<<40 + 6} {
+		want := new(big.Int).Mul(new(big.Int).SetUint64(r), new(big.Int).SetUint64(s.permMul))
+		want.Add(want, new(big.Int).SetUint64(s.permAdd[0]))
+		want.Mod(want, big.NewInt(d.Rows))
+		if got := s.permute(r, s.permAdd[0]); got != want.Uint64() {
+			t.Errorf("rank %d: row %d, want %d", r, got, want)
+		}
+	}
+}
