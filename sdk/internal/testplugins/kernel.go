@@ -34,17 +34,19 @@ func (k *Kernel) Configure(_ context.Context, setup plugin.Setup) error {
 // bagView resolves a request's tables and bags.
 type bagView struct {
 	tables  [][]float32
+	strides []int64
 	indices []int64
 	offsets []int64
 }
 
 func (k *Kernel) view(tables []kernel.Table, bags kernel.Bags) (*bagView, error) {
-	v := &bagView{tables: make([][]float32, len(tables))}
+	v := &bagView{tables: make([][]float32, len(tables)), strides: make([]int64, len(tables))}
 	for t, tab := range tables {
-		if tab.Rows < 0 || tab.Dim <= 0 {
-			return nil, fmt.Errorf("%w: table %d is %d×%d", plugin.ErrInvalidRequest, t, tab.Rows, tab.Dim)
+		if tab.Rows < 0 || tab.Dim <= 0 || (tab.Stride != 0 && tab.Stride < tab.Dim) {
+			return nil, fmt.Errorf("%w: table %d is %d×%d (stride %d)", plugin.ErrInvalidRequest, t, tab.Rows, tab.Dim, tab.Stride)
 		}
-		b, err := mapAtLeast(&k.mem, tab.Data, 4*tab.Rows*int64(tab.Dim), fmt.Sprintf("table %d", t))
+		v.strides[t] = int64(tab.RowStride())
+		b, err := mapAtLeast(&k.mem, tab.Data, 4*tab.Rows*v.strides[t], fmt.Sprintf("table %d", t))
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +116,7 @@ func (k *Kernel) GatherReduce(_ context.Context, req *kernel.GatherReduceRequest
 			clear(acc)
 			lo, hi := v.bag(req.Bags, t, b)
 			for _, row := range v.indices[lo:hi] {
-				src := v.tables[t][row*int64(dim) : (row+1)*int64(dim)]
+				src := v.tables[t][row*v.strides[t] : row*v.strides[t]+int64(dim)]
 				for d := range acc {
 					acc[d] += src[d]
 				}
@@ -178,7 +180,7 @@ func (k *Kernel) Scatter(_ context.Context, req *kernel.ScatterRequest) (*kernel
 			}
 		}
 		for _, row := range order {
-			dst := v.tables[t][row*int64(dim) : (row+1)*int64(dim)]
+			dst := v.tables[t][row*v.strides[t] : row*v.strides[t]+int64(dim)]
 			for d, g := range sum[row] {
 				dst[d] -= req.LearningRate * g
 			}

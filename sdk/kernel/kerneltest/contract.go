@@ -185,6 +185,10 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel
 			})
 		})
 	}
+
+	runStrideContract(t, ctx, ops, configured)
+	runOptimizerContract(t, ctx, ops, configured)
+	runSplitContract(t, ctx, ops, configured)
 }
 
 // invalid builds a fresh fixture, lets call break and use it, and expects

@@ -3,6 +3,7 @@ package kerneltest
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/kernel"
@@ -22,12 +23,15 @@ var shapes = []plugin.Table{{Rows: 100, Dim: dim}, {Rows: 37, Dim: dim}, {Rows: 
 // fixture is a batch of bags over tables, all carved out of one region at
 // non-zero offsets, so a kernel that ignores Ref.Offset is caught.
 type fixture struct {
+	stride  int // floats per row: dim, or more with room for state
 	arena   *region.Region
 	tables  []kernel.Table
 	bags    kernel.Bags
 	indices [][]int64 // per table, the table's indices
 	offsets [][]int64 // per table, batchSize+1 offsets
 	pooled  region.Ref
+	// coalesced has room for every lookup of every table.
+	coalesced kernel.Coalesced
 }
 
 // carve hands out 64-byte aligned sub-refs of a region.
@@ -48,8 +52,16 @@ func (c *carve) take(n int64) region.Ref {
 // are empty).
 func newFixture(t testing.TB, seed uint64) *fixture {
 	t.Helper()
+	return newStridedFixture(t, seed, dim)
+}
+
+// newStridedFixture is newFixture with rows stride floats apart; floats
+// [dim, stride) of each row are random and positive, as optimizer state
+// (sums of squares) is.
+func newStridedFixture(t testing.TB, seed uint64, stride int) *fixture {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 99))
-	f := &fixture{}
+	f := &fixture{stride: stride}
 	var lookups []int
 	for ti, s := range shapes {
 		offs := make([]int64, batchSize+1)
@@ -74,7 +86,8 @@ func newFixture(t testing.TB, seed uint64) *fixture {
 
 	var size int64 = 1 << 12
 	for ti, s := range shapes {
-		size += 4*s.Rows*dim + 8*int64(lookups[ti]+batchSize+1) + 4*batchSize*dim + 4*64
+		size += 4*s.Rows*int64(stride) + 8*int64(lookups[ti]+batchSize+1) + 4*batchSize*dim + 4*64
+		size += 8*int64(lookups[ti]) + 4*int64(lookups[ti])*dim + 2*64
 	}
 	arena, err := region.Create("kerneltest", size)
 	if err != nil {
@@ -85,12 +98,20 @@ func newFixture(t testing.TB, seed uint64) *fixture {
 	c := &carve{r: arena}
 
 	for _, s := range shapes {
-		ref := c.take(4 * s.Rows * dim)
+		ref := c.take(4 * s.Rows * int64(stride))
 		rows := f.floats(ref)
 		for i := range rows {
-			rows[i] = float32(rng.Float64()*2 - 1)
+			if i%stride < dim {
+				rows[i] = float32(rng.Float64()*2 - 1)
+			} else {
+				rows[i] = float32(rng.Float64() + 0.01)
+			}
 		}
-		f.tables = append(f.tables, kernel.Table{Data: ref, Rows: s.Rows, Dim: dim})
+		tab := kernel.Table{Data: ref, Rows: s.Rows, Dim: dim}
+		if stride != dim {
+			tab.Stride = stride
+		}
+		f.tables = append(f.tables, tab)
 	}
 	var total int64
 	for _, idx := range f.indices {
@@ -105,6 +126,12 @@ func newFixture(t testing.TB, seed uint64) *fixture {
 		copy(offs[ti*(batchSize+1):], f.offsets[ti])
 	}
 	f.pooled = c.take(4 * int64(len(shapes)) * batchSize * dim)
+	capacity := make([]int64, len(shapes))
+	for ti := range capacity {
+		capacity[ti] = int64(len(f.indices[ti]))
+	}
+	rowStart, gradStart, rowBytes, gradBytes := kernel.CoalescedLayout(f.tables, capacity)
+	f.coalesced = kernel.Coalesced{Rows: c.take(max(rowBytes, 8)), Grads: c.take(max(gradBytes, 8)), RowStart: rowStart, GradStart: gradStart}
 	return f
 }
 
@@ -141,7 +168,7 @@ func referencePool(f *fixture, rows [][]float32, reduce kernel.Reduce) []float32
 			bag := f.indices[ti][f.offsets[ti][b]:f.offsets[ti][b+1]]
 			for _, row := range bag {
 				for d := range acc {
-					acc[d] += rows[ti][row*dim+int64(d)]
+					acc[d] += rows[ti][row*int64(f.stride)+int64(d)]
 				}
 			}
 			if reduce == kernel.Mean && len(bag) > 0 {
@@ -159,9 +186,13 @@ func referencePool(f *fixture, rows [][]float32, reduce kernel.Reduce) []float32
 // receives the bag's gradient (over the bag size under mean); duplicates
 // accumulate in position order and the sum is applied once.
 func referenceScatter(f *fixture, rows [][]float32, grads []float32, reduce kernel.Reduce, lr float32) [][]float32 {
-	out := make([][]float32, len(rows))
+	return referenceUpdate(f, rows, grads, reduce, kernel.SGD, lr, 0)
+}
+
+// referenceCoalesce sums each row's expanded gradients in position order,
+// per table; rows come back in ascending order.
+func referenceCoalesce(f *fixture, grads []float32, reduce kernel.Reduce) (rows [][]int64, sums [][][]float32) {
 	for ti := range shapes {
-		out[ti] = append([]float32(nil), rows[ti]...)
 		sum := map[int64][]float32{}
 		var order []int64
 		for b := 0; b < batchSize; b++ {
@@ -183,9 +214,46 @@ func referenceScatter(f *fixture, rows [][]float32, grads []float32, reduce kern
 				}
 			}
 		}
+		slices.Sort(order)
+		var s [][]float32
 		for _, row := range order {
-			for d, g := range sum[row] {
-				out[ti][row*dim+int64(d)] -= lr * g
+			s = append(s, sum[row])
+		}
+		rows, sums = append(rows, order), append(sums, s)
+	}
+	return rows, sums
+}
+
+// referenceUpdate is referenceCoalesce followed by the optimizer step the
+// sdk documents, state included.
+func referenceUpdate(f *fixture, rows [][]float32, grads []float32, reduce kernel.Reduce, opt kernel.Optimizer, lr, eps float32) [][]float32 {
+	out := make([][]float32, len(rows))
+	ids, sums := referenceCoalesce(f, grads, reduce)
+	for ti := range shapes {
+		out[ti] = append([]float32(nil), rows[ti]...)
+		for i, row := range ids[ti] {
+			g := sums[ti][i]
+			w := out[ti][row*int64(f.stride) : (row+1)*int64(f.stride)]
+			switch opt {
+			case kernel.SGD:
+				for d := range g {
+					w[d] -= lr * g[d]
+				}
+			case kernel.Adagrad:
+				for d := range g {
+					w[dim+d] += g[d] * g[d]
+					w[d] -= lr * g[d] / (float32(math.Sqrt(float64(w[dim+d]))) + eps)
+				}
+			case kernel.RowWiseAdagrad:
+				var sq float32
+				for d := range g {
+					sq += g[d] * g[d]
+				}
+				w[dim] += sq / dim
+				den := float32(math.Sqrt(float64(w[dim]))) + eps
+				for d := range g {
+					w[d] -= lr * g[d] / den
+				}
 			}
 		}
 	}

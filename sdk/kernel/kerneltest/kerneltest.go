@@ -13,7 +13,13 @@
 // bit-identical to float32 accumulation in bag order, mean within rounding,
 // and an SGD scatter within rounding of the coalesced update; empty bags
 // pool to zeros, rows no bag names stay untouched, and rows outside a table
-// are refused with plugin.ErrInvalidRequest. An operator the kernel does
+// are refused with plugin.ErrInvalidRequest. Rows with a Stride wider than
+// Dim are read and updated in place, the floats past Dim left alone by SGD.
+// Adagrad and row-wise Adagrad scatters, whose state lives past Dim, must
+// match the update the sdk documents (a kernel may refuse an optimizer with
+// plugin.ErrUnsupported). ExpandCoalesce must give each table's unique rows
+// in ascending order with their gradients summed bit for bit in position
+// order, and Apply after it must equal Scatter. An operator the kernel does
 // not list must answer plugin.ErrUnsupported.
 //
 // Mock is a Kernel with function fields for tests of code that uses kernels.
