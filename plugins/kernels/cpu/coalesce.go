@@ -14,9 +14,10 @@ import (
 type scratch struct {
 	keys, tmp []uint64  // expanded lookups: row<<32 | bag
 	bags      []int64   // the bag of each sorted lookup
+	runs      []int     // where each unique row's lookups start in bags
+	rows      []int64   // the unique rows
 	scaled    []float32 // Mean: each bag's gradient over its length
-	rows      []int64   // Scatter: coalesced rows
-	grads     []float32 // Scatter: coalesced gradients
+	chunk     []float32 // Scatter: coalesced gradients of a few rows
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -28,80 +29,85 @@ func grow[T any](s []T, n int) []T {
 	return s[:n]
 }
 
-// expandCoalesce is Tensor Casting's Alg. 1 for one table: expand each
-// bag's gradient to the rows the bag pooled, sort the expanded lookups by
-// row, and sum the gradients of equal rows. It writes the unique rows in
-// ascending order to rows and their sums to grads ([unique][dim]) and
-// returns how many there are.
-//
-// The order is canonical: a row's gradients are summed from +0 in position
-// order (the lookups are sorted stably by row, and a bag's positions are
-// contiguous and increasing), and under Mean each bag's gradient is divided
-// by the bag length once, before it is expanded. The sum of a row's
-// gradients is a gather-reduce over the gradient matrix whose "bag" is the
-// row's lookups, so it runs on the same pooling kernel as GatherReduce.
-func expandCoalesce(v *tableView, reduce kernel.Reduce, pool bagPooler, s *scratch, rows []int64, grads []float32) (int, kernel.Result) {
+// expanded is a table's lookups after Tensor Casting's expand step and the
+// sort by row: rows[u]'s lookups carry the gradients of bags
+// bags[runs[u]:runs[u+1]], rows of g.
+type expanded struct {
+	rows []int64
+	runs []int
+	bags []int64
+	g    []float32
+	dim  int
+}
+
+// expand expands each bag's gradient to the rows the bag pooled and sorts
+// the lookups by row, keeping position order among equal rows (a bag's
+// positions are contiguous and increasing, so (row, bag) order is
+// (row, position) order). Under Mean each bag's gradient is divided by the
+// bag length once, here, before it is expanded.
+func expand(v *tableView, reduce kernel.Reduce, s *scratch) (expanded, kernel.Result) {
 	dim := v.dim
 	B := len(v.off) - 1
-	var res kernel.Result
-	res.BytesRead = int64(B)*int64(dim)*4 + (v.off[B]-v.off[0])*8 // gradients and indices
-
-	// Expand: one key per lookup, in position order.
 	n := int(v.off[B] - v.off[0])
-	s.keys = grow(s.keys, n)
+	var res kernel.Result
+	res.BytesRead = int64(B)*int64(dim)*4 + int64(n)*8 // gradients and indices
+
+	s.keys, s.tmp = grow(s.keys, n), grow(s.tmp, n)
 	keys := s.keys
 	var maxRow int64
 	for b := range B {
+		at := int(v.off[b] - v.off[0])
 		for i, r := range v.idx[v.off[b]:v.off[b+1]] {
-			keys[int(v.off[b]-v.off[0])+i] = uint64(r)<<32 | uint64(b)
+			keys[at+i] = uint64(r)<<32 | uint64(b)
 			maxRow = max(maxRow, r)
 		}
 	}
-	s.tmp = grow(s.tmp, n)
 	keys = sortByRow(keys, s.tmp, maxRow)
 
-	g := v.pooled
+	e := expanded{g: v.pooled, dim: dim}
 	if reduce == kernel.Mean {
-		s.scaled = grow(s.scaled, len(g))
+		s.scaled = grow(s.scaled, len(v.pooled))
 		for b := range B {
-			src, dst := g[b*dim:(b+1)*dim], s.scaled[b*dim:(b+1)*dim]
 			if k := v.off[b+1] - v.off[b]; k > 0 {
-				copy(dst, src)
+				dst := s.scaled[b*dim : (b+1)*dim]
+				copy(dst, v.pooled[b*dim:(b+1)*dim])
 				divide(dst, float32(k))
 				res.FLOPs += int64(dim)
 			}
 		}
-		g = s.scaled
+		e.g = s.scaled
 	}
 
-	// Coalesce: each run of equal rows is one bag of the gradient matrix.
-	s.bags = grow(s.bags, n)
+	s.bags, s.rows, s.runs = grow(s.bags, n), s.rows[:0], s.runs[:0]
 	for i, k := range keys {
 		s.bags[i] = int64(uint32(k))
-	}
-	unique := 0
-	for i := 0; i < n; {
-		r := keys[i] >> 32
-		j := i + 1
-		for j < n && keys[j]>>32 == r {
-			j++
+		if r := int64(k >> 32); i == 0 || r != s.rows[len(s.rows)-1] {
+			s.rows = append(s.rows, r)
+			s.runs = append(s.runs, i)
 		}
-		rows[unique] = int64(r)
-		pool(grads[unique*dim:(unique+1)*dim], g, s.bags, i, j, dim)
-		unique++
-		i = j
 	}
+	s.runs = append(s.runs, n)
+	e.rows, e.runs, e.bags = s.rows, s.runs, s.bags
 	res.FLOPs += int64(n) * int64(dim)
-	res.BytesWritten = int64(unique) * (8 + 4*int64(dim))
-	return unique, res
+	return e, res
+}
+
+// coalesce sums the gradients of unique rows [u0, u1) into out
+// ([u1-u0][dim]), each from +0 in position order. A row's sum is a
+// gather-reduce over the gradient matrix whose "bag" is the row's lookups,
+// so it runs on the same pooling loop as GatherReduce.
+func (e *expanded) coalesce(pool bagPooler, u0, u1 int, out []float32) {
+	dim := e.dim
+	for u := u0; u < u1; u++ {
+		pool(out[(u-u0)*dim:(u-u0+1)*dim], e.g, e.bags, e.runs[u], e.runs[u+1], dim)
+	}
 }
 
 // sortByRow sorts keys (row<<32 | bag, in position order) stably by row: an
 // LSD radix sort over the row bits in 11-bit digits, so that 2²² rows take
 // two passes. Small inputs use a comparison sort, which is as good since
-// the keys are distinct up to equal (row, bag) pairs, whose order does not
-// matter (they carry the same gradient). It returns the sorted slice, keys
-// or tmp.
+// keys that compare equal are equal (same row and bag, same gradient). It
+// returns the sorted slice, keys or tmp.
 func sortByRow(keys, tmp []uint64, maxRow int64) []uint64 {
 	if len(keys) < 512 {
 		slices.Sort(keys)
@@ -139,8 +145,8 @@ func coalesceGo(out, g []float32, bags []int64, i, j, dim int) {
 func coalesceAVX2(out, g []float32, bags []int64, i, j, dim int) {
 	cols := dim &^ 7
 	if cols > 0 {
-		// Gradients are read from cache; prefetching the next rows' ones
-		// still helps when the gradient matrix outgrows L2.
+		// The gradient matrix is small (batch × dim) but not always in L1:
+		// prefetch the next rows' gradients as GatherReduce does.
 		var pf *int64
 		npf := min(j+prefetchAhead, len(bags)) - (i + prefetchAhead)
 		if npf > 0 {
@@ -152,5 +158,35 @@ func coalesceAVX2(out, g []float32, bags []int64, i, j, dim int) {
 	}
 	if cols < dim {
 		sumRows(out[cols:], g[cols:], bags[i:j], int64(dim))
+	}
+}
+
+// scatterChunk is how many unique rows Scatter coalesces before it updates
+// them: their gradients (64 KiB at dim 128) stay in L2 between the two
+// steps, instead of a batch's worth going out to memory and back.
+const scatterChunk = 128
+
+// expandCoalesceApply is the fused Scatter of one table: expand, then for
+// each chunk of unique rows, coalesce and update.
+func expandCoalesceApply(v *tableView, reduce kernel.Reduce, pool bagPooler, u update, s *scratch) kernel.Result {
+	e, res := expand(v, reduce, s)
+	unique := len(e.rows)
+	s.chunk = grow(s.chunk, scatterChunk*v.dim)
+	var ap kernel.Result
+	for u0 := 0; u0 < unique; u0 += scatterChunk {
+		u1 := min(u0+scatterChunk, unique)
+		e.coalesce(pool, u0, u1, s.chunk)
+		r := u.apply(v.data, v.dim, v.stride, e.rows[u0:], u1-u0, s.chunk)
+		ap.BytesRead += r.BytesRead
+		ap.BytesWritten += r.BytesWritten
+		ap.FLOPs += r.FLOPs
+	}
+	// The coalesced gradients never leave the cache: count the arrays and
+	// the rows (with their state) only.
+	state := int64(kernel.StateFloats(u.opt, v.dim))
+	return kernel.Result{
+		BytesRead:    res.BytesRead + int64(unique)*4*(int64(v.dim)+state),
+		BytesWritten: ap.BytesWritten,
+		FLOPs:        res.FLOPs + ap.FLOPs,
 	}
 }

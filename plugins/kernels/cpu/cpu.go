@@ -347,20 +347,9 @@ func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*k
 	u := update{opt: req.Optimizer, lr: req.LearningRate, eps: req.Epsilon, avx2: cfg.avx2()}
 	results := make([]kernel.Result, len(views))
 	forEachTable(len(views), cfg.workers(), parallel, func(t int) {
-		v := &views[t]
 		s := scratchPool.Get().(*scratch)
 		defer scratchPool.Put(s)
-		n := int(v.off[len(v.off)-1] - v.off[0])
-		s.rows, s.grads = grow(s.rows, n), grow(s.grads, n*v.dim)
-		unique, ec := expandCoalesce(v, req.Reduce, coalesce, s, s.rows, s.grads)
-		ap := u.apply(v.data, v.dim, v.stride, s.rows[:unique], s.grads[:unique*v.dim])
-		// The coalesced gradients stay in this goroutine's cache: count
-		// only the arrays and the rows.
-		results[t] = kernel.Result{
-			BytesRead:    ec.BytesRead + int64(unique)*4*int64(v.stride),
-			BytesWritten: ap.BytesWritten,
-			FLOPs:        ec.FLOPs + ap.FLOPs,
-		}
+		results[t] = expandCoalesceApply(&views[t], req.Reduce, coalesce, u, s)
 	})
 	return sum(results, len(views), req.Bags.Batch), nil
 }
@@ -398,7 +387,11 @@ func (k *cpuKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoales
 	forEachTable(len(views), cfg.workers(), parallel, func(t int) {
 		s := scratchPool.Get().(*scratch)
 		defer scratchPool.Put(s)
-		unique, res := expandCoalesce(&views[t], req.Reduce, coalesce, s, out[t].rows, out[t].grads)
+		e, res := expand(&views[t], req.Reduce, s)
+		unique := len(e.rows)
+		copy(out[t].rows, e.rows)
+		e.coalesce(coalesce, 0, unique, out[t].grads)
+		res.BytesWritten = int64(unique) * (8 + 4*int64(e.dim))
 		counts[t], results[t] = int64(unique), res
 	})
 	return &kernel.CoalesceResult{Result: *sum(results, len(views), req.Bags.Batch), Counts: counts}, nil
@@ -446,7 +439,7 @@ func (k *cpuKernel) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kerne
 	results := make([]kernel.Result, len(req.Tables))
 	forEachTable(len(req.Tables), cfg.workers(), parallel, func(t int) {
 		tab := req.Tables[t]
-		results[t] = u.apply(data[t], tab.Dim, tab.RowStride(), in[t].rows, in[t].grads)
+		results[t] = u.apply(data[t], tab.Dim, tab.RowStride(), in[t].rows, len(in[t].rows), in[t].grads)
 	})
 	total := &kernel.Result{}
 	for _, r := range results {

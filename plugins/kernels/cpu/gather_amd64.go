@@ -16,4 +16,4 @@ func poolBagAVX2(out *float32, data *float32, bag *int64, n int, pf *int64, npf 
 // applyAVX2 is implemented in optim_amd64.s.
 //
 //go:noescape
-func applyAVX2(opt int, data *float32, rows *int64, n int, grads *float32, cols int, stride int, lines int, lr float32, eps float32)
+func applyAVX2(opt int, data *float32, rows *int64, n int, npf int, grads *float32, cols int, stride int, lines int, lr float32, eps float32)

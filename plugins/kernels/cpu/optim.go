@@ -19,30 +19,33 @@ type update struct {
 	avx2 bool
 }
 
-// apply updates every row once, in the given order, and counts the work.
-func (u update) apply(data []float32, dim, stride int, rows []int64, grads []float32) kernel.Result {
-	if len(rows) == 0 {
+// apply updates rows[:n] once each, in order, and counts the work; the
+// rows after n are the next call's, which the AVX2 loop starts to
+// prefetch.
+func (u update) apply(data []float32, dim, stride int, rows []int64, n int, grads []float32) kernel.Result {
+	if n == 0 {
 		return kernel.Result{}
 	}
 	state := kernel.StateFloats(u.opt, dim)
 	if u.avx2 && dim%8 == 0 {
 		lines := prefetchLines(data, dim+state, stride)
-		applyAVX2(int(u.opt), unsafe.SliceData(data), &rows[0], len(rows), &grads[0], dim, 4*stride, lines, u.lr, u.eps)
+		applyAVX2(int(u.opt), unsafe.SliceData(data), &rows[0], n, len(rows), &grads[0], dim, 4*stride, lines, u.lr, u.eps)
 	} else {
-		u.applyGo(data, dim, stride, rows, grads)
+		u.applyGo(data, dim, stride, rows[:n], grads)
 	}
-	n, d, s := int64(len(rows)), int64(dim), int64(state)
+	d, s := int64(dim), int64(state)
+	m := int64(n)
 	res := kernel.Result{
-		BytesRead:    n * (8 + 4*d + 4*(d+s)), // row id, gradient, row and state
-		BytesWritten: n * 4 * (d + s),
+		BytesRead:    m * (8 + 4*d + 4*(d+s)), // row id, gradient, row and state
+		BytesWritten: m * 4 * (d + s),
 	}
 	switch u.opt {
 	case kernel.SGD:
-		res.FLOPs = 2 * n * d
+		res.FLOPs = 2 * m * d
 	case kernel.Adagrad:
-		res.FLOPs = 7 * n * d
+		res.FLOPs = 7 * m * d
 	case kernel.RowWiseAdagrad:
-		res.FLOPs = n * (5*d + 4)
+		res.FLOPs = m * (5*d + 4)
 	}
 	return res
 }

@@ -4,7 +4,7 @@
 
 #define PREFETCH_AHEAD 8
 
-// func applyAVX2(opt int, data *float32, rows *int64, n int, grads *float32, cols int, stride int, lines int, lr float32, eps float32)
+// func applyAVX2(opt int, data *float32, rows *int64, n int, npf int, grads *float32, cols int, stride int, lines int, lr float32, eps float32)
 //
 // The optimizer step of optim.go (update.apply), for rows whose dim is a
 // multiple of 8 (cols = dim): row rows[i] starts at data + rows[i]*stride
@@ -13,19 +13,21 @@
 // w -= (lr*g) / (sqrt(G)+eps); row-wise Adagrad sums g*g in 8 lane
 // partials, reduces them ((p0+p4)+(p2+p6)) + ((p1+p5)+(p3+p7)), divides by
 // dim, then G += mean and w -= (lr*g) / (sqrt(G)+eps). While updating row i
-// it prefetches (T0) the `lines` lines of row rows[i+PREFETCH_AHEAD].
-TEXT ·applyAVX2(SB), NOSPLIT, $0-72
+// it prefetches (T0) the `lines` lines of row rows[i+PREFETCH_AHEAD], if
+// i+PREFETCH_AHEAD < npf (npf ≥ n lets the prefetch run past the rows
+// updated in this call, into the next call's).
+TEXT ·applyAVX2(SB), NOSPLIT, $0-80
 	MOVQ opt+0(FP), R9
 	MOVQ data+8(FP), SI
 	MOVQ rows+16(FP), R8
 	MOVQ n+24(FP), CX
-	MOVQ grads+32(FP), DI
-	MOVQ cols+40(FP), R10
+	MOVQ grads+40(FP), DI
+	MOVQ cols+48(FP), R10
 	SHLQ $2, R10 // row bytes
-	MOVQ stride+48(FP), R11
-	MOVQ lines+56(FP), R12
-	VBROADCASTSS lr+64(FP), Y14
-	VBROADCASTSS eps+68(FP), Y13
+	MOVQ stride+56(FP), R11
+	MOVQ lines+64(FP), R12
+	VBROADCASTSS lr+72(FP), Y14
+	VBROADCASTSS eps+76(FP), Y13
 	XORQ R13, R13
 
 row:
@@ -33,7 +35,7 @@ row:
 	JGE  done
 	MOVQ R13, AX
 	ADDQ $PREFETCH_AHEAD, AX
-	CMPQ AX, CX
+	CMPQ AX, npf+32(FP)
 	JGE  update
 	MOVQ (R8)(AX*8), AX
 	IMULQ R11, AX

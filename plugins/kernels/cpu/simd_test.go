@@ -89,9 +89,10 @@ func TestCoalesceAVX2MatchesGo(t *testing.T) {
 					grads []float32
 				}
 				for i, pool := range []bagPooler{coalesceGo, coalesceAVX2} {
-					rs, gs := make([]int64, n), make([]float32, n*dim)
-					u, _ := expandCoalesce(v, reduce, pool, new(scratch), rs, gs)
-					got[i].rows, got[i].grads = rs[:u], gs[:u*dim]
+					e, _ := expand(v, reduce, new(scratch))
+					gs := make([]float32, n*dim)
+					e.coalesce(pool, 0, len(e.rows), gs)
+					got[i].rows, got[i].grads = e.rows, gs[:len(e.rows)*dim]
 				}
 				name := fmt.Sprintf("dim %d rows %d reduce %d", dim, rows, reduce)
 				if fmt.Sprint(got[0].rows) != fmt.Sprint(got[1].rows) {
@@ -175,8 +176,11 @@ func TestApplyAVX2MatchesGo(t *testing.T) {
 					grads[i] = float32(rng.NormFloat64() * 0.1)
 				}
 				want := slices.Clone(data)
-				update{opt: opt, lr: 0.05, eps: 1e-8}.apply(want, dim, stride, touched, grads)
-				update{opt: opt, lr: 0.05, eps: 1e-8, avx2: true}.apply(data, dim, stride, touched, grads)
+				update{opt: opt, lr: 0.05, eps: 1e-8}.apply(want, dim, stride, touched, len(touched), grads)
+				// In two calls, the first prefetching into the second's rows.
+				avx2 := update{opt: opt, lr: 0.05, eps: 1e-8, avx2: true}
+				avx2.apply(data, dim, stride, touched, 37, grads)
+				avx2.apply(data, dim, stride, touched[37:], len(touched)-37, grads[37*dim:])
 				if r, d, ok := firstDiff(data, want, stride); !ok {
 					t.Fatalf("%s dim %d stride %d: row %d float %d: avx2 %v, go %v", opt, dim, stride, r, d, data[r*stride+d], want[r*stride+d])
 				}
