@@ -92,8 +92,8 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 	}
 	if out := shape.BottomMLP[len(shape.BottomMLP)-1]; out != dim {
 		if cfg.BottomMLP == nil {
-			return fmt.Errorf("%w: preset %s: the bottom MLP ends at width %d (the embedding dim of %s) but the tables have dim %d; the dot interaction needs them equal: set the dataset's dim to %d, or give bottom_mlp ending in %d",
-				plugin.ErrInvalidConfig, shape.Name, out, shape.Name, dim, out, dim)
+			return fmt.Errorf("%w: preset %s: its bottom MLP ends at width %d (the embedding dim of the paper's model) but the tables have dim %d; the dot interaction needs them equal: set the dataset's dim to %d (dataset.dim), or give bottom_mlp ending in %d",
+				plugin.ErrInvalidConfig, shape.Name, out, dim, out, dim)
 		}
 		return fmt.Errorf("%w: bottom_mlp ends at width %d but the tables have dim %d; the dot interaction needs them equal", plugin.ErrInvalidConfig, out, dim)
 	}
