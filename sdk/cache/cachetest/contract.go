@@ -45,10 +45,20 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) cache.Cache) 
 		p := connect(t)
 		configure(t, p, c.setup(t))
 		rng := rand.New(rand.NewPCG(1, 2))
-		batches := make([]*batch, 12)
+		batches := make([]*batch, 16)
+		width := c.past + 1 + c.future
 		for i := range batches {
-			seq := uint64(i + 1)
-			batches[i] = newBatch(t, seq, c.draw(rng, seq))
+			ids := c.draw(rng, false)
+			if c.holds && i >= width {
+				// Half of the large table's rows come back from the batch
+				// just out of the window: the least recently used rows,
+				// which a policy that holds nothing evicts first, although
+				// the future batches look them up again.
+				for k := 0; k < len(ids[2]); k += 2 {
+					ids[2][k] = batches[i-width].ids[2][k]
+				}
+			}
+			batches[i] = newBatch(t, uint64(i+1), ids)
 		}
 		model := newResident(len(tables))
 		holds := newHoldCheck(c.past)
@@ -71,13 +81,14 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) cache.Cache) 
 
 	t.Run("NoFuture", func(t *testing.T) {
 		// A host may send no future window at all (a sequential graph),
-		// whatever window the policy would like.
+		// whatever window the policy would like. Batch 3 has a table
+		// without lookups.
 		p := connect(t)
 		configure(t, p, c.setup(t))
 		rng := rand.New(rand.NewPCG(5, 6))
 		model := newResident(len(tables))
 		for seq := uint64(1); seq <= 4; seq++ {
-			plan(t, p, newBatch(t, seq, c.draw(rng, seq)), c.capacity, model)
+			plan(t, p, newBatch(t, seq, c.draw(rng, seq == 3)), c.capacity, model)
 		}
 	})
 
@@ -145,11 +156,13 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) cache.Cache) 
 	})
 }
 
-// draw makes batch seq's IDs: a skewed mid-size table, a table smaller than
-// the capacity (empty in batch 5), and a large table where nearly every ID
-// is new. With windows to hold, each table gets at most capacity/(past+1+
-// future) lookups, so that every row of the window fits.
-func (c config) draw(rng *rand.Rand, seq uint64) [][]int64 {
+// draw makes a batch's IDs: a skewed mid-size table, a table smaller than
+// the capacity (without lookups when empty1 is set), and a large table
+// where nearly every ID is new. With windows to hold, each table gets at
+// most capacity/(past+1+future) lookups, so that every row of the window
+// fits. Batches drawn with the same empty1 have the same layout, as the
+// batches of one run and their future windows do.
+func (c config) draw(rng *rand.Rand, empty1 bool) [][]int64 {
 	n0, n1, n2 := 3*int(c.capacity), 50, 2*int(c.capacity)
 	if c.holds {
 		per := int(c.capacity) / (c.past + 1 + c.future)
@@ -160,8 +173,8 @@ func (c config) draw(rng *rand.Rand, seq uint64) [][]int64 {
 		uniform(rng, tables[1].Rows, n1),
 		uniform(rng, tables[2].Rows, n2),
 	}
-	if seq == 5 {
-		ids[1] = nil // a table without lookups in this batch
+	if empty1 {
+		ids[1] = nil
 	}
 	return ids
 }

@@ -85,3 +85,37 @@ func CheckTables(tables []plugin.Table) error {
 	}
 	return nil
 }
+
+// Future maps and checks the request's future windows: each is laid out
+// like the request's IDs (same TableOffsets), its IDs must name rows of
+// their tables, and the windows must follow the batch in sequence order.
+// It returns the windows' IDs, oldest first; call it after View.
+func Future(m *region.Mapper, tables []plugin.Table, req *cache.PlanRequest) ([][]int64, error) {
+	if len(req.Future) == 0 {
+		return nil, nil
+	}
+	n := req.TableOffsets[len(tables)]
+	out := make([][]int64, len(req.Future))
+	prev := req.Seq
+	for j, w := range req.Future {
+		if w.Seq <= prev {
+			return nil, fmt.Errorf("%w: batch %d: future window %d is batch %d, not after batch %d",
+				plugin.ErrInvalidRequest, req.Seq, j, w.Seq, prev)
+		}
+		prev = w.Seq
+		ids, err := shm.Int64s(m, w.IDs, n, fmt.Sprintf("future window %d (batch %d) ids", j, w.Seq))
+		if err != nil {
+			return nil, fmt.Errorf("batch %d: %w", req.Seq, err)
+		}
+		for t, tab := range tables {
+			for i := req.TableOffsets[t]; i < req.TableOffsets[t+1]; i++ {
+				if id := ids[i]; id < 0 || id >= tab.Rows {
+					return nil, fmt.Errorf("%w: batch %d: future batch %d: table %d: id %d at position %d outside [0, %d)",
+						plugin.ErrInvalidRequest, req.Seq, w.Seq, t, id, i, tab.Rows)
+				}
+			}
+		}
+		out[j] = ids
+	}
+	return out, nil
+}

@@ -1,0 +1,203 @@
+package lfu
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/flowrun/flowrun/plugins/internal/shmtest"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
+	t.Helper()
+	setup := plugin.Setup{Options: json.RawMessage(fmt.Sprintf(`{"capacity":%d,"future":2}`, capacity))}
+	for _, r := range rows {
+		setup.Tables = append(setup.Tables, plugin.Table{Rows: r, Dim: 4})
+	}
+	c := New()
+	if err := c.Configure(context.Background(), setup); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func plan(t *testing.T, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]int64) (*shmtest.Plan, *cache.PlanResult) {
+	t.Helper()
+	p := a.NewPlan(seq, ids)
+	res, err := c.Plan(context.Background(), p.Req)
+	if err != nil {
+		t.Fatalf("batch %d: %v", seq, err)
+	}
+	return p, res
+}
+
+func TestEvictsLeastFrequentThenLeastRecent(t *testing.T) {
+	c := configured(t, 3, 100)
+	a := shmtest.New(t, 1<<16)
+	// Row 1 is looked up three times, 2 and 3 once each (3 after 2).
+	plan(t, c, a, 1, []int64{1, 2, 1, 3, 1})
+	// 4 evicts 2: counts 1:3, 2:1, 3:1, and 2 was used before 3.
+	p, res := plan(t, c, a, 2, []int64{4})
+	if got := p.Victims(res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Table: 0, Row: 2, Slot: 1}}) {
+		t.Fatalf("victims %v, want row 2 from slot 1", got)
+	}
+	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{1}) {
+		t.Fatalf("slots %v", got)
+	}
+	// 3 and 4 now both count 1; 3 is older, so 5 evicts it, not 1.
+	p, res = plan(t, c, a, 3, []int64{5})
+	if got := p.Victims(res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Table: 0, Row: 3, Slot: 2}}) {
+		t.Fatalf("victims %v, want row 3 from slot 2", got)
+	}
+	// A batch of more distinct rows than slots keeps its hits and bypasses
+	// the excess.
+	p, res = plan(t, c, a, 4, []int64{1, 6, 7, 5, 4})
+	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{0, -1, -1, 2, 1}) {
+		t.Fatalf("slots %v", got)
+	}
+	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Hits: 3, Misses: 2}) {
+		t.Fatalf("batch 4 = %+v", res)
+	}
+}
+
+// reference is a slow, obviously correct LFU: counts since insertion, a
+// global clock per lookup, eviction by a scan for the smallest (count,
+// clock) among rows the batch does not use.
+type reference struct {
+	capacity    int
+	rowOf       []int64
+	count, last []int
+	clock       int
+}
+
+func (r *reference) plan(t int64, ids []int64) (slots []int64, hits []byte, victims []shmtest.Victim) {
+	slots = make([]int64, len(ids))
+	hits = make([]byte, len(ids))
+	find := func(row int64) int {
+		for s, x := range r.rowOf {
+			if x == row {
+				return s
+			}
+		}
+		return -1
+	}
+	used := map[int]bool{}
+	use := func(s int) { r.clock++; r.count[s]++; r.last[s] = r.clock; used[s] = true }
+	for i, id := range ids {
+		if s := find(id); s >= 0 {
+			use(s)
+			slots[i], hits[i] = int64(s), 1
+		}
+	}
+	for i, id := range ids {
+		if hits[i] == 1 {
+			continue
+		}
+		if s := find(id); s >= 0 {
+			use(s)
+			slots[i] = int64(s)
+			continue
+		}
+		s := -1
+		if len(r.rowOf) < r.capacity {
+			r.rowOf = append(r.rowOf, id)
+			r.count = append(r.count, 0)
+			r.last = append(r.last, 0)
+			s = len(r.rowOf) - 1
+		} else {
+			for c := range r.rowOf {
+				if used[c] {
+					continue
+				}
+				if s < 0 || r.count[c] < r.count[s] || (r.count[c] == r.count[s] && r.last[c] < r.last[s]) {
+					s = c
+				}
+			}
+			if s < 0 {
+				r.clock++ // the real policy ticks for every missed lookup
+				slots[i] = -1
+				continue
+			}
+			victims = append(victims, shmtest.Victim{Table: t, Row: r.rowOf[s], Slot: int64(s)})
+			r.rowOf[s] = id
+			r.count[s] = 0
+		}
+		use(s)
+		slots[i] = int64(s)
+	}
+	return slots, hits, victims
+}
+
+func TestMatchesReference(t *testing.T) {
+	const capacity, rows, batches = 16, 64, 200
+	rng := rand.New(rand.NewPCG(1, 2))
+	c := configured(t, capacity, rows, 8)
+	refs := []*reference{{capacity: capacity}, {capacity: 8}}
+	for seq := range uint64(batches) {
+		a := shmtest.New(t, 1<<14)
+		ids := make([][]int64, len(refs))
+		for tab := range ids {
+			r := rows
+			if tab == 1 {
+				r = 8
+			}
+			for range rng.IntN(24) {
+				ids[tab] = append(ids[tab], int64(rng.IntN(rng.IntN(r)+1)))
+			}
+		}
+		p, res := plan(t, c, a, seq, ids...)
+		var want []shmtest.Victim
+		for tab, r := range refs {
+			// The policy's clock is global over tables; the reference's per
+			// table. Only the order of stamps matters, which both keep.
+			slots, hits, victims := r.plan(int64(tab), ids[tab])
+			if got := p.Slots(tab); !reflect.DeepEqual(got, slots) {
+				t.Fatalf("batch %d table %d: slots %v, want %v (ids %v)", seq, tab, got, slots, ids[tab])
+			}
+			if got := p.Hits(tab); !reflect.DeepEqual(got, hits) {
+				t.Fatalf("batch %d table %d: hits %v, want %v", seq, tab, got, hits)
+			}
+			want = append(want, victims...)
+		}
+		if got := p.Victims(res.Victims); len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {
+			t.Fatalf("batch %d: victims %v, want %v", seq, got, want)
+		}
+	}
+}
+
+func TestConfigure(t *testing.T) {
+	ctx := context.Background()
+	tables := []plugin.Table{{Rows: 10, Dim: 2}}
+	for _, opts := range []string{``, `{}`, `{"capacity":0}`, `{"capacity":2,"ways":4}`, `[1]`} {
+		err := New().Configure(ctx, plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
+		if !errors.Is(err, plugin.ErrInvalidConfig) {
+			t.Errorf("options %q: %v, want ErrInvalidConfig", opts, err)
+		}
+	}
+	info, err := New().Info(ctx)
+	if err != nil || info.Name != Name || info.Kind != plugin.KindCache || len(info.Config) == 0 {
+		t.Errorf("info = %+v, %v", info, err)
+	}
+}
+
+func TestBadRequestLeavesStateUnchanged(t *testing.T) {
+	ctx := context.Background()
+	a := shmtest.New(t, 1<<14)
+	if _, err := New().Plan(ctx, a.NewPlan(1, [][]int64{{1}}).Req); !errors.Is(err, plugin.ErrNotConfigured) {
+		t.Fatalf("before configure: %v", err)
+	}
+	c := configured(t, 2, 10, 10)
+	plan(t, c, a, 1, []int64{1, 2}, nil)
+	if _, err := c.Plan(ctx, a.NewPlan(2, [][]int64{{3, 4}, {10}}).Req); !errors.Is(err, plugin.ErrInvalidRequest) {
+		t.Fatalf("bad row: %v", err)
+	}
+	if _, res := plan(t, c, a, 2, []int64{1, 2}, nil); res.Tables[0].Hits != 2 {
+		t.Fatalf("state changed by a rejected batch: %+v", res.Tables[0])
+	}
+}

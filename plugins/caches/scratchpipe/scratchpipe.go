@@ -1,0 +1,317 @@
+// Package scratchpipe is ScratchPipe's [Plan] controller (Sec. IV-C, IV-D,
+// Algorithm 1): the GPU scratchpad's Hit-Map and Hold mask, which make
+// every lookup of a batch hit in Storage by the time the batch trains, and
+// keep the pipelined batches around it from reading or evicting each
+// other's rows.
+//
+// Per table:
+//
+//   - HitMap maps a row to its Storage slot. It is updated here, at plan
+//     time; Storage itself (the rows, on the "gpu" device) lives in the host
+//     and changes only when the batch reaches [Insert]. The Hit-Map
+//     therefore runs ahead of Storage by the depth of the pipeline, which is
+//     what lets a batch see the cache as it will be when it trains.
+//   - HoldMask has one bitmask per slot over past_window+1+future_window
+//     batches. Bit past_window is the batch being planned, the bits below it
+//     the past batches, the bits above it the future ones. Step B shifts
+//     every mask right by one per planned batch; Step C sets the current
+//     bit of every slot the batch hits or fills. Before Step C, the slots of
+//     rows that the request's future batches look up and that are already
+//     cached get the bit of that future batch, so the current batch cannot
+//     evict a row one of them is about to read from the host (RAW hazard 4).
+//   - A slot is a victim candidate only while its mask is 0: none of the
+//     past_window batches before it (still between [Collect] and the end of
+//     [Train]: RAW hazards 2 and 3), the current batch or the future window
+//     uses it. Among candidates the victim is chosen by LRU (default), LFU
+//     (ties by LRU) or at random (seeded from the run's seed).
+//
+// A miss with no candidate left is not bypassed: ScratchPipe's scratchpad
+// must always hit, and a too-small one is a configuration error (the host
+// rejects it up front from the worst case of the window). The policy checks
+// every table of a batch before changing anything, and answers an error
+// wrapping plugin.ErrInvalidRequest that names the batch, the table and the
+// capacity the table would need; its state is then as before the request.
+package scratchpipe
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+
+	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
+	"github.com/flowrun/flowrun/plugins/caches/internal/slotheap"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+// Name is the policy's plugin name (builtin:scratchpipe).
+const Name = "scratchpipe"
+
+// Version is this plugin's version.
+const Version = "0.1.0"
+
+// table is one table's scratchpad controller.
+type table struct {
+	HitMap   map[int64]int32
+	HoldMask []uint64
+	// rowOf is the row each slot will hold once every planned batch has
+	// inserted (the Hit-Map's inverse).
+	rowOf []int64
+	// last is the clock of a slot's latest lookup, count its lookups since
+	// its row was inserted: the LRU and LFU keys.
+	last, count []uint64
+	filled      int32 // slots [0, filled) have held a row
+	victims     victimSet
+
+	// Scratch for the capacity check: the check that last counted a slot,
+	// and the rows a batch misses.
+	checked []uint64
+	missing map[int64]struct{}
+}
+
+func newTable(capacity int32, victim string, rng *rand.Rand) *table {
+	tb := &table{
+		HitMap:   make(map[int64]int32, capacity),
+		HoldMask: make([]uint64, capacity),
+		rowOf:    make([]int64, capacity),
+		last:     make([]uint64, capacity),
+		count:    make([]uint64, capacity),
+		checked:  make([]uint64, capacity),
+		missing:  map[int64]struct{}{},
+	}
+	switch victim {
+	case VictimLFU:
+		tb.victims = &keyedVictims{heap: slotheap.New(capacity), key: func(s int32) slotheap.Key {
+			return slotheap.Key{Major: tb.count[s], Minor: tb.last[s]}
+		}}
+	case VictimRandom:
+		tb.victims = newRandomVictims(capacity, rng)
+	default:
+		tb.victims = &keyedVictims{heap: slotheap.New(capacity), key: func(s int32) slotheap.Key {
+			return slotheap.Key{Major: tb.last[s]}
+		}}
+	}
+	return tb
+}
+
+// hold sets bit of slot s's mask, taking s out of the victim candidates.
+func (tb *table) hold(s int32, bit int) {
+	if tb.HoldMask[s] == 0 {
+		tb.victims.Remove(s)
+	}
+	tb.HoldMask[s] |= 1 << bit
+}
+
+// advance is Algorithm 1's Step B: every mask moves one batch into the
+// past; a slot whose mask reaches 0 becomes a victim candidate.
+func (tb *table) advance() {
+	for s := range tb.filled {
+		if m := tb.HoldMask[s]; m != 0 {
+			m >>= 1
+			tb.HoldMask[s] = m
+			if m == 0 {
+				tb.victims.Add(s)
+			}
+		}
+	}
+}
+
+type policy struct {
+	mu           sync.Mutex
+	mapper       region.Mapper
+	setup        []plugin.Table
+	tables       []*table // nil until Configure
+	past, future int
+	clock        uint64
+	checks       uint64
+}
+
+// New returns a ScratchPipe policy; Configure gives it its capacity and
+// windows.
+func New() cache.Cache { return &policy{} }
+
+func (p *policy) Info(context.Context) (plugin.Info, error) {
+	return plugin.Info{
+		Kind:        plugin.KindCache,
+		Name:        Name,
+		Version:     Version,
+		APIVersion:  plugin.APIVersion,
+		Description: "ScratchPipe's scratchpad controller: Hit-Map updated at plan time, Hold mask over the past and future windows (Algorithm 1), victims among un-held slots by LRU, LFU or random; never bypasses",
+		Config:      fields(),
+	}, nil
+}
+
+func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
+	cfg := defaultConfig()
+	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
+		return err
+	}
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if err := planreq.CheckTables(setup.Tables); err != nil {
+		return err
+	}
+	tables := make([]*table, len(setup.Tables))
+	for t, tab := range setup.Tables {
+		c := min(cfg.Capacity, tab.Rows)
+		if c > math.MaxInt32 {
+			return fmt.Errorf("%w: capacity: %d rows for table %d exceeds %d", plugin.ErrInvalidConfig, c, t, math.MaxInt32)
+		}
+		tables[t] = newTable(int32(c), cfg.Victim, rand.New(rand.NewPCG(setup.Seed, uint64(t))))
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setup = append([]plugin.Table{}, setup.Tables...)
+	p.tables = tables
+	p.past, p.future = cfg.Windows()
+	p.clock, p.checks = 0, 0
+	return nil
+}
+
+func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tables == nil {
+		return nil, plugin.ErrNotConfigured
+	}
+	b, err := planreq.View(&p.mapper, p.setup, req)
+	if err != nil {
+		return nil, fmt.Errorf("scratchpipe: %w", err)
+	}
+	future, err := planreq.Future(&p.mapper, p.setup, req)
+	if err != nil {
+		return nil, fmt.Errorf("scratchpipe: %w", err)
+	}
+	future = future[:min(len(future), p.future)]
+	// Step A: the batch enters [Plan]. First make sure every table can
+	// place it, so that a refusal changes nothing.
+	for t := range p.tables {
+		if err := p.check(req.Seq, t, b, future); err != nil {
+			return nil, err
+		}
+	}
+	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(p.tables))}
+	for t, tb := range p.tables {
+		lo, hi := b.Table(t)
+		st := &res.Tables[t]
+		// Step B.
+		tb.advance()
+		// Hold the cached rows of the future window, each under its
+		// batch's bit, before any miss of this batch picks a victim.
+		for j, ids := range future {
+			for _, row := range ids[lo:hi] {
+				if s, ok := tb.HitMap[row]; ok {
+					tb.hold(s, p.past+1+j)
+				}
+			}
+		}
+		// Step C, hits first: a hit's slot is held before any miss of this
+		// batch chooses a victim.
+		for i := lo; i < hi; i++ {
+			s, ok := tb.HitMap[b.IDs[i]]
+			if !ok {
+				b.Hits[i] = 0
+				continue
+			}
+			tb.hold(s, p.past)
+			p.touch(tb, s)
+			b.Slots[i] = int64(s)
+			b.Hits[i] = 1
+			st.Hits++
+		}
+		// Step C, misses in request order: the Hit-Map gets the row now;
+		// Storage gets it at this batch's insert.
+		for i := lo; i < hi; i++ {
+			if b.Hits[i] == 1 {
+				continue
+			}
+			st.Misses++
+			row := b.IDs[i]
+			if s, ok := tb.HitMap[row]; ok { // placed earlier in this batch
+				p.touch(tb, s)
+				b.Slots[i] = int64(s)
+				continue
+			}
+			var s int32
+			if tb.filled < int32(len(tb.rowOf)) {
+				s = tb.filled
+				tb.filled++
+			} else {
+				v, ok := tb.victims.Pick()
+				if !ok { // check said it fits; a bug, not a request to refuse
+					return nil, fmt.Errorf("scratchpipe: batch %d table %d: no un-held slot after the capacity check passed", req.Seq, t)
+				}
+				s = v
+				old := tb.rowOf[s]
+				delete(tb.HitMap, old)
+				w := b.Victims[3*res.Victims : 3*res.Victims+3]
+				w[0], w[1], w[2] = int64(t), old, int64(s)
+				res.Victims++
+				st.Evictions++
+			}
+			tb.rowOf[s] = row
+			tb.HitMap[row] = s
+			tb.count[s] = 0
+			tb.hold(s, p.past)
+			p.touch(tb, s)
+			b.Slots[i] = int64(s)
+		}
+	}
+	return res, nil
+}
+
+// touch records a lookup of slot s (held, so not among the candidates).
+func (p *policy) touch(tb *table, s int32) {
+	p.clock++
+	tb.last[s] = p.clock
+	tb.count[s]++
+}
+
+// check reports, without changing the policy's state, whether table t can
+// place every row batch b misses in a slot that is free or un-held once
+// Step B has run and the future window and b's hits are held.
+func (p *policy) check(seq uint64, t int, b *planreq.Batch, future [][]int64) error {
+	tb := p.tables[t]
+	capacity := int64(len(tb.rowOf))
+	// Slots whose mask is 0 or 1 are un-held after the shift.
+	var evictable int64
+	for s := range tb.filled {
+		if tb.HoldMask[s] <= 1 {
+			evictable++
+		}
+	}
+	p.checks++
+	mark := p.checks
+	held := func(row int64) bool {
+		s, ok := tb.HitMap[row]
+		if ok && tb.HoldMask[s] <= 1 && tb.checked[s] != mark {
+			tb.checked[s] = mark
+			evictable--
+		}
+		return ok
+	}
+	lo, hi := b.Table(t)
+	for _, ids := range future {
+		for _, row := range ids[lo:hi] {
+			held(row)
+		}
+	}
+	clear(tb.missing)
+	for _, row := range b.IDs[lo:hi] {
+		if !held(row) {
+			tb.missing[row] = struct{}{}
+		}
+	}
+	needed := int64(len(tb.missing))
+	free := capacity - int64(tb.filled)
+	if needed <= free+evictable {
+		return nil
+	}
+	inUse := int64(tb.filled) - evictable
+	return fmt.Errorf("%w: scratchpipe: batch %d, table %d: %d rows to place but only %d free or un-held slots of %d (%d are held by the past %d batches, this batch and the next %d); the scratchpad needs capacity ≥ %d rows for this table",
+		plugin.ErrInvalidRequest, seq, t, needed, free+evictable, capacity, inUse, p.past, len(future), inUse+needed)
+}

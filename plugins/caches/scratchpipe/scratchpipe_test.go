@@ -1,0 +1,413 @@
+package scratchpipe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flowrun/plugins/internal/shmtest"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+func configured(t *testing.T, options string, rows ...int64) cache.Cache {
+	t.Helper()
+	setup := plugin.Setup{Seed: 11, Options: json.RawMessage(options)}
+	for _, r := range rows {
+		setup.Tables = append(setup.Tables, plugin.Table{Rows: r, Dim: 4})
+	}
+	c := New()
+	if err := c.Configure(context.Background(), setup); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// run plans batches[i] with the next future of them as its future window,
+// one table per batch, and returns every plan.
+type step struct {
+	p   *shmtest.Plan
+	res *cache.PlanResult
+	err error
+}
+
+func planAll(t *testing.T, c cache.Cache, future int, batches [][]int64) []step {
+	t.Helper()
+	a := shmtest.New(t, 1<<20)
+	plans := make([]*shmtest.Plan, len(batches))
+	for i, ids := range batches {
+		plans[i] = a.NewPlan(uint64(i), [][]int64{ids})
+	}
+	var out []step
+	for i, p := range plans {
+		for _, next := range plans[i+1 : min(len(plans), i+1+future)] {
+			p.Req.Future = append(p.Req.Future, cache.Window{Seq: next.Req.Seq, IDs: next.Req.IDs})
+		}
+		res, err := c.Plan(context.Background(), p.Req)
+		out = append(out, step{p, res, err})
+		if err != nil {
+			break
+		}
+	}
+	return out
+}
+
+// A slot a batch uses stays held for past_window more batches, and becomes
+// the LRU victim right after.
+func TestPastWindowHoldsSlots(t *testing.T) {
+	c := configured(t, `{"capacity":4,"past_window":2,"future_window":0}`, 100)
+	steps := planAll(t, c, 0, [][]int64{
+		{1}, {2}, {3}, {4}, // fill the four slots
+		{5}, // 1 (batch 0) is out of the window: evicted
+		{6}, // 2 (batch 1) next
+	})
+	for i, s := range steps {
+		if s.err != nil {
+			t.Fatalf("batch %d: %v", i, s.err)
+		}
+	}
+	if got := steps[4].p.Victims(steps[4].res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 1, Slot: 0}}) {
+		t.Fatalf("batch 4 victims %v, want row 1 from slot 0", got)
+	}
+	if got := steps[5].p.Victims(steps[5].res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 2, Slot: 1}}) {
+		t.Fatalf("batch 5 victims %v, want row 2 from slot 1", got)
+	}
+
+	// With past window 2 and capacity 3, batches 1 and 2 hold two slots:
+	// batch 3 has two rows to place and one slot for them: refused.
+	c = configured(t, `{"capacity":3,"past_window":2,"future_window":0}`, 100)
+	steps = planAll(t, c, 0, [][]int64{{1}, {2}, {3}, {4, 5}})
+	last := steps[len(steps)-1]
+	if !errors.Is(last.err, plugin.ErrInvalidRequest) {
+		t.Fatalf("batch 3: err %v, want ErrInvalidRequest", last.err)
+	}
+	for _, want := range []string{"batch 3", "table 0", "capacity ≥ 4"} {
+		if !strings.Contains(last.err.Error(), want) {
+			t.Errorf("error %q does not mention %q", last.err, want)
+		}
+	}
+}
+
+// A cached row that a future batch looks up is not evicted, even when it
+// is the least recently used.
+func TestFutureWindowHoldsRows(t *testing.T) {
+	c := configured(t, `{"capacity":3,"past_window":0,"future_window":2}`, 100)
+	// Future windows have the batch's layout: pad with duplicates.
+	steps := planAll(t, c, 2, [][]int64{
+		{1, 2, 3},
+		{4, 4, 4}, // 1 is the LRU row, but batch 3 looks it up: 2 goes
+		{5, 5, 5}, // 3 next (1 is still held by batch 3)
+		{1, 1, 1},
+	})
+	want := [][]shmtest.Victim{nil, {{Row: 2, Slot: 1}}, {{Row: 3, Slot: 2}}, nil}
+	for i, s := range steps {
+		if s.err != nil {
+			t.Fatalf("batch %d: %v", i, s.err)
+		}
+		if got := s.p.Victims(s.res.Victims); len(got)+len(want[i]) > 0 && !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("batch %d victims %v, want %v", i, got, want[i])
+		}
+	}
+	if got := steps[3].p.Hits(0); !reflect.DeepEqual(got, []byte{1, 1, 1}) {
+		t.Errorf("batch 3 hits %v: row 1 was held for it", got)
+	}
+
+	// Without the future window, LRU evicts row 1 at batch 1.
+	c = configured(t, `{"capacity":3,"past_window":0,"future_window":0}`, 100)
+	steps = planAll(t, c, 2, [][]int64{{1, 2, 3}, {4, 4, 4}})
+	if got := steps[1].p.Victims(steps[1].res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 1, Slot: 0}}) {
+		t.Errorf("window 0: victims %v, want row 1", got)
+	}
+}
+
+// A refused batch changes nothing: the next one is planned as if it had
+// never been asked.
+func TestRefusalLeavesStateUnchanged(t *testing.T) {
+	opts := `{"capacity":4,"past_window":1,"future_window":0}`
+	a := shmtest.New(t, 1<<16)
+	plan := func(c cache.Cache, seq uint64, ids []int64) (*shmtest.Plan, *cache.PlanResult, error) {
+		p := a.NewPlan(seq, [][]int64{ids})
+		res, err := c.Plan(context.Background(), p.Req)
+		return p, res, err
+	}
+	c, ref := configured(t, opts, 100), configured(t, opts, 100)
+	for seq, ids := range [][]int64{{1, 2}, {3}} {
+		plan(c, uint64(seq), ids)
+		plan(ref, uint64(seq), ids)
+	}
+	// Batch 2 needs 4 new slots; 3 (batch 1) is held, so 3 are available.
+	if _, _, err := plan(c, 2, []int64{5, 6, 7, 8}); !errors.Is(err, plugin.ErrInvalidRequest) {
+		t.Fatalf("too many rows: %v", err)
+	}
+	p1, r1, err1 := plan(c, 2, []int64{5, 6})
+	p2, r2, err2 := plan(ref, 2, []int64{5, 6})
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if !reflect.DeepEqual(p1.Slots(0), p2.Slots(0)) || !reflect.DeepEqual(p1.Victims(r1.Victims), p2.Victims(r2.Victims)) {
+		t.Fatalf("after a refusal: slots %v victims %v; never refused: slots %v victims %v",
+			p1.Slots(0), p1.Victims(r1.Victims), p2.Slots(0), p2.Victims(r2.Victims))
+	}
+}
+
+// reference is a slow model of the controller written from the paper's
+// words rather than its bit tricks: a slot is held when one of the past
+// batches of the window or the current batch uses it, or when it caches a
+// row one of the future batches looks up; victims are the least recently
+// used of the others.
+type reference struct {
+	capacity     int
+	past, future int
+	rowOf        []int64
+	last         []int
+	clock        int
+	used         []map[int]bool // per planned batch
+}
+
+func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []byte, victims []shmtest.Victim, err error) {
+	find := func(row int64) int {
+		for s, x := range r.rowOf {
+			if x == row {
+				return s
+			}
+		}
+		return -1
+	}
+	held := map[int]bool{}
+	for k := 1; k <= r.past && k <= len(r.used); k++ {
+		for s := range r.used[len(r.used)-k] {
+			held[s] = true
+		}
+	}
+	for _, f := range future[:min(len(future), r.future)] {
+		for _, row := range f {
+			if s := find(row); s >= 0 {
+				held[s] = true
+			}
+		}
+	}
+	used := map[int]bool{}
+	slots = make([]int64, len(ids))
+	hits = make([]byte, len(ids))
+	touch := func(s int) { r.clock++; r.last[s] = r.clock; used[s] = true; held[s] = true }
+	for i, id := range ids {
+		if s := find(id); s >= 0 {
+			touch(s)
+			slots[i], hits[i] = int64(s), 1
+		}
+	}
+	for i, id := range ids {
+		if hits[i] == 1 {
+			continue
+		}
+		if s := find(id); s >= 0 {
+			touch(s)
+			slots[i] = int64(s)
+			continue
+		}
+		s := -1
+		if len(r.rowOf) < r.capacity {
+			r.rowOf = append(r.rowOf, id)
+			r.last = append(r.last, 0)
+			s = len(r.rowOf) - 1
+		} else {
+			for c := range r.rowOf {
+				if !held[c] && (s < 0 || r.last[c] < r.last[s]) {
+					s = c
+				}
+			}
+			if s < 0 {
+				return nil, nil, nil, fmt.Errorf("no slot")
+			}
+			victims = append(victims, shmtest.Victim{Row: r.rowOf[s], Slot: int64(s)})
+			r.rowOf[s] = id
+		}
+		touch(s)
+		slots[i] = int64(s)
+	}
+	r.used = append(r.used, used)
+	return slots, hits, victims, nil
+}
+
+func TestMatchesReference(t *testing.T) {
+	for _, w := range [][2]int{{3, 2}, {0, 0}, {1, 3}, {5, 0}} {
+		t.Run(fmt.Sprintf("past%d-future%d", w[0], w[1]), func(t *testing.T) {
+			const capacity, rows, batches = 48, 200, 150
+			rng := rand.New(rand.NewPCG(uint64(w[0]), uint64(w[1])))
+			per := capacity / (w[0] + 1 + w[1])
+			all := make([][]int64, batches)
+			for i := range all {
+				for range per {
+					all[i] = append(all[i], int64(rng.IntN(rng.IntN(rows)+1)))
+				}
+			}
+			c := configured(t, fmt.Sprintf(`{"capacity":%d,"past_window":%d,"future_window":%d}`, capacity, w[0], w[1]), rows)
+			steps := planAll(t, c, w[1], all)
+			ref := &reference{capacity: capacity, past: w[0], future: w[1]}
+			var evictions int
+			for i, s := range steps {
+				if s.err != nil {
+					t.Fatalf("batch %d: %v", i, s.err)
+				}
+				slots, hits, victims, err := ref.plan(all[i], all[i+1:min(batches, i+1+w[1])])
+				if err != nil {
+					t.Fatalf("batch %d: reference: %v", i, err)
+				}
+				if got := s.p.Slots(0); !reflect.DeepEqual(got, slots) {
+					t.Fatalf("batch %d: slots %v, want %v (ids %v)", i, got, slots, all[i])
+				}
+				if got := s.p.Hits(0); !reflect.DeepEqual(got, hits) {
+					t.Fatalf("batch %d: hits %v, want %v", i, got, hits)
+				}
+				if got := s.p.Victims(s.res.Victims); len(got)+len(victims) > 0 && !reflect.DeepEqual(got, victims) {
+					t.Fatalf("batch %d: victims %v, want %v", i, got, victims)
+				}
+				evictions += len(victims)
+			}
+			if evictions == 0 {
+				t.Fatal("no evictions: the test does not exercise the Hold mask")
+			}
+		})
+	}
+}
+
+// Random victims are a function of the run's seed.
+func TestRandomVictimsFollowSeed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	all := make([][]int64, 60)
+	for i := range all {
+		for range 8 {
+			all[i] = append(all[i], rng.Int64N(1000))
+		}
+	}
+	victims := func(seed uint64) []shmtest.Victim {
+		setup := plugin.Setup{Seed: seed, Tables: []plugin.Table{{Rows: 1000, Dim: 4}},
+			Options: json.RawMessage(`{"capacity":48,"victim":"random"}`)}
+		c := New()
+		if err := c.Configure(context.Background(), setup); err != nil {
+			t.Fatal(err)
+		}
+		var out []shmtest.Victim
+		for i, s := range planAll(t, c, 2, all) {
+			if s.err != nil {
+				t.Fatalf("batch %d: %v", i, s.err)
+			}
+			out = append(out, s.p.Victims(s.res.Victims)...)
+		}
+		return out
+	}
+	a, b, other := victims(1), victims(1), victims(2)
+	if len(a) == 0 || !reflect.DeepEqual(a, b) {
+		t.Fatalf("same seed, different victims: %v vs %v", a, b)
+	}
+	if reflect.DeepEqual(a, other) {
+		t.Fatalf("seeds 1 and 2 chose the same %d victims", len(a))
+	}
+}
+
+// LFU victims: the un-held slot with the fewest lookups since insertion.
+func TestLFUVictim(t *testing.T) {
+	c := configured(t, `{"capacity":3,"past_window":0,"future_window":0,"victim":"lfu"}`, 100)
+	steps := planAll(t, c, 0, [][]int64{{1, 1, 2, 3, 3}, {4}})
+	if got := steps[1].p.Victims(steps[1].res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 2, Slot: 1}}) {
+		t.Fatalf("victims %v, want row 2 (one lookup)", got)
+	}
+}
+
+func TestConfigure(t *testing.T) {
+	ctx := context.Background()
+	tables := []plugin.Table{{Rows: 10, Dim: 2}}
+	for _, opts := range []string{
+		``, `{"capacity":0}`, `{"capacity":4,"victim":"mru"}`, `{"capacity":4,"past_window":-1}`,
+		`{"capacity":4,"past_window":40,"future_window":30}`, `{"capacity":4,"future":1,"future_window":2}`,
+		`{"capacity":4,"ways":2}`,
+	} {
+		err := New().Configure(ctx, plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
+		if !errors.Is(err, plugin.ErrInvalidConfig) {
+			t.Errorf("options %q: %v, want ErrInvalidConfig", opts, err)
+		}
+	}
+	windows := func(opts string) [2]int {
+		var cfg Config
+		if err := plugin.DecodeOptions(json.RawMessage(opts), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		p, f := cfg.Windows()
+		return [2]int{p, f}
+	}
+	for opts, want := range map[string][2]int{
+		`{"capacity":4}`:                                   {3, 2},
+		`{"capacity":4,"past":5,"future":4}`:               {5, 4},
+		`{"capacity":4,"past":5,"future_window":1}`:        {5, 1},
+		`{"capacity":4,"past_window":0,"future":3}`:        {0, 3},
+		`{"capacity":4,"past_window":0,"future_window":0}`: {0, 0},
+	} {
+		if got := windows(opts); got != want {
+			t.Errorf("%s: windows %v, want %v", opts, got, want)
+		}
+	}
+	info, err := New().Info(ctx)
+	if err != nil || info.Name != Name || info.Kind != plugin.KindCache || len(info.Config) == 0 {
+		t.Errorf("info = %+v, %v", info, err)
+	}
+}
+
+func TestBadFutureWindowIsRefused(t *testing.T) {
+	c := configured(t, `{"capacity":4}`, 10)
+	a := shmtest.New(t, 1<<14)
+	p := a.NewPlan(5, [][]int64{{1, 2}})
+	next := a.NewPlan(6, [][]int64{{3, 12}})
+	p.Req.Future = []cache.Window{{Seq: 6, IDs: next.Req.IDs}}
+	if _, err := c.Plan(context.Background(), p.Req); !errors.Is(err, plugin.ErrInvalidRequest) {
+		t.Fatalf("row outside the table in a future batch: %v", err)
+	}
+	p.Req.Future = []cache.Window{{Seq: 5, IDs: p.Req.IDs}}
+	if _, err := c.Plan(context.Background(), p.Req); !errors.Is(err, plugin.ErrInvalidRequest) {
+		t.Fatalf("future batch not after the current one: %v", err)
+	}
+}
+
+func BenchmarkPlan(b *testing.B) {
+	const n, capacity = 4096, 1 << 16
+	setup := plugin.Setup{Tables: []plugin.Table{{Rows: 1 << 20, Dim: 4}}, Options: json.RawMessage(fmt.Sprintf(`{"capacity":%d}`, capacity))}
+	c := New()
+	if err := c.Configure(context.Background(), setup); err != nil {
+		b.Fatal(err)
+	}
+	a := shmtest.New(b, 1<<22)
+	rng := rand.New(rand.NewPCG(3, 4))
+	const window = 3
+	plans := make([]*shmtest.Plan, window)
+	for i := range plans {
+		plans[i] = a.NewPlan(0, [][]int64{make([]int64, n)})
+	}
+	fill := func(p *shmtest.Plan) {
+		ids := region.Int64s(a.Bytes(p.Req.IDs))
+		for j := range ids {
+			ids[j] = int64(rng.IntN(1 << 17))
+		}
+	}
+	for _, p := range plans {
+		fill(p)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		p := plans[i%window]
+		p.Req.Seq = uint64(i)
+		p.Req.Future = nil
+		for j := 1; j < window; j++ {
+			f := plans[(i+j)%window]
+			p.Req.Future = append(p.Req.Future, cache.Window{Seq: uint64(i + j), IDs: f.Req.IDs})
+		}
+		if _, err := c.Plan(context.Background(), p.Req); err != nil {
+			b.Fatal(err)
+		}
+		fill(p)
+	}
+}
