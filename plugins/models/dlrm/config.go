@@ -13,7 +13,8 @@ import (
 type Config struct {
 	// Preset names the MLP shapes of one of the papers' models (see
 	// presets.go and the README's table). An explicit BottomMLP or TopMLP
-	// replaces that half of the preset.
+	// replaces that half of the preset; with both given, Preset may be
+	// empty.
 	Preset string `json:"preset"`
 	// BottomMLP lists the widths of the bottom MLP's layers, first to last
 	// (the input, the run's dense features, is not listed). Its last width
@@ -63,7 +64,10 @@ func (c Config) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{plugin.ErrInvalidConfig}, args...)...))
 	}
-	if _, ok := lookupPreset(c.Preset); !ok {
+	switch _, ok := lookupPreset(c.Preset); {
+	case c.Preset == "" && (c.BottomMLP == nil || c.TopMLP == nil):
+		bad("preset: empty: name a preset (%s) or give both bottom_mlp and top_mlp", strings.Join(presetNames(), ", "))
+	case c.Preset != "" && !ok:
 		bad("preset: unknown preset %q (want one of %s)", c.Preset, strings.Join(presetNames(), ", "))
 	}
 	checkWidths := func(key string, widths []int) {

@@ -163,8 +163,8 @@ func initParams(seed uint64, layers []*layer) {
 	}
 }
 
-// workspace holds one batch size's activations and gradients, kept between
-// steps so that a run allocates them once.
+// workspace holds the activations and gradients of batches up to a size,
+// kept between steps so that a run allocates them once.
 type workspace struct {
 	batch int
 	// bottom[l] and top[l] are layer l's outputs [B][out]; r is the
@@ -177,7 +177,9 @@ type workspace struct {
 }
 
 func (m *dlrm) workspace(B int) *workspace {
-	if m.ws.batch == B {
+	// A workspace made for a larger batch serves a smaller one: every
+	// access is bounded by the step's batch size.
+	if m.ws.batch >= B {
 		return &m.ws
 	}
 	ws := workspace{batch: B}

@@ -425,6 +425,11 @@ func TestPresets(t *testing.T) {
 	if len(m.bottom) != 1 || m.top[0].out != 256 {
 		t.Errorf("rm1 with bottom_mlp [16]: bottom %d layers, top starts at %d", len(m.bottom), m.top[0].out)
 	}
+	// Both halves given: no preset needed.
+	m = configured(t, shape{tables: 2, dim: 4, dense: 3, batch: 1}, 1, `{"preset": "", "bottom_mlp": [4], "top_mlp": [1]}`)
+	if len(m.bottom) != 1 || len(m.top) != 1 || m.top[0].in != 4+3 {
+		t.Errorf("explicit MLPs without a preset: %d bottom layers, %d top layers", len(m.bottom), len(m.top))
+	}
 }
 
 func TestDimMismatchNamesBothFigures(t *testing.T) {
@@ -455,6 +460,7 @@ func TestRejects(t *testing.T) {
 		`{"preset": "rm9"}`, `{"bottom_mlp": []}`, `{"bottom_mlp": [0, 3]}`, `{"top_mlp": [4, 2]}`,
 		`{"top_mlp": [-1, 1]}`, `{"interaction": "cat"}`, `{"optimizer": "adam"}`, `{"learning_rate": 0}`,
 		`{"learning_rate": -0.1}`, `{"epsilon": 0}`, `{"momentum": 0.9}`, `{"bottom_mlp": "64-3"}`,
+		`{"bottom_mlp": [5.5, 3]}`, `{"preset": ""}`, `{"preset": "", "bottom_mlp": [5, 3]}`,
 	} {
 		err := New().Configure(ctx, tiny.setup(1, opts))
 		if !errors.Is(err, plugin.ErrInvalidConfig) {
@@ -632,5 +638,26 @@ func TestPooledGradMayAliasPooled(t *testing.T) {
 	runStep(t, configured(t, tiny, 1, tinyOpts), req)
 	if got := a.ReadFloat32s(req.Pooled); !slices.Equal(got, want) {
 		t.Fatalf("aliased PooledGrad %v, want %v", got, want)
+	}
+}
+
+// TestBatchSizes runs a smaller batch after a larger one (the workspace is
+// reused) and checks it matches a fresh model's result on that batch.
+func TestBatchSizes(t *testing.T) {
+	b := newTeacher(tiny, rand.New(rand.NewPCG(1, 1))).batch(tiny, rand.New(rand.NewPCG(2, 2)))
+	small := tiny
+	small.batch = 3
+	sb := batch{sh: small, dense: b.dense[:3*tiny.dense], labels: b.labels[:3]}
+	for t := range tiny.tables {
+		sb.pooled = append(sb.pooled, b.pooled[t*tiny.batch*tiny.dim:(t*tiny.batch+3)*tiny.dim]...)
+	}
+	a := shmtest.New(t, 1<<20)
+	m := configured(t, tiny, 1, tinyOpts)
+	runStep(t, m, b.request(a, false))
+	got := runStep(t, m, sb.request(a, true))
+	fresh := configured(t, tiny, 1, tinyOpts)
+	want := runStep(t, fresh, sb.request(a, true))
+	if got.Loss != want.Loss || got.FLOPs != want.FLOPs || !bytes.Equal(digest(t, m), digest(t, fresh)) {
+		t.Fatalf("batch 3 after batch 5: %+v, fresh: %+v (or the digests differ)", got, want)
 	}
 }
