@@ -13,8 +13,10 @@ import (
 	"github.com/flowrun/flowrun/framework/stages/plan"
 	"github.com/flowrun/flowrun/framework/stages/score"
 	"github.com/flowrun/flowrun/framework/stages/train"
+	"github.com/flowrun/flowrun/plugins/caches/lfu"
 	"github.com/flowrun/flowrun/plugins/caches/lru"
 	"github.com/flowrun/flowrun/plugins/caches/none"
+	"github.com/flowrun/flowrun/plugins/caches/scratchpipe"
 	"github.com/flowrun/flowrun/plugins/devices/cpudram"
 	"github.com/flowrun/flowrun/plugins/devices/hbm"
 	"github.com/flowrun/flowrun/plugins/kernels/cpu"
@@ -49,9 +51,11 @@ func stages() stage.Registry {
 func builtins() pluginhost.Builtins {
 	return pluginhost.Builtins{
 		Caches: map[string]func() cache.Cache{
-			"none":  none.New,
-			"lru":   lru.New,
-			"clock": clock.New,
+			"none":        none.New,
+			"lru":         lru.New,
+			"lfu":         lfu.New,
+			"scratchpipe": scratchpipe.New,
+			"clock":       clock.New,
 		},
 		Kernels: map[string]func() kernel.Kernel{
 			"cpu": cpu.New,
