@@ -17,6 +17,7 @@ import (
 	"github.com/flowrun/flowrun/plugins/caches/lru"
 	"github.com/flowrun/flowrun/plugins/caches/none"
 	"github.com/flowrun/flowrun/plugins/caches/scratchpipe"
+	"github.com/flowrun/flowrun/plugins/caches/static"
 	"github.com/flowrun/flowrun/plugins/devices/cpudram"
 	"github.com/flowrun/flowrun/plugins/devices/hbm"
 	"github.com/flowrun/flowrun/plugins/kernels/cpu"
@@ -55,6 +56,7 @@ func builtins() pluginhost.Builtins {
 			"lru":         lru.New,
 			"lfu":         lfu.New,
 			"scratchpipe": scratchpipe.New,
+			"static":      static.New,
 			"clock":       clock.New,
 		},
 		Kernels: map[string]func() kernel.Kernel{
