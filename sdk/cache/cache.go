@@ -30,13 +30,14 @@
 //     in PlanRequest.Future (fewer near the end of the run).
 //
 // The proviso is the policy's side of the contract. In a sequential graph
-// (one batch in flight) every policy meets it. In a pipelined graph, batch
-// b is planned while the Options.Past batches before it are still between
-// collect and the end of train, so a policy that is safe there must not
-// evict, at b, a slot one of those batches uses (ScratchPipe's RAW hazards
-// 2 and 3) nor a cached row one of b's Future batches looks up (RAW 4):
-// ScratchPipe's Hold mask. Policies that hold no window (LRU, LFU, ...) are
-// correct only in sequential graphs.
+// (one batch in flight) every policy meets it. In a pipelined graph, the
+// Options.Past batches before b may not have trained when b's collect reads
+// its victims, and b's insert writes its victims back to the host after the
+// collect of the Options.Future batches after it. A policy that is safe
+// there must not evict, at b, a slot one of those past batches uses
+// (ScratchPipe's RAW hazards 2 and 3) nor a cached row one of b's Future
+// batches looks up (RAW 4): ScratchPipe's Hold mask. Policies that hold no
+// window (LRU, LFU, ...) are correct only in sequential graphs.
 package cache
 
 import (
@@ -120,10 +121,11 @@ type Options struct {
 	// Capacity is the number of rows per table the cache may hold; the host
 	// fills it from the graph's cache.size and always sends it.
 	Capacity int64 `json:"capacity"`
-	// Past is how many batches planned before a batch may still be between
-	// collect and the end of train when it is planned: the pipeline's past
-	// window (ScratchPipe: 3, the distance from [Collect] to [Train]).
-	// The host sends it when it is not 0; 0 means a sequential graph.
+	// Past is how many batches before batch b may not have finished
+	// training when b's collect reads its victims from Storage: the
+	// pipeline's past window (ScratchPipe: 3, the distance from [Collect]
+	// to [Train]). The host sends it when it is not 0; 0 means a
+	// sequential graph.
 	Past int `json:"past,omitempty"`
 	// Future is how many future batches' IDs the host sends with every
 	// PlanRequest (ScratchPipe: 2, the distance from [Collect] to [Insert]).
