@@ -7,7 +7,9 @@
 // For every table and bag it sums the bag's rows (dim float32 each) into
 // out[table][bag][dim]; tables are split across threads. It prints one
 // JSON line with the median GB/s (row bytes read ÷ wall time) of the
-// repetitions.
+// repetitions, and gbps_cpu, the same bytes over the median CPU time per
+// thread: a figure that load from other processes barely moves (a
+// preempted thread's CPU clock stops), for comparing on a shared machine.
 //
 // Memory (--mem) is where the tables live: "shm" (a file under /dev/shm,
 // MAP_SHARED, as flowrun's regions are), "anon" (private anonymous); add
@@ -52,6 +54,14 @@ static double now(void) {
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+
+static double cpu_now(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double last_cpu; // CPU seconds of the last run, all threads
 
 static void *alloc(size_t bytes, int t) {
 	int thp = strstr(mem, "+thp") != NULL;
@@ -139,13 +149,16 @@ static void *worker(void *arg) {
 
 static double run(void) {
 	pthread_t th[64];
+	double c0 = cpu_now();
 	double t0 = now();
 	for (long w = 1; w < threads; w++)
 		pthread_create(&th[w], NULL, worker, (void *)w);
 	worker((void *)0);
 	for (long w = 1; w < threads; w++)
 		pthread_join(th[w], NULL);
-	return now() - t0;
+	double t = now() - t0;
+	last_cpu = cpu_now() - c0;
+	return t;
 }
 
 static int cmp(const void *a, const void *b) {
@@ -195,18 +208,23 @@ int main(int argc, char **argv) {
 	}
 	for (int i = 0; i < warmup; i++)
 		run();
-	double *secs = calloc(reps, sizeof *secs);
-	for (int i = 0; i < reps; i++)
+	double *secs = calloc(reps, sizeof *secs), *cpus = calloc(reps, sizeof *cpus);
+	for (int i = 0; i < reps; i++) {
 		secs[i] = run();
+		cpus[i] = last_cpu;
+	}
 	qsort(secs, reps, sizeof *secs, cmp);
+	qsort(cpus, reps, sizeof *cpus, cmp);
 	double med = reps % 2 ? secs[reps / 2] : (secs[reps / 2 - 1] + secs[reps / 2]) / 2;
+	double cpu = reps % 2 ? cpus[reps / 2] : (cpus[reps / 2 - 1] + cpus[reps / 2]) / 2;
 	double bytes = (double)tables * batch * lookups * dim * 4;
 	double check = 0;
 	for (long i = 0; i < (long)tables * batch * dim; i += 97)
 		check += out[i];
 	printf("{\"impl\":\"c-avx2\",\"op\":\"gather-reduce\",\"mem\":\"%s\",\"dist\":\"%s\",\"tables\":%d,\"rows\":%ld,\"dim\":%d,"
 	       "\"batch\":%d,\"lookups\":%d,\"threads\":%d,\"prefetch\":%d,\"reps\":%d,\"row_bytes\":%.0f,"
-	       "\"seconds\":%.6f,\"gbps\":%.3f,\"checksum\":%.3f}\n",
-	       mem, dist, tables, rows, dim, batch, lookups, threads, pf, reps, bytes, med, bytes / med / 1e9, check);
+	       "\"seconds\":%.6f,\"seconds_min\":%.6f,\"gbps\":%.3f,\"cpu_seconds\":%.6f,\"gbps_cpu\":%.3f,\"checksum\":%.3f}\n",
+	       mem, dist, tables, rows, dim, batch, lookups, threads, pf, reps, bytes, med, secs[0], bytes / med / 1e9,
+	       cpu, bytes / (cpu / threads) / 1e9, check);
 	return 0;
 }
