@@ -38,6 +38,11 @@ import (
 // which rows are touched, and the model digest covers the touched rows
 // (with their IDs) instead of every row.
 //
+// Memory is paid by the page: a touched row costs the 4 KiB page it lies
+// in, so rows touched at random across a table cost up to 4096/(4·Stride)
+// times their own bytes (8× at dim 128 with SGD). results.json reports both
+// figures: the regions' allocated blocks and touched rows × row bytes.
+//
 // Why sparse tmpfs files and not the alternatives:
 //   - A tmpfs file's size is not limited by the mount's size, only the
 //     pages written to it are (a 40 GiB file truncates fine on a 24 GiB
