@@ -13,6 +13,7 @@ import (
 	"github.com/flowrun/flowrun/framework/stages/plan"
 	"github.com/flowrun/flowrun/framework/stages/score"
 	"github.com/flowrun/flowrun/framework/stages/train"
+	"github.com/flowrun/flowrun/plugins/caches/belady"
 	"github.com/flowrun/flowrun/plugins/caches/lfu"
 	"github.com/flowrun/flowrun/plugins/caches/lru"
 	"github.com/flowrun/flowrun/plugins/caches/none"
@@ -57,6 +58,7 @@ func builtins() pluginhost.Builtins {
 			"lfu":         lfu.New,
 			"scratchpipe": scratchpipe.New,
 			"static":      static.New,
+			"belady":      belady.New,
 			"clock":       clock.New,
 		},
 		Kernels: map[string]func() kernel.Kernel{

@@ -1,0 +1,220 @@
+package belady
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/flowrun/flowrun/plugins/internal/shmtest"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
+	t.Helper()
+	setup := plugin.Setup{Options: json.RawMessage(fmt.Sprintf(`{"capacity":%d}`, capacity))}
+	for _, r := range rows {
+		setup.Tables = append(setup.Tables, plugin.Table{Rows: r, Dim: 4})
+	}
+	c := New()
+	if err := c.Configure(context.Background(), setup); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type step struct {
+	p   *shmtest.Plan
+	res *cache.PlanResult
+}
+
+// planAll plans one-table batches, each with the next horizon batches as
+// its future window.
+func planAll(t *testing.T, c cache.Cache, horizon int, batches [][]int64) []step {
+	t.Helper()
+	a := shmtest.New(t, 1<<20)
+	plans := make([]*shmtest.Plan, len(batches))
+	for i, ids := range batches {
+		plans[i] = a.NewPlan(uint64(i), [][]int64{ids})
+	}
+	var out []step
+	for i, p := range plans {
+		for _, next := range plans[i+1 : min(len(plans), i+1+horizon)] {
+			p.Req.Future = append(p.Req.Future, cache.Window{Seq: next.Req.Seq, IDs: next.Req.IDs})
+		}
+		res, err := c.Plan(context.Background(), p.Req)
+		if err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		out = append(out, step{p, res})
+	}
+	return out
+}
+
+func TestEvictsFarthestNextUse(t *testing.T) {
+	c := configured(t, 3, 100)
+	steps := planAll(t, c, 3, [][]int64{
+		{1, 2, 3},
+		{4, 4, 4}, // 1 is next used in batch 3, 2 in batch 2, 3 never: 3 goes (though 1 is older)
+		{2, 2, 2},
+		{1, 1, 1},
+		{5, 5, 5}, // 1, 2 and 4 never come back: the least recent, 4, goes
+	})
+	want := [][]shmtest.Victim{nil, {{Row: 3, Slot: 2}}, nil, nil, {{Row: 4, Slot: 2}}}
+	for i, s := range steps {
+		if got := s.p.Victims(s.res.Victims); len(got)+len(want[i]) > 0 && !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("batch %d: victims %v, want %v", i, got, want[i])
+		}
+	}
+}
+
+// reference is a slow, obviously correct model: next use by scanning the
+// window, eviction by a scan for the farthest next use, then the oldest
+// lookup, among rows the batch does not use.
+type reference struct {
+	capacity int
+	rowOf    []int64
+	last     []int
+	clock    int
+}
+
+func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []byte, victims []shmtest.Victim) {
+	find := func(row int64) int {
+		for s, x := range r.rowOf {
+			if x == row {
+				return s
+			}
+		}
+		return -1
+	}
+	next := func(row int64) int {
+		for j, f := range future {
+			for _, x := range f {
+				if x == row {
+					return j + 1
+				}
+			}
+		}
+		return math.MaxInt
+	}
+	used := map[int]bool{}
+	touch := func(s int) { r.clock++; r.last[s] = r.clock; used[s] = true }
+	slots, hits = make([]int64, len(ids)), make([]byte, len(ids))
+	for i, id := range ids {
+		if s := find(id); s >= 0 {
+			touch(s)
+			slots[i], hits[i] = int64(s), 1
+		}
+	}
+	for i, id := range ids {
+		if hits[i] == 1 {
+			continue
+		}
+		if s := find(id); s >= 0 {
+			touch(s)
+			slots[i] = int64(s)
+			continue
+		}
+		s := -1
+		if len(r.rowOf) < r.capacity {
+			r.rowOf = append(r.rowOf, id)
+			r.last = append(r.last, 0)
+			s = len(r.rowOf) - 1
+		} else {
+			for c := range r.rowOf {
+				if used[c] {
+					continue
+				}
+				nc, ns := next(r.rowOf[c]), 0
+				if s >= 0 {
+					ns = next(r.rowOf[s])
+				}
+				if s < 0 || nc > ns || (nc == ns && r.last[c] < r.last[s]) {
+					s = c
+				}
+			}
+			if s < 0 {
+				slots[i] = -1
+				continue
+			}
+			victims = append(victims, shmtest.Victim{Row: r.rowOf[s], Slot: int64(s)})
+			r.rowOf[s] = id
+		}
+		touch(s)
+		slots[i] = int64(s)
+	}
+	return slots, hits, victims
+}
+
+func TestMatchesReference(t *testing.T) {
+	for _, horizon := range []int{0, 2, 8} {
+		t.Run(fmt.Sprint("horizon", horizon), func(t *testing.T) {
+			const capacity, rows, batches, per = 16, 64, 150, 12
+			rng := rand.New(rand.NewPCG(uint64(horizon), 9))
+			all := make([][]int64, batches)
+			for i := range all {
+				for range per {
+					all[i] = append(all[i], int64(rng.IntN(rng.IntN(rows)+1)))
+				}
+			}
+			steps := planAll(t, configured(t, capacity, rows), horizon, all)
+			ref := &reference{capacity: capacity}
+			for i, s := range steps {
+				slots, hits, victims := ref.plan(all[i], all[i+1:min(batches, i+1+horizon)])
+				if got := s.p.Slots(0); !reflect.DeepEqual(got, slots) {
+					t.Fatalf("batch %d: slots %v, want %v (ids %v)", i, got, slots, all[i])
+				}
+				if got := s.p.Hits(0); !reflect.DeepEqual(got, hits) {
+					t.Fatalf("batch %d: hits %v, want %v", i, got, hits)
+				}
+				if got := s.p.Victims(s.res.Victims); len(got)+len(victims) > 0 && !reflect.DeepEqual(got, victims) {
+					t.Fatalf("batch %d: victims %v, want %v", i, got, victims)
+				}
+			}
+		})
+	}
+}
+
+// Seeing further ahead never costs hits here: with the whole run as its
+// window the policy beats itself without one (which is LRU).
+func TestHorizonRaisesHitRate(t *testing.T) {
+	const capacity, rows, batches, per = 32, 400, 200, 16
+	rng := rand.New(rand.NewPCG(4, 2))
+	all := make([][]int64, batches)
+	for i := range all {
+		for range per {
+			all[i] = append(all[i], int64(rng.IntN(rng.IntN(rows)+1)))
+		}
+	}
+	hits := func(horizon int) (n int64) {
+		for _, s := range planAll(t, configured(t, capacity, rows), horizon, all) {
+			n += s.res.Tables[0].Hits
+		}
+		return n
+	}
+	lru, window, whole := hits(0), hits(2), hits(batches)
+	if !(lru < window && window <= whole) {
+		t.Fatalf("hits: no window %d, window 2 %d, whole run %d; want increasing", lru, window, whole)
+	}
+	t.Logf("hits of %d lookups: no window %d, window 2 %d, whole run %d", batches*per, lru, window, whole)
+}
+
+func TestConfigure(t *testing.T) {
+	ctx := context.Background()
+	tables := []plugin.Table{{Rows: 10, Dim: 2}}
+	for _, opts := range []string{``, `{"capacity":0}`, `{"capacity":2,"ways":4}`} {
+		err := New().Configure(ctx, plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
+		if !errors.Is(err, plugin.ErrInvalidConfig) {
+			t.Errorf("options %q: %v, want ErrInvalidConfig", opts, err)
+		}
+	}
+	info, err := New().Info(ctx)
+	if err != nil || info.Name != Name || info.Kind != plugin.KindCache || len(info.Config) == 0 {
+		t.Errorf("info = %+v, %v", info, err)
+	}
+}

@@ -1,0 +1,19 @@
+package belady_test
+
+import (
+	"testing"
+
+	"github.com/flowrun/flowrun/plugins/caches/belady"
+	"github.com/flowrun/flowrun/plugins/internal/buildtest"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/cachetest"
+)
+
+func TestConformance(t *testing.T) {
+	cachetest.Run(t, func() cache.Cache { return belady.New() })
+}
+
+func TestConformanceBinary(t *testing.T) {
+	bin := buildtest.Binary(t, "github.com/flowrun/flowrun/plugins/caches/belady/cmd/flowrun-cache-belady")
+	cachetest.RunBinary(t, bin)
+}
