@@ -26,7 +26,10 @@ func printSummary(w io.Writer, r *results.Results) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "iteration  %.3f ms wall", r.IterationMs.Wall)
 	if r.IterationMs.Modeled > 0 {
-		fmt.Fprintf(w, ", %.3f ms modeled (sum of stages)", r.IterationMs.Modeled)
+		fmt.Fprintf(w, ", %.3f ms modeled", r.IterationMs.Modeled)
+		if c := r.ModeledClock; c != nil {
+			fmt.Fprintf(w, " (%s schedule, bottleneck %s)", c.Mode, c.Bottleneck)
+		}
 	}
 	fmt.Fprintf(w, "\nthroughput %.0f samples/s wall", r.Throughput.WallSamplesPerS)
 	if r.Throughput.ModeledSamplesPerS > 0 {

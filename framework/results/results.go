@@ -7,6 +7,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/flowrun/flowrun/framework/clock"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,11 +28,15 @@ type Results struct {
 	Stages      []Stage        `json:"stages"`
 	// Digest is sha256 over every embedding row and every dense parameter
 	// (with optimizer state) at the end of the run, in canonical order.
-	Digest      string     `json:"digest"`
-	IterationMs Iteration  `json:"iteration_ms"`
-	Throughput  Throughput `json:"throughput"`
-	Cache       *Cache     `json:"cache,omitempty"`
-	Metrics     Metrics    `json:"metrics"`
+	Digest      string    `json:"digest"`
+	IterationMs Iteration `json:"iteration_ms"`
+	// ModeledClock is the modeled schedule of the run's dependency graph:
+	// makespan, iteration times, bottleneck, busy time per stage and per
+	// device or link. Every figure in it is modeled.
+	ModeledClock *clock.Summary `json:"modeled_clock,omitempty"`
+	Throughput   Throughput     `json:"throughput"`
+	Cache        *Cache         `json:"cache,omitempty"`
+	Metrics      Metrics        `json:"metrics"`
 	// HostRSSPeakBytes is the flowrun process's peak resident set
 	// (getrusage: maxrss), measured; Memory breaks the run's memory down.
 	HostRSSPeakBytes int64       `json:"host_rss_peak_bytes,omitempty"`
@@ -66,9 +71,8 @@ type Percentiles struct {
 type Iteration struct {
 	// Wall is measured: run wall time over training batches.
 	Wall float64 `json:"wall"`
-	// Modeled is the sum of the modeled time of every stage per batch
-	// (a non-overlapped bound; the modeled pipeline schedule comes with the
-	// modeled clock).
+	// Modeled is the steady-state time between batches leaving the graph on
+	// the modeled clock's schedule of the run (pipelined or sequential).
 	Modeled float64 `json:"modeled,omitempty"`
 }
 

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/clock"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
@@ -188,6 +189,9 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		}
 	}
 	r.checkDone()
+	for _, n := range r.nodes {
+		n.modBySeq = make([]int64, r.total)
+	}
 	var wg sync.WaitGroup
 	for _, n := range r.nodes {
 		wg.Add(1)
@@ -244,6 +248,9 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	// The digest covers the touched rows of the host tables (with their
 	// IDs and optimizer state), then the dense model.
 	res := r.results(cfg, tables.Digest(dense), uses)
+	if err := r.modeledClock(res, cfg, buffers); err != nil {
+		return nil, fail(err)
+	}
 	res.HostRSSPeakBytes, res.Memory = memory(tables, storage, r.pool)
 	root.SetAttributes(attribute.String("flowrun.digest", res.Digest))
 	return res, nil
@@ -360,10 +367,7 @@ func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUs
 		res.IterationMs.Wall = res.WallMs / float64(max(r.total, 1))
 		res.Throughput.WallSamplesPerS = samples * float64(max(r.total, 1)) / wall.Seconds()
 	}
-	if modeledPerBatch > 0 {
-		res.IterationMs.Modeled = modeledPerBatch
-		res.Throughput.ModeledSamplesPerS = samples / (modeledPerBatch / 1e3)
-	}
+	_ = modeledPerBatch
 	series, totals, values := r.metrics.Snapshot()
 	if pts := series["loss"]; len(pts) > 0 {
 		rp := make([]results.Point, len(pts))
@@ -401,4 +405,66 @@ func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUs
 		}
 	}
 	return res
+}
+
+// modeledClock schedules the run's real dependency graph on the modeled
+// per-stage, per-batch times (DESIGN.md "Two clocks") and puts the modeled
+// iteration time and throughput in res. Nothing is modeled when no stage
+// charged a device.
+func (r *run) modeledClock(res *results.Results, cfg *config.Config, buffers int) error {
+	charged := false
+	producer := map[string]string{}
+	for _, n := range r.nodes {
+		charged = charged || len(n.modNs) > 0
+		for _, out := range n.Out {
+			producer[out] = n.Name
+		}
+	}
+	if !charged || r.total == 0 {
+		return nil
+	}
+	specs := make([]clock.StageSpec, len(r.nodes))
+	durations := make([][]int64, len(r.nodes))
+	for i, n := range r.nodes {
+		specs[i] = clock.StageSpec{Name: n.Name, Resources: stageResources(n.Options)}
+		if n.In != "" {
+			specs[i].Upstream = []string{producer[n.In]}
+		}
+		if la, ok := n.stage.(stage.Lookahead); ok {
+			specs[i].Lookahead = la.Lookahead()
+		}
+		durations[i] = n.modBySeq
+	}
+	sched := clock.Scheduler{Mode: clock.Pipelined, Depth: buffers}
+	if cfg.Pipeline == config.Sequential {
+		sched = clock.Scheduler{Mode: clock.Sequential}
+	}
+	tl, err := sched.Schedule(specs, durations)
+	if err != nil {
+		return fmt.Errorf("modeled clock: %w", err)
+	}
+	sum := tl.Summary()
+	res.ModeledClock = &sum
+	iter := tl.SteadyIteration()
+	if r.total < 2 {
+		iter = tl.MeanIteration()
+	}
+	res.IterationMs.Modeled = iter / 1e6
+	if iter > 0 {
+		res.Throughput.ModeledSamplesPerS = float64(cfg.Dataset.BatchSize) / (iter / 1e9)
+	}
+	return nil
+}
+
+// stageResources are the devices and links a stage occupies on the modeled
+// clock: its config's ModeledResources when it says, else the devices it
+// names.
+func stageResources(options any) []string {
+	switch c := options.(type) {
+	case interface{ ModeledResources() []string }:
+		return c.ModeledResources()
+	case graph.DeviceUser:
+		return c.DeviceNames()
+	}
+	return nil
 }

@@ -70,6 +70,9 @@ type node struct {
 	sub    *bus.Subscription
 	wallNs []int64
 	modNs  []int64
+	// modBySeq is the modeled time per batch sequence, for the modeled
+	// clock's schedule (0 where the stage charged nothing).
+	modBySeq []int64
 }
 
 // run is the state of one run.
@@ -212,6 +215,9 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 	n.wallNs = append(n.wallNs, elapsed.Nanoseconds())
 	if ns, ok := b.Stats["modeled_ns"]; ok {
 		n.modNs = append(n.modNs, ns)
+		if int(b.Seq) < len(n.modBySeq) {
+			n.modBySeq[b.Seq] = ns
+		}
 	}
 	span.SetAttributes(r.spanAttrs(n, b)...)
 	span.SetAttributes(attribute.Float64("flowrun.wall_ms", float64(elapsed.Nanoseconds())/1e6))

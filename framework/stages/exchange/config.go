@@ -22,3 +22,7 @@ func (c *Config) Validate() error {
 
 // DeviceNames lists the devices the stage uses, for the graph's checks.
 func (c *Config) DeviceNames() []string { return []string{c.Device} }
+
+// ModeledResources is the link the rows cross, not the device's memory: on
+// the modeled clock, exchange overlaps with stages working in that memory.
+func (c *Config) ModeledResources() []string { return []string{"link:" + c.Device} }
