@@ -90,6 +90,11 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 			return fmt.Errorf("%w: table %d has dim %d but table 0 has dim %d: the dot interaction needs one embedding dim", plugin.ErrInvalidConfig, t, tab.Dim, dim)
 		}
 	}
+	// A preset whose bottom MLP ends at 0 follows the run's embedding dim
+	// (flowrun's own "small"): the papers' presets keep their fixed dims.
+	if last := len(shape.BottomMLP) - 1; shape.BottomMLP[last] == 0 && cfg.BottomMLP == nil {
+		shape.BottomMLP[last] = dim
+	}
 	if out := shape.BottomMLP[len(shape.BottomMLP)-1]; out != dim {
 		if cfg.BottomMLP == nil {
 			return fmt.Errorf("%w: preset %s: its bottom MLP ends at width %d (the embedding dim of the paper's model) but the tables have dim %d; the dot interaction needs them equal: set the dataset's dim to %d (dataset.dim), or give bottom_mlp ending in %d",

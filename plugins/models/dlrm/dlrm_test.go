@@ -390,11 +390,15 @@ func TestPresets(t *testing.T) {
 		if p.Dim != p.BottomMLP[len(p.BottomMLP)-1] || p.Source == "" {
 			t.Errorf("%s: dim %d, bottom %v, source %q", p.Name, p.Dim, p.BottomMLP, p.Source)
 		}
+		dim := p.Dim
+		if dim == 0 {
+			dim = 16 // a preset that follows the run's dim, tried at 16
+		}
 		tables := p.Tables
 		if tables == 0 {
 			tables = 26 // Criteo's, RecPipe's data set
 		}
-		sh := shape{tables: tables, dim: p.Dim, dense: 13, batch: 1}
+		sh := shape{tables: tables, dim: dim, dense: 13, batch: 1}
 		m := configured(t, sh, 1, `{"preset": "`+strings.ToUpper(p.Name)+`"}`)
 		var bottom, top []int
 		in := 13
@@ -404,7 +408,7 @@ func TestPresets(t *testing.T) {
 			}
 			bottom, in = append(bottom, l.out), l.out
 		}
-		in = p.Dim + tables*(tables+1)/2
+		in = dim + tables*(tables+1)/2
 		for i, l := range m.top {
 			if l.in != in || l.relu != (i < len(m.top)-1) {
 				t.Errorf("%s: top layer %d: in %d relu %v, want in %d", p.Name, i, l.in, l.relu, in)

@@ -68,9 +68,9 @@ var presets = []Preset{
 		Source: "RecPipe Table 1 (bottom 13-512-256-128-64-32, top 96-1, dim 32)",
 	},
 	{
-		Name: "small", BottomMLP: []int{64, 32, 16}, TopMLP: []int{128, 128, 64, 32, 1},
-		Dim:    16,
-		Source: "flowrun's own: the scratchpipe preset with every width divided by 8 (dim 16), for runs that finish in seconds on a laptop",
+		Name: "small", BottomMLP: []int{64, 32, 0}, TopMLP: []int{128, 128, 64, 32, 1},
+		Dim:    0,
+		Source: "flowrun's own: the scratchpipe preset with every width divided by 8, its bottom MLP ending at the run's embedding dim (0 = any), for runs that finish in seconds",
 	},
 }
 
