@@ -7,7 +7,8 @@
 # GB/s over CPU time per thread (gbps_cpu, which load from other processes
 # barely moves). Alternating matters on a shared machine: load drifts
 # between two separate runs. NICE (e.g. -20, as root) runs both at that
-# priority; IMPL=go measures the pure-Go loops.
+# priority; IMPL=go measures the pure-Go loops; FLOWRUN=path uses that
+# flowrun binary instead of building one.
 #
 #   ROUNDS=7 NICE=-20 scripts/bench-kernel.sh --reps 20
 set -euo pipefail
@@ -17,7 +18,10 @@ THREADS="${THREADS:-1 2}"
 IMPL="${IMPL:-auto}"
 NICE="${NICE:-0}"
 mkdir -p bin
-go build -o bin/flowrun ./cmd/flowrun
+if [ -z "${FLOWRUN:-}" ]; then
+	go build -o bin/flowrun ./cmd/flowrun
+	FLOWRUN=bin/flowrun
+fi
 scripts/bench-gather-c.sh --tables 1 --rows 1024 --reps 1 >/dev/null # build it
 
 med() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -25,7 +29,7 @@ med() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR
 for th in $THREADS; do
 	gw=() gc=() cw=() cc=()
 	for round in $(seq "$ROUNDS"); do
-		g=$(nice -n "$NICE" bin/flowrun bench kernel --op gather-reduce --threads "$th" --options "{\"impl\":\"$IMPL\"}" --json "$@")
+		g=$(nice -n "$NICE" "$FLOWRUN" bench kernel --op gather-reduce --threads "$th" --options "{\"impl\":\"$IMPL\"}" --json "$@")
 		c=$(nice -n "$NICE" scripts/bench-gather-c.sh --threads "$th" "$@")
 		gw+=("$(jq -r .gbps <<<"$g")") gc+=("$(jq -r .gbps_cpu <<<"$g")")
 		cw+=("$(jq -r .gbps <<<"$c")") cc+=("$(jq -r .gbps_cpu <<<"$c")")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -18,12 +19,19 @@ type Config struct {
 	// default: AVX2 assembly where the CPU has it, else pure Go), "avx2"
 	// (refused on a CPU without it) or "go". All give the same bits.
 	Impl string `json:"impl"`
+	// Prefetch is how many lookups ahead the AVX2 gather-reduce prefetches
+	// rows (0 turns prefetching off); nil means 12. A tuning knob: the
+	// result does not depend on it.
+	Prefetch *int `json:"prefetch"`
 }
 
 // Validate checks the options.
 func (c Config) Validate() error {
 	if c.Workers < 0 {
 		return fmt.Errorf("%w: workers: must be ≥ 0, got %d", plugin.ErrInvalidConfig, c.Workers)
+	}
+	if c.Prefetch != nil && (*c.Prefetch < 0 || *c.Prefetch > 1024) {
+		return fmt.Errorf("%w: prefetch: must be in [0, 1024], got %d", plugin.ErrInvalidConfig, *c.Prefetch)
 	}
 	switch c.Impl {
 	case "", ImplAuto, ImplGo:
@@ -48,10 +56,14 @@ const (
 func (c Config) avx2() bool { return c.Impl != ImplGo && haveAVX2 }
 
 func (c Config) pooler() pooler {
-	if c.avx2() {
+	if !c.avx2() {
+		return poolGo
+	}
+	if c.Prefetch == nil {
 		return poolAVX2
 	}
-	return poolGo
+	ahead := int64(*c.Prefetch)
+	return func(v *tableView, reduce kernel.Reduce) { poolAVX2Ahead(v, reduce, ahead) }
 }
 
 func (c Config) coalescer() bagPooler {
@@ -79,5 +91,10 @@ func fields() []plugin.Field {
 		Type:        "string",
 		Default:     ImplAuto,
 		Description: "gather-reduce and coalescing loops: auto (AVX2 where available), avx2, go; results are identical",
+	}, {
+		Name:        "prefetch",
+		Type:        "int",
+		Default:     "12",
+		Description: "lookups ahead the AVX2 gather-reduce prefetches rows (0: off); results are identical",
 	}}
 }

@@ -7,10 +7,10 @@ import (
 )
 
 // prefetchAhead is how many lookups ahead of the one being summed the AVX2
-// kernel prefetches rows. A row of 128 floats is 8 cache lines; 12 rows
-// ahead keep about 100 lines in flight, enough to cover DRAM latency
-// without evicting the rows before they are used (FBGEMM uses 16; 8–16
-// measured alike here, see docs/benchmarks.md).
+// kernel prefetches rows, by default (the prefetch option). A row of 128
+// floats is 8 cache lines; 12 rows ahead keep about 100 lines in flight,
+// enough to cover DRAM latency without evicting rows before they are used
+// (FBGEMM uses 16; docs/benchmarks.md has the sweep).
 const prefetchAhead = 12
 
 // pooler pools every bag of a table into v.pooled: the AVX2 kernel or the
@@ -75,11 +75,13 @@ func divide(out []float32, n float32) {
 }
 
 // poolAVX2 is the gather-reduce of gather_amd64.s. The assembly sums the
-// columns that fill whole 8-float vectors, prefetching the rows a fixed
-// number of lookups ahead (across bag boundaries); the few columns left
-// when Dim is not a multiple of 8 are summed here in the same order, while
-// the bag's rows are still in cache.
-func poolAVX2(v *tableView, reduce kernel.Reduce) {
+// columns that fill whole 8-float vectors, prefetching the rows ahead
+// lookups ahead (across bag boundaries; 0: no prefetch); the few columns
+// left when Dim is not a multiple of 8 are summed here in the same order,
+// while the bag's rows are still in cache.
+func poolAVX2(v *tableView, reduce kernel.Reduce) { poolAVX2Ahead(v, reduce, prefetchAhead) }
+
+func poolAVX2Ahead(v *tableView, reduce kernel.Reduce, ahead int64) {
 	dim, stride := v.dim, v.stride
 	cols := dim &^ 7
 	lines := prefetchLines(v.data, dim, stride)
@@ -93,12 +95,12 @@ func poolAVX2(v *tableView, reduce kernel.Reduce) {
 		}
 		if cols > 0 {
 			var bag, pf *int64
-			npf := min(hi+prefetchAhead, end) - (lo + prefetchAhead)
+			npf := min(hi+ahead, end) - (lo + ahead)
 			if hi > lo {
 				bag = &v.idx[lo]
 			}
-			if npf > 0 {
-				pf = &v.idx[lo+prefetchAhead]
+			if npf > 0 && ahead > 0 {
+				pf = &v.idx[lo+ahead]
 			} else {
 				npf = 0
 			}

@@ -292,6 +292,10 @@ func TestImplOption(t *testing.T) {
 	if !errors.Is(err, plugin.ErrInvalidConfig) {
 		t.Errorf("impl sse: %v", err)
 	}
+	err = New().Configure(context.Background(), plugin.Setup{Options: []byte(`{"prefetch":-1}`)})
+	if !errors.Is(err, plugin.ErrInvalidConfig) {
+		t.Errorf("prefetch -1: %v", err)
+	}
 	err = New().Configure(context.Background(), plugin.Setup{Options: []byte(`{"impl":"avx2"}`)})
 	if haveAVX2 != (err == nil) {
 		t.Errorf("impl avx2 with AVX2 %v: %v", haveAVX2, err)

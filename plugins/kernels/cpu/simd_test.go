@@ -60,9 +60,11 @@ func TestAVX2MatchesGo(t *testing.T) {
 				for i := range v.pooled {
 					v.pooled[i] = float32(math.NaN())
 				}
-				poolAVX2(v, reduce)
-				if b, d, ok := firstDiff(v.pooled, want, dim); !ok {
-					t.Fatalf("dim %d stride %d reduce %d: bag %d dim %d: avx2 %v, go %v", dim, dim+pad, reduce, b, d, v.pooled[b*dim+d], want[b*dim+d])
+				for _, ahead := range []int64{prefetchAhead, 0, 1, 40} {
+					poolAVX2Ahead(v, reduce, ahead)
+					if b, d, ok := firstDiff(v.pooled, want, dim); !ok {
+						t.Fatalf("dim %d stride %d reduce %d prefetch %d: bag %d dim %d: avx2 %v, go %v", dim, dim+pad, reduce, ahead, b, d, v.pooled[b*dim+d], want[b*dim+d])
+					}
 				}
 			}
 		}
