@@ -14,4 +14,9 @@ go vet ./...
 scripts/build.sh
 export FLOWRUN_BIN="$PWD/bin"
 export FLOWRUN_INTEGRATION="${FLOWRUN_INTEGRATION:-1}"
+# The end-to-end trace test (cmd/flowrun/jaeger_test.go) runs against a real
+# Jaeger v2, built once into a cache outside the repository (about ten
+# minutes on two cores the first time) and reused after.
+FLOWRUN_JAEGER="$(scripts/jaeger.sh install)"
+export FLOWRUN_JAEGER FLOWRUN_JAEGER_E2E=1
 go test -count=1 -timeout 20m ./...
