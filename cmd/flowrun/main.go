@@ -12,11 +12,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes.
+// Exit codes, listed in flowrun --help and docs/guide.md.
 const (
-	exitOK      = 0
-	exitFailure = 1 // the run (or a command) failed
-	exitUsage   = 2 // bad flags or arguments, an invalid graph
+	exitOK          = 0
+	exitFailure     = 1   // the run (or a command) failed
+	exitUsage       = 2   // bad flags or arguments, an invalid graph
+	exitInterrupted = 130 // stopped by SIGINT (Ctrl-C) or SIGTERM: 128 + SIGINT, as shells report it
 )
 
 // usageError marks errors that are the caller's input, not a failed run.
@@ -25,15 +26,32 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// interruptedError marks a command stopped by a signal before it finished.
+type interruptedError struct{ err error }
+
+func (e interruptedError) Error() string { return e.err.Error() }
+func (e interruptedError) Unwrap() error { return e.err }
+
+// exitCode is the process's exit status for what a command returned.
+func exitCode(err error) int {
+	var ue usageError
+	var ie interruptedError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ie):
+		return exitInterrupted
+	case errors.As(err, &ue):
+		return exitUsage
+	}
+	return exitFailure
+}
+
 func main() {
 	root := newRootCmd()
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "flowrun:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(exitUsage)
-		}
-		os.Exit(exitFailure)
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -50,7 +68,16 @@ plugins, linked in (plugin: builtin:NAME) or run as separate processes
 
   flowrun run graphs/demo.yaml --out results.json
   flowrun validate graphs/*.yaml
-  flowrun plugins list`,
+  flowrun plugins list
+
+Exit codes:
+  0    success
+  1    the run (or another command) failed; the error names the stage,
+       plugin or batch, and no results file is written
+  2    usage error: bad flags or arguments, or an invalid graph
+  130  interrupted (Ctrl-C, SIGINT or SIGTERM); no results file is written
+
+A newcomer's guide: docs/guide.md; every graph key: docs/graph-reference.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

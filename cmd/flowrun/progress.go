@@ -1,64 +1,112 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
-	"strings"
+	"strconv"
 	"sync"
-	"time"
 
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 )
 
-// progress draws a one-line progress bar on a terminal and nothing
-// elsewhere (logs and pipes get the summary only).
+// progress draws a progress bar (mpb) on a terminal and nothing elsewhere:
+// logs, pipes, files and --quiet/--json runs get no control characters,
+// only what the command prints at the end.
 type progress struct {
 	w       io.Writer
-	mu      sync.Mutex
-	start   time.Time
-	last    time.Time
 	enabled bool
+
+	mu   sync.Mutex
+	p    *mpb.Progress
+	bar  *mpb.Bar
+	done int64
+	// total is the bar's total; 0 while the runtime does not know it.
+	total int64
 }
 
+// newProgress returns a bar drawing on w when w is a terminal and quiet is
+// false, and a no-op otherwise.
 func newProgress(w io.Writer, quiet bool) *progress {
 	f, ok := w.(*os.File)
-	return &progress{w: w, start: time.Now(), enabled: !quiet && ok && term.IsTerminal(int(f.Fd()))}
+	return &progress{w: w, enabled: !quiet && ok && term.IsTerminal(int(f.Fd()))}
 }
 
-// update draws done/total, at most ten times a second.
+// update is runtime.Options.Progress: batches done so far and the total
+// (0 while unknown). The runtime calls it from its stages' goroutines, and
+// done may arrive out of order; the bar only moves forward.
 func (p *progress) update(done, total int) {
 	if !p.enabled {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	now := time.Now()
-	if now.Sub(p.last) < 100*time.Millisecond && done != total {
-		return
+	if p.p == nil {
+		// Bars are made on the first batch, not before the run, so a graph
+		// that fails to start draws nothing.
+		p.p = mpb.New(mpb.WithOutput(p.w), mpb.WithWidth(72), mpb.WithAutoRefresh())
+		p.bar = p.p.New(int64(total), mpb.BarStyle().Lbound("[").Filler("=").Tip(">").Padding(" ").Rbound("]"),
+			mpb.BarRemoveOnComplete(),
+			mpb.PrependDecorators(
+				decor.Name("batches "),
+				decor.Any(func(s decor.Statistics) string { return counts(s.Current, s.Total) }, decor.WCSyncWidth),
+			),
+			mpb.AppendDecorators(
+				decor.AverageSpeed(0, " %.1f batches/s", decor.WCSyncWidth),
+				decor.Name("  ETA "),
+				decor.AverageETA(decor.ET_STYLE_GO),
+			),
+		)
+		p.total = int64(total)
 	}
-	p.last = now
-	const width = 30
-	frac := 0.0
-	if total > 0 {
-		frac = float64(done) / float64(total)
+	if int64(total) != p.total && total > 0 {
+		p.total = int64(total)
+		p.bar.SetTotal(p.total, false)
 	}
-	filled := int(frac * width)
-	rate := float64(done) / now.Sub(p.start).Seconds()
-	totalStr := "?"
-	if total > 0 {
-		totalStr = fmt.Sprint(total)
+	if int64(done) > p.done {
+		p.done = int64(done)
+		p.bar.SetCurrent(p.done)
 	}
-	fmt.Fprintf(p.w, "\r[%s%s] %d/%s batches  %.1f batches/s ",
-		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), done, totalStr, rate)
 }
 
-// finish clears the bar.
+// Write prints b above the bar while one is drawn, and straight to the
+// terminal otherwise, so that warnings logged during a run do not tear the
+// bar apart. It is the writer of the run's logger and of plugins' output.
+func (p *progress) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	bars := p.p
+	p.mu.Unlock()
+	if bars != nil {
+		if n, err := bars.Write(b); err == nil {
+			return n, nil
+		}
+	}
+	return p.w.Write(b)
+}
+
+// counts reads "done/total batches", with "?" for an unknown total.
+func counts(done, total int64) string {
+	if total <= 0 {
+		return strconv.FormatInt(done, 10) + "/?"
+	}
+	return strconv.FormatInt(done, 10) + "/" + strconv.FormatInt(total, 10)
+}
+
+// finish removes the bar from the terminal and waits until it is gone, so
+// that what the command prints next starts on a clean line. A bar that did
+// not reach its total (a failed or interrupted run, or a total the runtime
+// never knew) is dropped the same way.
 func (p *progress) finish() {
 	if !p.enabled {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 79))
+	if p.p == nil {
+		return
+	}
+	p.bar.Abort(true)
+	p.p.Wait()
+	p.p, p.bar = nil, nil
 }

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flowrun/flowrun/framework/clock"
+	"github.com/flowrun/flowrun/framework/results"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/ with what the code prints now")
+
+// fixedResults is a training run's results with every section of the
+// summary filled in, and numbers chosen to exercise the formatting
+// (thousands, percentages, binary units).
+func fixedResults() *results.Results {
+	f := func(v float64) *float64 { return &v }
+	return &results.Results{
+		Graph: "demo", File: "graphs/demo.yaml", RunID: "0123456789abcdef", Seed: 7,
+		Batches: 40, EvalBatches: 8,
+		Stages: []results.Stage{
+			{Name: "load", Kind: "load", Batches: 48, WallMs: results.Percentiles{P50: 2.5, P95: 19.75, P99: 24.125, Mean: 4, Max: 25}},
+			{Name: "plan", Kind: "plan", Batches: 48, WallMs: results.Percentiles{P50: 0.948, P95: 13.1, P99: 21, Mean: 2, Max: 22}},
+			{Name: "exchange", Kind: "exchange", Batches: 48, WallMs: results.Percentiles{P50: 0.003, P95: 0.008, P99: 0.01},
+				ModeledMs: &results.Percentiles{P50: 0.017, P95: 0.018, P99: 0.019, Mean: 0.0168}},
+			{Name: "train", Kind: "train", Batches: 48, WallMs: results.Percentiles{P50: 0.492, P95: 9.068, P99: 9.451},
+				ModeledMs: &results.Percentiles{P50: 0.022, P95: 0.023, P99: 0.024, Mean: 0.0224}},
+		},
+		Digest:      "cf6e49bdf5579be9ffe66a454b4efa74703fe923f8c31cdfb1ecf871bf09538d",
+		IterationMs: results.Iteration{Wall: 7.5614, Modeled: 0.022343},
+		ModeledClock: &clock.Summary{
+			Mode: "pipelined", Depth: 8, Batches: 48, MakespanNs: 1107371, Bottleneck: "host",
+			Stages: []clock.Usage{
+				{Name: "load"}, {Name: "plan"},
+				{Name: "exchange", BusyNs: 804692, Utilisation: 0.72667},
+				{Name: "train", BusyNs: 1074603, Utilisation: 0.97041},
+			},
+		},
+		Throughput: results.Throughput{WallSamplesPerS: 33860.4, ModeledSamplesPerS: 11457443.6},
+		Cache: &results.Cache{
+			Plugin: "builtin:lru", Rows: 5000, Hits: 231399, Misses: 96281, Evictions: 70108, HitRate: 0.70617,
+			LinkBytes: map[string]int64{"to_host": 4486912, "to_device": 6161984},
+		},
+		Metrics: results.Metrics{
+			Loss: &results.LossCurve{First: 0.7175, Last: 0.5469, FirstTenthMean: 0.6992, LastTenthMean: 0.5246},
+			AUC:  f(0.8116), LogLoss: f(0.5156), NE: f(0.8261), EvalCount: 2048,
+		},
+		HostRSSPeakBytes: 61681664,
+		Memory: []results.Memory{
+			{Device: "host", What: "flowrun process: peak resident set (getrusage maxrss)", PeakBytes: 61681664, Source: results.MemoryMeasured},
+			{Device: "host", What: "host tables: allocated shared memory (file blocks)", PeakBytes: 25608192, VirtualBytes: 25600000, Source: results.MemoryMeasured},
+			{Device: "host", What: "batch pool (8 buffers): allocated shared memory (file blocks)", PeakBytes: 839680, VirtualBytes: 15475200, Source: results.MemoryMeasured},
+		},
+		Plugins: []results.PluginUse{
+			{Kind: "model", Role: "model", Ref: "builtin:logreg"},
+			{Kind: "cache", Role: "cache", Ref: "../bin/flowrun-cache-lru", Remote: true},
+		},
+		WallMs:  362.9,
+		Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	}
+}
+
+// TestSummaryGolden prints the summary of fixed results and compares it
+// with testdata/summary.golden (go test -run TestSummaryGolden -update
+// rewrites it).
+func TestSummaryGolden(t *testing.T) {
+	var b bytes.Buffer
+	printSummary(&b, fixedResults())
+	golden(t, "summary.golden", b.String())
+}
+
+// TestSummaryInference checks the lines that depend on the kind of graph:
+// an inference run has queries, no training batches, no loss and no cache.
+func TestSummaryInference(t *testing.T) {
+	r := fixedResults()
+	ndcg := 0.2987
+	r.Stages = []results.Stage{{Name: "score", Kind: "score", Batches: 20}, {Name: "filter", Kind: "filter", Batches: 20}}
+	r.Batches, r.EvalBatches, r.Cache, r.ModeledClock, r.Plugins = 20, 0, nil, nil, nil
+	r.IterationMs.Modeled, r.Throughput.ModeledSamplesPerS = 0, 0
+	r.Metrics = results.Metrics{NDCG: &ndcg, Extra: map[string]float64{"ndcg_k": 32, "ndcg_queries": 20}}
+	var b bytes.Buffer
+	printSummary(&b, r)
+	out := b.String()
+	for _, want := range []string{"20 batches in 362.9 ms wall\n", "ranking      NDCG@32 0.2987 over 20 queries\n", "iteration    7.561 ms/batch wall\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"training", "loss", "cache", "held-out", "modeled"} {
+		if strings.Contains(out, not) {
+			t.Errorf("inference summary without modeled time says %q:\n%s", not, out)
+		}
+	}
+}
+
+// TestSummaryModeledLabelled checks non-negotiable 2: every line with a
+// modeled figure says so.
+func TestSummaryModeledLabelled(t *testing.T) {
+	var b bytes.Buffer
+	printSummary(&b, fixedResults())
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "iteration") || strings.HasPrefix(l, "throughput") {
+			if !strings.Contains(l, "modeled") || !strings.Contains(l, "wall") {
+				t.Errorf("line gives both clocks without naming them: %q", l)
+			}
+		}
+	}
+}
+
+func TestTable(t *testing.T) {
+	tb := table{align: "lr"}
+	tb.row("a", "1")
+	tb.row("longer", "12345")
+	tb.row("é", "")
+	var b bytes.Buffer
+	tb.write(&b, "> ")
+	want := "a           1\n> longer  12345\n> é\n"
+	if b.String() != want {
+		t.Errorf("table:\n%q\nwant\n%q", b.String(), want)
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{thousands(0), "0"}, {thousands(999.4), "999"}, {thousands(1000), "1,000"},
+		{thousands(-1234567), "-1,234,567"}, {thousands(11457443.6), "11,457,444"},
+		{bytesIEC(0), "0 B"}, {bytesIEC(1023), "1023 B"}, {bytesIEC(1024), "1.0 KiB"},
+		{bytesIEC(61681664), "58.8 MiB"}, {bytesIEC(3 << 30), "3.0 GiB"},
+		{ms(0.0224), "0.022 ms"}, {ms(362.94), "362.9 ms"}, {ms(2686.2), "2,686 ms"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+// golden compares got with testdata/NAME, or rewrites it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *updateGolden {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -run %s -update rewrites it)\ngot:\n%s\nwant:\n%s", path, t.Name(), got, want)
+	}
+}
