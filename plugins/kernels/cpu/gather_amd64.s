@@ -11,7 +11,7 @@
 // +0 in bag order (vertical adds only, so every element sees the same
 // sequence of float32 additions as the scalar loop), then divided by div
 // when div ≠ 0. Row r starts at data + r*stride bytes; cols is a multiple of
-// 8. While summing lookup i of the first column block it prefetches (T0)
+// 8. Before summing lookup i of the first column block it prefetches (T0)
 // the `lines` cache lines of row pf[i], for i < npf.
 //
 // Columns go in blocks of 128 floats (16 accumulators), then 32, then 8.
@@ -53,6 +53,18 @@ b128:
 b128_row:
 	CMPQ R13, CX
 	JGE  b128_store
+	CMPQ R13, DX
+	JGE  b128_add
+	MOVQ (R9)(R13*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	MOVQ R12, R14
+b128_pf:
+	PREFETCHT0 (AX)
+	ADDQ $64, AX
+	DECQ R14
+	JNZ  b128_pf
+b128_add:
 	MOVQ (R8)(R13*8), AX
 	IMULQ R11, AX
 	ADDQ SI, AX
@@ -72,18 +84,6 @@ b128_row:
 	VADDPS 416(AX)(BX*1), Y13, Y13
 	VADDPS 448(AX)(BX*1), Y14, Y14
 	VADDPS 480(AX)(BX*1), Y15, Y15
-	CMPQ R13, DX
-	JGE  b128_next
-	MOVQ (R9)(R13*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	MOVQ R12, R14
-b128_pf:
-	PREFETCHT0 (AX)
-	ADDQ $64, AX
-	DECQ R14
-	JNZ  b128_pf
-b128_next:
 	INCQ R13
 	JMP  b128_row
 b128_store:
@@ -119,15 +119,8 @@ b32:
 b32_row:
 	CMPQ R13, CX
 	JGE  b32_store
-	MOVQ (R8)(R13*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	VADDPS 0(AX)(BX*1), Y0, Y0
-	VADDPS 32(AX)(BX*1), Y1, Y1
-	VADDPS 64(AX)(BX*1), Y2, Y2
-	VADDPS 96(AX)(BX*1), Y3, Y3
 	CMPQ R13, DX
-	JGE  b32_next
+	JGE  b32_add
 	MOVQ (R9)(R13*8), AX
 	IMULQ R11, AX
 	ADDQ SI, AX
@@ -137,7 +130,14 @@ b32_pf:
 	ADDQ $64, AX
 	DECQ R14
 	JNZ  b32_pf
-b32_next:
+b32_add:
+	MOVQ (R8)(R13*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	VADDPS 0(AX)(BX*1), Y0, Y0
+	VADDPS 32(AX)(BX*1), Y1, Y1
+	VADDPS 64(AX)(BX*1), Y2, Y2
+	VADDPS 96(AX)(BX*1), Y3, Y3
 	INCQ R13
 	JMP  b32_row
 b32_store:
@@ -158,12 +158,8 @@ b8:
 b8_row:
 	CMPQ R13, CX
 	JGE  b8_store
-	MOVQ (R8)(R13*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	VADDPS 0(AX)(BX*1), Y0, Y0
 	CMPQ R13, DX
-	JGE  b8_next
+	JGE  b8_add
 	MOVQ (R9)(R13*8), AX
 	IMULQ R11, AX
 	ADDQ SI, AX
@@ -173,7 +169,11 @@ b8_pf:
 	ADDQ $64, AX
 	DECQ R14
 	JNZ  b8_pf
-b8_next:
+b8_add:
+	MOVQ (R8)(R13*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	VADDPS 0(AX)(BX*1), Y0, Y0
 	INCQ R13
 	JMP  b8_row
 b8_store:
