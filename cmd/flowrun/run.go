@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,8 @@ type runFlags struct {
 	trace string
 	nats  string
 	quiet bool
+	// json prints the results as JSON on stdout instead of the summary.
+	json bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -42,25 +45,39 @@ Every key of the graph can be overridden with --set (repeatable), e.g.
 Traces go where --trace says (or the graph's tracing.exporter): none, stdout,
 file:PATH (JSON lines), otlp-grpc://host:port or otlp-http://host:port.
 Stages talk over an embedded NATS server unless --nats names one.
-A failed run exits non-zero, names the stage, batch and cause, and writes
-no results file.`,
+On a terminal a progress bar runs on stderr; at the end the summary table
+goes to stdout (--json: the results JSON instead; --quiet: nothing).
+A failed run names the stage, batch and cause and writes no results file.
+Exit codes: 0 ok, 1 the run failed, 2 bad usage or an invalid graph,
+130 interrupted (Ctrl-C or SIGTERM).`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.json && f.quiet {
+				return usageError{errors.New("--json and --quiet: choose one (--json prints only the results)")}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// After the first signal a second one kills flowrun at once.
+			context.AfterFunc(ctx, stop)
 			res, err := runGraph(ctx, args[0], f, cmd.ErrOrStderr())
 			if err != nil {
+				if ctx.Err() != nil && cmd.Context().Err() == nil {
+					return interruptedError{err}
+				}
 				return err
-			}
-			if !f.quiet {
-				printSummary(cmd.OutOrStdout(), res)
 			}
 			if f.out != "" {
 				if err := res.Write(f.out); err != nil {
 					return err
 				}
-				if !f.quiet {
-					fmt.Fprintf(cmd.OutOrStdout(), "results    %s\n", f.out)
+			}
+			switch {
+			case f.json:
+				return printResultsJSON(cmd.OutOrStdout(), res)
+			case !f.quiet:
+				printSummary(cmd.OutOrStdout(), res)
+				if f.out != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "%-12s %s\n", "results", f.out)
 				}
 			}
 			return nil
@@ -70,14 +87,21 @@ no results file.`,
 	cmd.Flags().StringVar(&f.out, "out", "", "write results as JSON to `FILE`")
 	cmd.Flags().StringVar(&f.trace, "trace", "", "trace exporter: none, stdout, file:PATH, otlp-grpc://host:port, otlp-http://host:port (default: the graph's tracing.exporter)")
 	cmd.Flags().StringVar(&f.nats, "nats", "", "use the NATS server at `URL` (nats://host:port) instead of an embedded one")
-	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors (no progress bar, no summary)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the summary (the content of --out's file)")
 	return cmd
 }
 
 // runGraph loads, validates and runs one graph with its own plugin host,
 // bus and telemetry, and tears them all down before returning.
 func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*results.Results, error) {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// The bar carries the run's log lines (and plugins' output) above it.
+	bar := newProgress(stderr, f.quiet)
+	level := slog.LevelWarn
+	if f.quiet {
+		level = slog.LevelError
+	}
+	log := slog.New(slog.NewTextHandler(bar, &slog.HandlerOptions{Level: level}))
 	g, err := validateGraph(path, f.sets)
 	if err != nil {
 		return nil, err
@@ -101,7 +125,7 @@ func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*
 			log.Warn("trace export", "err", err)
 		}
 	}()
-	host, err := newHost(tel.TracerProvider(), stderr)
+	host, err := newHost(tel.TracerProvider(), bar)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +149,6 @@ func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*
 	}
 	defer conn.Close()
 
-	bar := newProgress(stderr, f.quiet)
 	defer bar.finish()
 	res, err := runtime.Run(ctx, runtime.Options{
 		Graph: g, Stages: stages(), Plugins: host, Bus: conn,
@@ -150,4 +173,14 @@ func deviceProfiles(cfg *config.Config) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ",")
+}
+
+// printResultsJSON writes r as results.json has it, for run --json.
+func printResultsJSON(w io.Writer, r *results.Results) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode results: %w", err)
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
 }

@@ -23,7 +23,7 @@ func TestRunDemoResults(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "r.json")
 	r := mustFlowrun(t, "run", demo, "--out", out)
-	for _, want := range []string{"digest", "held-out", "results    " + out} {
+	for _, want := range []string{"digest", "held-out", "results      " + out} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("summary has no %q:\n%s", want, r.stdout)
 		}
