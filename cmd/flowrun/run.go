@@ -30,6 +30,8 @@ type runFlags struct {
 	quiet bool
 	// json prints the results as JSON on stdout instead of the summary.
 	json bool
+	// hazards is --check-hazards: strict, dynamic or off.
+	hazards string
 }
 
 func newRunCmd() *cobra.Command {
@@ -49,7 +51,15 @@ On a terminal a progress bar runs on stderr; at the end the summary table
 goes to stdout (--json: the results JSON instead; --quiet: nothing).
 A failed run names the stage, batch and cause and writes no results file.
 Exit codes: 0 ok, 1 the run failed, 2 bad usage or an invalid graph,
-130 interrupted (Ctrl-C or SIGTERM).`,
+130 interrupted (Ctrl-C or SIGTERM).
+
+--check-hazards checks, while the graph runs, that no stage reads a Storage
+slot or host row that an earlier batch still in flight has yet to write
+(ScratchPipe's RAW hazards 1-4), and fails the run naming the batch, the
+stage, the slot or row and the writer. Bare, it is strict: a read that only
+this run's timing kept safe fails too, so a plan whose windows are too small
+fails on every run; --check-hazards=dynamic reports only what this run's
+interleaving actually broke.`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.json && f.quiet {
@@ -89,6 +99,8 @@ Exit codes: 0 ok, 1 the run failed, 2 bad usage or an invalid graph,
 	cmd.Flags().StringVar(&f.nats, "nats", "", "use the NATS server at `URL` (nats://host:port) instead of an embedded one")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors (no progress bar, no summary)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the summary (the content of --out's file)")
+	cmd.Flags().StringVar(&f.hazards, "check-hazards", "off", "check ScratchPipe's RAW hazards at run time: `strict` (the flag alone), dynamic or off")
+	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(runtime.HazardsStrict)
 	return cmd
 }
 
@@ -102,6 +114,10 @@ func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*
 		level = slog.LevelError
 	}
 	log := slog.New(slog.NewTextHandler(bar, &slog.HandlerOptions{Level: level}))
+	hazards, err := runtime.ParseHazardMode(f.hazards)
+	if err != nil {
+		return nil, usageError{err}
+	}
 	g, err := validateGraph(path, f.sets)
 	if err != nil {
 		return nil, err
@@ -153,6 +169,7 @@ func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*
 	res, err := runtime.Run(ctx, runtime.Options{
 		Graph: g, Stages: stages(), Plugins: host, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.update, RunID: runID,
+		CheckHazards: hazards,
 	})
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {

@@ -142,7 +142,10 @@ type Tracing struct {
 type NATS struct {
 	// URL of an external server; empty runs an embedded one in process.
 	URL string `mapstructure:"url"`
-	// Credits is how many batches a stage may hold queued on its input.
+	// Credits is how many batches a stage may hold queued on its input,
+	// besides the one it works on. 0 hands each batch straight from one
+	// stage to the next (lockstep: a stage finishing a batch waits until
+	// the next stage takes it), the pipeline ScratchPipe's windows assume.
 	Credits int `mapstructure:"credits"`
 }
 

@@ -314,8 +314,11 @@ func (n NATS) Validate() error {
 			errs = append(errs, At("url", fmt.Errorf("%q: %w", n.URL, err)))
 		}
 	}
-	if n.Credits < 1 {
-		errs = append(errs, At("credits", fmt.Errorf("must be ≥ 1 (a stage with no credit can never receive a batch), got %d", n.Credits)))
+	// 0 is a hand-off: a batch is acknowledged only when the next stage
+	// takes it, so every stage works on its own batch in lockstep
+	// (ScratchPipe's pipeline, whose windows assume exactly that).
+	if n.Credits < 0 {
+		errs = append(errs, At("credits", fmt.Errorf("must be ≥ 0 (0: each batch is handed straight to the next stage, no queue), got %d", n.Credits)))
 	}
 	return errors.Join(errs...)
 }

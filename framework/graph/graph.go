@@ -159,6 +159,7 @@ func Build(cfg *config.Config, src *config.Source, kinds Kinds, plugins Plugins)
 	b.checkReferences()
 	b.nodesAndSubjects()
 	order := b.sort()
+	b.checkScratchpad(order)
 	if err := errors.Join(b.errs...); err != nil {
 		return nil, src.Annotate(err)
 	}

@@ -53,6 +53,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		log:        opts.Logger,
 		metrics:    &stage.Metrics{},
 		seen:       make(map[uint64]int),
+		progress:   make(chan struct{}),
 		batchSpans: make(map[uint64]trace.Span),
 		total:      -1,
 		done:       make(chan struct{}),
@@ -85,7 +86,12 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		return err
 	}
 
-	plugins, uses, err := openPlugins(ctx, opts.Plugins, cfg, r.id)
+	hostOpts, closeHostOpts, err := cacheHostOptions(g)
+	if err != nil {
+		return nil, fail(err)
+	}
+	plugins, uses, err := openPlugins(ctx, opts.Plugins, cfg, r.id, hostOpts)
+	closeHostOpts()
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -109,6 +115,16 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	if storage != nil {
 		defer storage.Close()
 	}
+	// Every stage holds one batch and every edge queues its credits (0: a
+	// hand-off, the lockstep pipeline ScratchPipe's windows assume).
+	credits := cfg.NATS.Credits
+	if r.hazards, err = newHazardChecker(opts.CheckHazards, g, storage != nil, credits); err != nil {
+		return nil, fail(err)
+	}
+	if opts.CheckHazards != HazardsOff && r.hazards == nil {
+		r.log.Warn("--check-hazards: the graph has no Storage, so no stage reads what another writes; nothing to check")
+	}
+	root.SetAttributes(attribute.String("flowrun.check_hazards", string(opts.CheckHazards)))
 
 	for _, gn := range g.Nodes {
 		f, ok := opts.Stages[stage.Kind(gn.Kind)]
@@ -121,7 +137,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		}
 		set := stage.Settings{
 			Name: gn.Name, Graph: cfg, Tables: tables, Layout: layout, Storage: storage, Plugins: plugins,
-			TracerProvider: tp, Logger: r.log.With("stage", gn.Name), Metrics: r.metrics,
+			TracerProvider: tp, Logger: r.log.With("stage", gn.Name), Metrics: r.metrics, Hazards: r.hazards,
 		}
 		st, err := f.Create(ctx, set, scfg)
 		if err != nil {
@@ -149,7 +165,6 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	// Enough buffers for every stage to hold one batch and every edge to
 	// queue its credits; more would only add memory, not overlap. A
 	// sequential graph has one buffer, so one batch is in flight.
-	credits := max(cfg.NATS.Credits, 1)
 	// Stages that look ahead hold that many more batches.
 	ahead := 0
 	for _, n := range r.nodes {
@@ -256,25 +271,52 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	return res, nil
 }
 
-// storageUser is implemented by a decoded stage config whose stage works on
-// the device-side cache rows (collect, insert, train with source: storage).
-type storageUser interface{ UsesStorage() bool }
-
 // newStorage creates the run's Storage, one table of cache.size rows per
 // embedding table, when some stage uses it; otherwise nil, so a graph
 // without a scratchpad pays nothing for one.
 func newStorage(g *graph.Graph, cfg *config.Config, stride int) (*batch.Storage, error) {
-	for _, n := range g.Nodes {
-		if u, ok := n.Options.(storageUser); ok && u.UsesStorage() {
-			rows := min(cfg.Cache.CacheRows(cfg.Dataset.Rows), cfg.Dataset.Rows)
-			return batch.NewStorage(cfg.Dataset.Tables, rows, cfg.Dataset.Dim, stride)
-		}
+	if !g.UsesStorage() {
+		return nil, nil
 	}
-	return nil, nil
+	rows := min(cfg.Cache.CacheRows(cfg.Dataset.Rows), cfg.Dataset.Rows)
+	return batch.NewStorage(cfg.Dataset.Tables, rows, cfg.Dataset.Dim, stride)
+}
+
+// cacheHostOptions are the options the host adds to the cache's own
+// (sdk/cache.Options besides capacity): the pipeline's windows, from the
+// plan stage — past only in a pipelined graph with Storage, where batches
+// before b may still be writing what b's collect reads; future whenever
+// plan sends future batches — and, for a static cache that asks for the
+// host's frequencies without giving any, a warm-up profile of the first
+// training batches. The returned func releases what the options refer to,
+// once the cache is configured.
+func cacheHostOptions(g *graph.Graph) (map[string]any, func(), error) {
+	cfg := g.Config
+	opts := map[string]any{}
+	past, future := g.Windows()
+	if cfg.Pipeline == config.Pipelined && g.UsesStorage() && past > 0 {
+		opts["past"] = past
+	}
+	if future > 0 {
+		opts["future"] = future
+	}
+	if !wantsFrequencies(cfg.Cache.Options) {
+		return opts, func() {}, nil
+	}
+	n, err := warmupBatches(cfg.Cache.Options, cfg.Dataset.Batches)
+	if err != nil {
+		return nil, nil, err
+	}
+	freq, err := profileFrequencies(cfg.Seed, cfg.Dataset, n)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cache frequencies (a warm-up pass over the first %d batches): %w", n, err)
+	}
+	opts["frequencies"] = freq.Ref()
+	return opts, func() { freq.Close() }, nil
 }
 
 // openPlugins opens and configures every plugin the graph names.
-func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config, runID string) (stage.Plugins, []results.PluginUse, error) {
+func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config, runID string, cacheHost map[string]any) (stage.Plugins, []results.PluginUse, error) {
 	var ps stage.Plugins
 	var uses []results.PluginUse
 	if host == nil {
@@ -319,6 +361,9 @@ func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config, run
 	}
 	cacheOpts := map[string]any{}
 	for k, v := range cfg.Cache.Options {
+		cacheOpts[k] = v
+	}
+	for k, v := range cacheHost {
 		cacheOpts[k] = v
 	}
 	cacheOpts["capacity"] = cfg.Cache.CacheRows(cfg.Dataset.Rows)

@@ -23,7 +23,9 @@ import (
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/bus"
+	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -46,6 +48,11 @@ type Options struct {
 	Progress func(done, total int)
 	// RunID names the run; empty makes a random one.
 	RunID string
+	// CheckHazards turns on the run-time check of ScratchPipe's RAW
+	// hazards (framework/hazard) in graphs with Storage: a stage that
+	// reads a slot or host row an earlier batch has yet to write fails
+	// the run with a *StageError wrapping the *hazard.Hazard.
+	CheckHazards HazardMode
 }
 
 // StageError is a stage failing on a batch.
@@ -86,9 +93,14 @@ type run struct {
 	pool    *batch.Pool
 	mapper  region.Mapper
 	metrics *stage.Metrics
+	// hazards is the run's hazard checker, nil unless asked for.
+	hazards *hazard.Checker
 
 	mu   sync.Mutex
 	seen map[uint64]int // sinks that have seen a batch
+	// progress is closed and replaced whenever a batch completes, to wake
+	// whoever waits for completions (waitCompleted).
+	progress chan struct{}
 	// batchSpans are the spans of batches in flight, ended at completion.
 	batchSpans map[uint64]trace.Span
 	completed  int
@@ -152,11 +164,16 @@ func (r *run) complete(h *batch.Header) error {
 	if last {
 		delete(r.seen, h.Seq)
 		r.completed++
+		close(r.progress)
+		r.progress = make(chan struct{})
 	}
 	done, total := r.completed, r.total
 	r.mu.Unlock()
 	if !last {
 		return nil
+	}
+	if r.hazards != nil {
+		r.hazards.Done(h.Seq)
 	}
 	r.endBatch(h.Seq, nil)
 	if err := r.pool.Release(h.Buffer); err != nil {
@@ -167,6 +184,23 @@ func (r *run) complete(h *batch.Header) error {
 	}
 	r.checkDone()
 	return nil
+}
+
+// waitCompleted waits until n batches have left the graph, or ctx ends.
+func (r *run) waitCompleted(ctx context.Context, n int) error {
+	for {
+		r.mu.Lock()
+		done, wake := r.completed, r.progress
+		r.mu.Unlock()
+		if done >= n {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (r *run) checkDone() {
@@ -218,6 +252,11 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 		if int(b.Seq) < len(n.modBySeq) {
 			n.modBySeq[b.Seq] = ns
 		}
+	}
+	// The stage has made every write it declared for b: the hazard
+	// checker retires them before b moves on and the stage takes the next.
+	if err == nil && r.hazards != nil {
+		r.hazards.Wrote(b.Seq, n.Kind)
 	}
 	span.SetAttributes(r.spanAttrs(n, b)...)
 	span.SetAttributes(attribute.Float64("flowrun.wall_ms", float64(elapsed.Nanoseconds())/1e6))
@@ -385,8 +424,14 @@ func (r *run) handle(in *received, n *node, work func(context.Context) error) er
 // lookaheadWorker holds each batch until the next Lookahead() batches have
 // arrived, or the run has no more, then processes it with them. Batches
 // arrive in sequence order (one producer per subject, acked in order).
+//
+// In a sequential graph the batch pool (one buffer plus the lookahead's)
+// keeps one batch past this stage while the source still has batches to
+// make; at the end of the run, with every remaining batch already here,
+// the worker itself waits for the batch before to leave the graph.
 func (r *run) lookaheadWorker(ctx context.Context, n *node, la stage.Lookahead) error {
 	ahead := la.Lookahead()
+	sequential := r.opts.Graph.Config.Pipeline == config.Sequential
 	var queue []*received
 	for msg := range n.sub.Messages() {
 		in, err := r.receive(ctx, n, msg)
@@ -403,6 +448,11 @@ func (r *run) lookaheadWorker(ctx context.Context, n *node, la stage.Lookahead) 
 			next := make([]*batch.Batch, want)
 			for i := range next {
 				next[i] = queue[1+i].b
+			}
+			if sequential {
+				if err := r.waitCompleted(ctx, int(head.b.Seq)); err != nil {
+					return err
+				}
 			}
 			if err := r.handle(head, n, func(ctx context.Context) error { return la.ProcessAhead(ctx, head.b, next) }); err != nil {
 				return err

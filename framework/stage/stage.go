@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/kernel"
@@ -64,6 +65,12 @@ type Settings struct {
 	Logger         *slog.Logger
 	// Metrics receives the stage's figures (training loss, scores, ...).
 	Metrics *Metrics
+	// Hazards is the run's hazard checker (flowrun run --check-hazards),
+	// nil when the run checks nothing. Plan declares each batch's writes
+	// to it; collect and train check their reads of Storage slots and
+	// host rows against it; the runtime retires the writes after each
+	// stage's Process and when a batch leaves the graph.
+	Hazards *hazard.Checker
 }
 
 // ID is the stage's component id, "kind/name".

@@ -5,10 +5,19 @@
 // exchange stage charges their trip over the link and the insert stage
 // writes them where they go.
 //
-// Collect also checks the plan against Storage: every hit must name the row
-// its slot holds, every victim the row its slot holds, and no slot may be
+// Collect also checks the plan: every victim must name the row its slot
+// holds in Storage, every slot must be inside Storage, and no slot may be
 // given to two rows of one batch. A plan that disagrees would otherwise
-// train on the wrong row without a trace.
+// train on the wrong row without a trace. Hits are not checked against
+// Storage here: in a pipelined graph the policy's Hit-Map runs ahead of
+// Storage, and a hit on a row an earlier batch has yet to insert is what
+// it should be; train checks that every row is in its slot when it is
+// used.
+//
+// Pipelined, collect reads while earlier batches' insert and train write
+// (ScratchPipe's RAW hazards 2–4): the plan's Hold mask keeps the slots and
+// rows they write away from what collect reads. With a hazard checker,
+// collect asks it before reading anything.
 package collect
 
 import (
@@ -16,6 +25,7 @@ import (
 	"fmt"
 
 	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/device"
 )
@@ -68,6 +78,15 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 		return fmt.Errorf("batch %d: %d victims do not fit the batch's victims array; is plan upstream?", b.Seq, nVictims)
 	}
 
+	// The hazard checker first: a victim slot an earlier batch has yet to
+	// fill or train (RAW 2, 3) is named as such, before the check below
+	// finds it holding another row.
+	if hz := c.set.Hazards; hz != nil {
+		if err := hz.ReadTriples(b.Seq, string(Kind), hazard.Slot, a.victims, nVictims); err != nil {
+			return err
+		}
+	}
+
 	// Victims first: their Storage rows are the freshest copy, also of a
 	// victim the same batch misses again.
 	victims := make([]map[int64]int64, l.Tables)
@@ -116,9 +135,6 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 			}
 			c.rowIn[slot] = row
 			if a.hits[p] == 1 {
-				if held := st.RowOf(t, slot); held != row {
-					return fmt.Errorf("batch %d: table %d position %d: plan says row %d hits slot %d, which holds row %d", b.Seq, t, p, row, slot, held)
-				}
 				continue
 			}
 			if s, ok := c.slotOf[row]; ok {
@@ -137,6 +153,14 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 			idx := a.missIndex[3*staged : 3*staged+3]
 			idx[0], idx[1], idx[2] = int64(t), row, slot
 			staged++
+		}
+	}
+
+	// A missed row an earlier batch has yet to write back (RAW 4), or
+	// to train in its host table: the copy just staged is stale.
+	if hz := c.set.Hazards; hz != nil {
+		if err := hz.ReadTriples(b.Seq, string(Kind), hazard.HostRow, a.missIndex, staged); err != nil {
+			return err
 		}
 	}
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
@@ -21,9 +20,6 @@ func NewFactory() stage.Factory {
 			if set.Tables == nil || set.Storage == nil || set.Layout == nil {
 				return nil, errors.New("collect needs the host tables, the Storage and the batch layout")
 			}
-			if set.Graph == nil || set.Graph.Pipeline != config.Sequential {
-				return nil, ErrPipelined
-			}
 			col := &collector{set: set}
 			var ok bool
 			if col.host, ok = set.Devices[c.Device]; !ok {
@@ -37,10 +33,3 @@ func NewFactory() stage.Factory {
 			return col, nil
 		})
 }
-
-// ErrPipelined is returned when collect is created in a pipelined graph.
-// Pipelined, a batch's collect overlaps earlier batches' insert and train,
-// which write the same Storage slots and host rows: ScratchPipe's RAW
-// hazards 2–4, which only its Plan-stage hold mask removes. Until plan holds
-// rows in flight, the cache stages are exact only one batch at a time.
-var ErrPipelined = errors.New("collect needs pipeline: sequential (pipelined, it would read Storage slots and host rows that earlier batches' insert and train are still writing)")

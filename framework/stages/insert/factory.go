@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
@@ -21,9 +20,6 @@ func NewFactory() stage.Factory {
 			if set.Tables == nil || set.Storage == nil || set.Layout == nil {
 				return nil, errors.New("insert needs the host tables, the Storage and the batch layout")
 			}
-			if set.Graph == nil || set.Graph.Pipeline != config.Sequential {
-				return nil, ErrPipelined
-			}
 			ins := &inserter{set: set}
 			var ok bool
 			if ins.dev, ok = set.Devices[c.Device]; !ok {
@@ -37,8 +33,3 @@ func NewFactory() stage.Factory {
 			return ins, nil
 		})
 }
-
-// ErrPipelined is returned when insert is created in a pipelined graph:
-// its writes to Storage and the host tables would race with later batches'
-// collect and earlier batches' train (ScratchPipe's RAW hazards 2–4).
-var ErrPipelined = errors.New("insert needs pipeline: sequential (pipelined, its Storage and host-table writes would race with the batches around it)")

@@ -2,7 +2,6 @@ package insert
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -102,10 +101,14 @@ func TestInsertChecksBeforeWriting(t *testing.T) {
 	}
 }
 
-func TestInsertNeedsSequential(t *testing.T) {
+func TestInsertNeedsStorage(t *testing.T) {
 	e := stagetest.New(t, stagetest.Options{CacheRows: 4})
-	if _, err := stagetest.Create(t, NewFactory(), e.Set, nil); !errors.Is(err, ErrPipelined) {
-		t.Errorf("err = %v, want ErrPipelined", err)
+	if _, err := stagetest.Create(t, NewFactory(), e.Set, nil); err != nil {
+		t.Errorf("pipelined: %v", err)
+	}
+	e = stagetest.New(t, stagetest.Options{})
+	if _, err := stagetest.Create(t, NewFactory(), e.Set, nil); err == nil || !strings.Contains(err.Error(), "Storage") {
+		t.Errorf("no Storage: err = %v", err)
 	}
 }
 

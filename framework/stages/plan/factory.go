@@ -13,11 +13,13 @@ const Kind stage.Kind = "plan"
 // NewFactory returns the plan stage's factory.
 func NewFactory() stage.Factory {
 	return stage.NewFactory(Kind,
-		func() stage.Config { return &Config{} },
-		func(_ context.Context, set stage.Settings, _ stage.Config) (any, error) {
+		func() stage.Config {
+			return &Config{PastWindow: DefaultPastWindow, FutureWindow: DefaultFutureWindow}
+		},
+		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
 			if set.Cache == nil {
 				return nil, errors.New("plan needs a cache plugin")
 			}
-			return &planner{set: set}, nil
+			return &planner{set: set, cfg: cfg.(*Config)}, nil
 		})
 }

@@ -1,7 +1,15 @@
-// Package plan is the stage that asks the cache policy, once per batch and
-// for all tables at once, which IDs hit, which slot each miss fills and
-// which rows are evicted. It writes the decisions into the batch's slots,
-// hits and victims arrays for the stages that move rows.
+// Package plan is ScratchPipe's [Plan] stage (Sec. IV-C, IV-D): it asks the
+// cache policy, once per batch and for all tables at once, which IDs hit,
+// which slot each miss fills and which rows are evicted, and writes the
+// decisions into the batch's slots, hits and victims arrays for the stages
+// that move rows (collect, exchange, insert) and train.
+//
+// Plan looks ahead: it holds batch b until the next future_window batches
+// have arrived and sends their IDs with b's request, so that a policy with
+// a Hold mask keeps the rows they are about to read from the host out of
+// b's victims (RAW hazard 4). With a hazard checker, plan declares every
+// write the batch will make further down the pipeline, against which
+// collect and train check their reads.
 package plan
 
 import (
@@ -9,15 +17,27 @@ import (
 	"fmt"
 
 	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/cache"
 )
 
 type planner struct {
 	set stage.Settings
+	cfg *Config
 }
 
+// Lookahead is the future window: the runtime hands plan batch b once
+// b+1 … b+future_window have arrived (fewer at the end of the run).
+func (p *planner) Lookahead() int { return p.cfg.FutureWindow }
+
+// Process plans a batch without a future window.
 func (p *planner) Process(ctx context.Context, b *batch.Batch) error {
+	return p.ProcessAhead(ctx, b, nil)
+}
+
+// ProcessAhead plans b with the IDs of the batches that follow it.
+func (p *planner) ProcessAhead(ctx context.Context, b *batch.Batch, next []*batch.Batch) error {
 	req := &cache.PlanRequest{Seq: b.Seq, TableOffsets: p.set.Layout.IndexStart()}
 	var err error
 	if req.IDs, err = b.Ref(batch.IDs); err != nil {
@@ -32,12 +52,27 @@ func (p *planner) Process(ctx context.Context, b *batch.Batch) error {
 	if req.Victims, err = b.Ref(batch.Victims); err != nil {
 		return err
 	}
+	for _, n := range next {
+		if n.Seq <= b.Seq {
+			return fmt.Errorf("future batch %d does not follow batch %d", n.Seq, b.Seq)
+		}
+		ids, err := n.Ref(batch.IDs)
+		if err != nil {
+			return fmt.Errorf("future batch %d: %w", n.Seq, err)
+		}
+		req.Future = append(req.Future, cache.Window{Seq: n.Seq, IDs: ids})
+	}
 	res, err := p.set.Cache.Plan(ctx, req)
 	if err != nil {
 		return fmt.Errorf("cache plan: %w", err)
 	}
 	if len(res.Tables) != p.set.Layout.Tables {
 		return fmt.Errorf("cache plan: policy answered for %d tables, the batch has %d", len(res.Tables), p.set.Layout.Tables)
+	}
+	if p.set.Hazards != nil {
+		if err := p.declare(b, res.Victims); err != nil {
+			return err
+		}
 	}
 	var hits, misses, evictions int64
 	for _, t := range res.Tables {
@@ -49,10 +84,55 @@ func (p *planner) Process(ctx context.Context, b *batch.Batch) error {
 	b.SetStat("misses", misses)
 	b.SetStat("evictions", evictions)
 	b.SetStat("victims", res.Victims)
+	b.SetStat("future", int64(len(next)))
 	if !b.Eval {
 		p.set.Metrics.Add("cache.hits", float64(hits))
 		p.set.Metrics.Add("cache.misses", float64(misses))
 		p.set.Metrics.Add("cache.evictions", float64(evictions))
 	}
 	return nil
+}
+
+// declare tells the hazard checker every write b will make further down
+// the pipeline: insert's fills and victim write-backs, train's updates of
+// the slots it trains in, and train's updates of the host rows a policy
+// left without a slot (a bypass: static top-N's cold rows, trained in the
+// host table as in ScratchPipe's Fig. 4b).
+func (p *planner) declare(b *batch.Batch, nVictims int64) error {
+	ids, err := b.Int64s(batch.IDs)
+	if err != nil {
+		return err
+	}
+	slots, err := b.Int64s(batch.Slots)
+	if err != nil {
+		return err
+	}
+	hits, err := b.Bytes(batch.Hits)
+	if err != nil {
+		return err
+	}
+	victims, err := b.Int64s(batch.Victims)
+	if err != nil {
+		return err
+	}
+	start := p.set.Layout.IndexStart()
+	w, err := hazard.PlannedBatch{IndexStart: start, IDs: ids, Slots: slots, Hits: hits,
+		Victims: victims, NVictims: nVictims, Trains: !b.Eval}.Writes()
+	if err != nil {
+		return fmt.Errorf("hazard: %w", err)
+	}
+	if !b.Eval {
+		for t := range p.set.Layout.Tables {
+			var rows []int64
+			for i := start[t]; i < start[t+1]; i++ {
+				if slots[i] < 0 {
+					rows = append(rows, ids[i])
+				}
+			}
+			if len(rows) > 0 {
+				w = append(w, hazard.WriteSet{Stage: hazard.StageTrain, Kind: hazard.HostRow, Table: t, Index: rows})
+			}
+		}
+	}
+	return p.set.Hazards.Plan(b.Seq, w)
 }

@@ -26,7 +26,9 @@ func Evaluate(scores, labels []float32) Evaluation {
 	sort.SliceStable(idx, func(a, b int) bool { return scores[idx[a]] < scores[idx[b]] })
 	var pos, rankSum, logloss float64
 	for i := 0; i < n; {
-		j := i
+		// j starts past i: a NaN score (a diverged model) equals nothing,
+		// not even itself, and must still move the scan on.
+		j := i + 1
 		for j < n && scores[idx[j]] == scores[idx[i]] {
 			j++
 		}

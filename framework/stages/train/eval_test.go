@@ -37,3 +37,12 @@ func TestEvaluateLogLossAndNE(t *testing.T) {
 		t.Fatalf("one-class AUC %v, want NaN", e.AUC)
 	}
 }
+
+// A diverged model scores NaN: evaluating it must end.
+func TestEvaluateNaNScores(t *testing.T) {
+	nan := float32(math.NaN())
+	e := Evaluate([]float32{nan, 0.5, nan, 0.2}, []float32{1, 0, 0, 1})
+	if !math.IsNaN(e.LogLoss) {
+		t.Errorf("logloss %v, want NaN", e.LogLoss)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
@@ -25,9 +24,6 @@ func NewFactory() stage.Factory {
 			if c.Source == SourceStorage {
 				if set.Storage == nil {
 					return nil, errors.New("train with source: storage needs the run's Storage (and collect and insert upstream)")
-				}
-				if set.Graph == nil || set.Graph.Pipeline != config.Sequential {
-					return nil, errors.New("train with source: storage needs pipeline: sequential (pipelined, insert would refill slots this batch still trains on)")
 				}
 			}
 			return newTrainer(set, c)

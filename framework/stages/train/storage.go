@@ -6,67 +6,246 @@ import (
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/region"
 )
 
-// slotBags turns a batch's bags over host rows into the same bags over
-// Storage slots. The plan wrote one slot per ID into the slots array, laid
-// out exactly like the IDs, so the slots array itself is the slot-indexed
-// copy of the indices: same offsets, same index starts, nothing to build.
+// placement is where a batch's rows are trained with source: storage, and
+// how to put them back.
+type placement struct {
+	bags   kernel.Bags
+	tables []kernel.Table
+	// hostLookups and lookups count the bag positions whose row lives in
+	// the host table (slot -1) and all positions, for the modeled clock.
+	hostLookups, lookups int64
+	// staged lists, per table trained in the scratch table, where each
+	// scratch row came from: restore copies them back after the update.
+	staged []stagedTable
+}
+
+// stagedTable is one table whose rows were staged into the scratch table:
+// scratch row i came from slot[i] of Storage, or from host row row[i] when
+// slot[i] is -1.
+type stagedTable struct {
+	table     int
+	rows      []int64
+	slots     []int64
+	scratchAt int64 // float32 offset of the table's scratch rows
+}
+
+// place works out where each of a batch's lookups is trained when rows
+// live in Storage. The plan wrote one slot per ID into the slots array,
+// laid out exactly like the IDs, so for a table whose every looked-up row
+// has a slot, Storage's table indexed by the slots array is the batch's
+// bags: same offsets, nothing to build. A table whose every row was left
+// without a slot (slot -1, a bypass) trains in its host table by ID.
 //
-// The cpu kernel coalesces a row's gradients in lookup-position order
-// whatever number the row goes by, so training a row in its slot gives the
-// same bits as training it in its host table; that is what lets a cached
-// run end with the no-cache run's digest.
+// A table with both is ScratchPipe's Fig. 4(b), the static cache: hot rows
+// in Storage, cold rows in the host table. One gather-reduce over two
+// tables would pool a bag in two partial sums and change the bits, so
+// those tables' rows (each distinct row once, from Storage or from its
+// host table) are staged into a scratch table, the bags are indexed into
+// it, and after the update each row goes back to where it came from.
 //
-// Every looked-up ID must have a slot: a bypassed row (slot -1) lives only
-// in the host table, and a batch cannot train half in Storage and half on
-// the host without giving up that equality.
-func (t *trainer) slotBags(b *batch.Batch, bags kernel.Bags) (kernel.Bags, error) {
-	if t.set.Storage == nil {
-		return bags, fmt.Errorf("batch %d: source %s, but the run has no Storage", b.Seq, SourceStorage)
+// The cpu kernel pools a bag in bag order and coalesces a row's gradients
+// in lookup-position order, whatever number the row goes by, so training a
+// row in a slot, in its host table or in a scratch row gives the same bits:
+// that is what lets a cached run end with the no-cache run's digest.
+//
+// Every row with a slot must be in it: Storage must hold the row the plan
+// placed there (by this batch's insert or an earlier one's, and no later
+// batch's insert may have evicted it yet). In a pipelined graph this is
+// where the policy's Hit-Map, which runs ahead of Storage, is checked
+// against it.
+func (t *trainer) place(b *batch.Batch, bags kernel.Bags) (*placement, error) {
+	st := t.set.Storage
+	if st == nil {
+		return nil, fmt.Errorf("batch %d: source %s, but the run has no Storage", b.Seq, SourceStorage)
 	}
 	slots, err := b.Int64s(batch.Slots)
 	if err != nil {
-		return bags, err
+		return nil, err
 	}
 	ids, err := b.Int64s(batch.IDs)
 	if err != nil {
-		return bags, err
+		return nil, err
 	}
 	offsets, err := b.Int64s(batch.Offsets)
 	if err != nil {
-		return bags, err
+		return nil, err
 	}
 	B := int64(bags.Batch)
-	if int64(len(offsets)) < int64(len(bags.IndexStart))*(B+1) {
-		return bags, fmt.Errorf("batch %d: offsets array too short", b.Seq)
+	nt := len(bags.IndexStart)
+	if int64(len(offsets)) < int64(nt)*(B+1) {
+		return nil, fmt.Errorf("batch %d: offsets array too short", b.Seq)
 	}
+	pl := &placement{bags: bags, tables: st.Kernel()}
+	const (
+		inStorage = 1 << iota
+		inHost
+	)
+	where := make([]int, nt)
 	for tab, start := range bags.IndexStart {
 		off := offsets[int64(tab)*(B+1) : int64(tab+1)*(B+1)]
 		if off[0] < 0 || off[B] < off[0] || start+off[B] > int64(len(slots)) {
-			return bags, fmt.Errorf("batch %d: table %d: bag offsets [%d, %d) outside the batch", b.Seq, tab, off[0], off[B])
+			return nil, fmt.Errorf("batch %d: table %d: bag offsets [%d, %d) outside the batch", b.Seq, tab, off[0], off[B])
 		}
 		for p := start + off[0]; p < start+off[B]; p++ {
-			if s := slots[p]; s < 0 || s >= t.set.Storage.Capacity {
-				return bags, fmt.Errorf("batch %d: table %d: row %d (lookup %d) has no Storage slot (slot %d): the cache could not hold every distinct ID of the batch; raise cache.size to at least the batch's distinct IDs per table",
-					b.Seq, tab, ids[p], p-start, s)
+			s, row := slots[p], ids[p]
+			switch {
+			case s < 0:
+				where[tab] |= inHost
+				pl.hostLookups++
+			case s >= st.Capacity:
+				return nil, fmt.Errorf("batch %d: table %d: row %d (lookup %d) has slot %d, outside Storage's %d slots", b.Seq, tab, row, p-start, s, st.Capacity)
+			default:
+				where[tab] |= inStorage
+				if held := st.RowOf(tab, s); held != row {
+					return nil, fmt.Errorf("batch %d: table %d: row %d (lookup %d) should be in slot %d, which holds row %d: the plan's Hit-Map and Storage disagree (a row evicted or not yet inserted)",
+						b.Seq, tab, row, p-start, s, held)
+				}
+			}
+			pl.lookups++
+		}
+	}
+	mixed := false
+	for _, w := range where {
+		mixed = mixed || w == inStorage|inHost
+	}
+	if pl.hostLookups == 0 {
+		// Every row in Storage: the slots array is the index array.
+		pl.bags.Indices, err = b.Ref(batch.Slots)
+		return pl, err
+	}
+	// Some tables train elsewhere: a per-batch index array of our own.
+	if err := t.ensureScratch(mixed); err != nil {
+		return nil, err
+	}
+	idx := region.Int64s(t.scratchIdx.Bytes())
+	host := t.set.Tables.Kernel()
+	stride := int64(st.Stride)
+	for tab, start := range bags.IndexStart {
+		off := offsets[int64(tab)*(B+1) : int64(tab+1)*(B+1)]
+		lo, hi := start+off[0], start+off[B]
+		switch where[tab] {
+		case inHost:
+			copy(idx[lo:hi], ids[lo:hi])
+			pl.tables[tab] = host[tab]
+		case inHost | inStorage:
+			at := int64(tab) * int64(t.set.Layout.IDsPerTable) * stride
+			sc := stagedTable{table: tab, scratchAt: at}
+			clear(t.scratchOf)
+			for p := lo; p < hi; p++ {
+				row, s := ids[p], slots[p]
+				i, ok := t.scratchOf[row]
+				if !ok {
+					i = int64(len(sc.rows))
+					t.scratchOf[row] = i
+					sc.rows = append(sc.rows, row)
+					sc.slots = append(sc.slots, s)
+				} else if sc.slots[i] != s {
+					return nil, fmt.Errorf("batch %d: table %d: row %d is looked up with slot %d and slot %d", b.Seq, tab, row, sc.slots[i], s)
+				}
+				idx[p] = i
+			}
+			rows := region.Float32s(t.scratchRows.Bytes())
+			for i, row := range sc.rows {
+				dst := rows[at+int64(i)*stride : at+int64(i+1)*stride]
+				if s := sc.slots[i]; s >= 0 {
+					copy(dst, st.Row(tab, s))
+				} else {
+					copy(dst, t.set.Tables.Row(tab, row))
+				}
+			}
+			pl.tables[tab] = kernel.Table{
+				Data: t.scratchRows.Ref().Sub(4*at, 4*int64(len(sc.rows))*stride),
+				Rows: int64(len(sc.rows)), Dim: st.Dim, Stride: st.Stride,
+			}
+			pl.staged = append(pl.staged, sc)
+		default:
+			copy(idx[lo:hi], slots[lo:hi])
+		}
+	}
+	pl.bags.Indices = t.scratchIdx.Ref()
+	return pl, nil
+}
+
+// restore writes every staged row back to its slot or host row, after the
+// update.
+func (t *trainer) restore(pl *placement) {
+	if len(pl.staged) == 0 {
+		return
+	}
+	st := t.set.Storage
+	stride := int64(st.Stride)
+	rows := region.Float32s(t.scratchRows.Bytes())
+	for _, sc := range pl.staged {
+		for i, row := range sc.rows {
+			src := rows[sc.scratchAt+int64(i)*stride : sc.scratchAt+int64(i+1)*stride]
+			if s := sc.slots[i]; s >= 0 {
+				copy(st.Row(sc.table, s), src)
+			} else {
+				copy(t.set.Tables.Row(sc.table, row), src)
 			}
 		}
 	}
-	bags.Indices, err = b.Ref(batch.Slots)
-	return bags, err
 }
 
-// onDevice places a batch's embedding operations on the compute device:
-// with the rows in Storage, gather-reduce and scatter run where the dense
-// model runs, and neither pooled embeddings nor their gradients cross the
-// link.
-func onDevice(embedding, compute []device.Op) []device.Op {
-	var ops []device.Op
-	for _, op := range compute {
-		if op.Kind != device.Transfer {
-			ops = append(ops, op)
+// ensureScratch creates, on first need, the index array (one int64 per
+// lookup of a batch) and, when rows must be staged, the scratch tables
+// (room for every lookup of a batch to be a distinct row, per table).
+// Both are sparse regions: only the pages a batch touches cost memory.
+func (t *trainer) ensureScratch(rows bool) error {
+	l := t.set.Layout
+	ids := int64(l.Tables) * int64(l.IDsPerTable)
+	if t.scratchIdx == nil {
+		r, err := region.Create("train-indices", 8*ids)
+		if err != nil {
+			return fmt.Errorf("train scratch: %w", err)
+		}
+		t.scratchIdx = r
+	}
+	if rows && t.scratchRows == nil {
+		r, err := region.Create("train-scratch", 4*ids*int64(t.set.Storage.Stride))
+		if err != nil {
+			return fmt.Errorf("train scratch: %w", err)
+		}
+		t.scratchRows = r
+		t.scratchOf = map[int64]int64{}
+	}
+	return nil
+}
+
+// charge splits a batch's embedding work between the host and the compute
+// device: the share of lookups whose rows live in the host table is
+// gathered and updated there and its pooled sums and their gradients cross
+// the link (Fig. 4b); the rest runs where the dense model runs and crosses
+// nothing.
+func (pl *placement) charge(embedding, compute []device.Op) (host, gpu []device.Op) {
+	f := 0.0
+	if pl.lookups > 0 {
+		f = float64(pl.hostLookups) / float64(pl.lookups)
+	}
+	scale := func(op device.Op, f float64) device.Op {
+		op.Bytes = int64(float64(op.Bytes) * f)
+		op.FLOPs = int64(float64(op.FLOPs) * f)
+		return op
+	}
+	for _, op := range embedding {
+		if f > 0 {
+			host = append(host, scale(op, f))
+		}
+		if f < 1 {
+			gpu = append(gpu, scale(op, 1-f))
 		}
 	}
-	return append(embedding, ops...)
+	for _, op := range compute {
+		if op.Kind == device.Transfer {
+			if f > 0 {
+				gpu = append(gpu, scale(op, f))
+			}
+			continue
+		}
+		gpu = append(gpu, op)
+	}
+	return host, gpu
 }

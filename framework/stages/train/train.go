@@ -7,6 +7,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/region"
 )
 
 type trainer struct {
@@ -30,6 +32,12 @@ type trainer struct {
 
 	mu             sync.Mutex
 	scores, labels []float32
+
+	// With source: storage, the scratch a batch needs when some of its
+	// rows live outside Storage (see place): an index array, the staged
+	// rows, and each staged row's scratch row. Created on first need.
+	scratchIdx, scratchRows *region.Region
+	scratchOf               map[int64]int64
 }
 
 func newTrainer(set stage.Settings, cfg *Config) (*trainer, error) {
@@ -77,11 +85,15 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 		return err
 	}
 	tables := t.set.Tables.Kernel()
+	var pl *placement
 	if t.cfg.Source == SourceStorage {
-		if bags, err = t.slotBags(b, bags); err != nil {
+		if err := t.checkHazards(b); err != nil {
 			return err
 		}
-		tables = t.set.Storage.Kernel()
+		if pl, err = t.place(b, bags); err != nil {
+			return err
+		}
+		bags, tables = pl.bags, pl.tables
 	}
 	gather, err := t.set.Kernel.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: tables, Bags: bags, Reduce: t.reduce, Out: pooled})
 	if err != nil {
@@ -122,13 +134,16 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 		if err != nil {
 			return fmt.Errorf("scatter: %w", err)
 		}
+		if pl != nil {
+			t.restore(pl)
+		}
 		ops = append(ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: scatter.BytesRead + scatter.BytesWritten})
 		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
 		b.SetStat("scatter_bytes", scatter.BytesWritten)
 		t.set.Metrics.Append("loss", b.Seq, res.Loss)
 	}
-	if t.cfg.Source == SourceStorage {
-		ops, gpuOps = nil, onDevice(ops, gpuOps)
+	if pl != nil {
+		ops, gpuOps = pl.charge(ops, gpuOps)
 	}
 	modeled, err := stage.Charge(ctx, b.Seq, t.host, ops...)
 	if err != nil {
@@ -140,6 +155,53 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 	}
 	b.SetStat("modeled_ns", modeled+gpuNs)
 	return nil
+}
+
+// checkHazards asks the hazard checker, if the run has one, whether b may
+// read the slots it trains in (RAW 1: an earlier batch's train still
+// updating one) and the host rows it trains in place of a slot.
+func (t *trainer) checkHazards(b *batch.Batch) error {
+	hz := t.set.Hazards
+	if hz == nil {
+		return nil
+	}
+	slots, err := b.Int64s(batch.Slots)
+	if err != nil {
+		return err
+	}
+	ids, err := b.Int64s(batch.IDs)
+	if err != nil {
+		return err
+	}
+	start := t.set.Layout.IndexStart()
+	var bypassed []int64
+	for tab := range t.set.Layout.Tables {
+		lo, hi := start[tab], start[tab+1]
+		if err := hz.ReadSlots(b.Seq, string(Kind), tab, slots[lo:hi]); err != nil {
+			return err
+		}
+		bypassed = bypassed[:0]
+		for i := lo; i < hi; i++ {
+			if slots[i] < 0 {
+				bypassed = append(bypassed, ids[i])
+			}
+		}
+		if err := hz.ReadRows(b.Seq, string(Kind), tab, bypassed); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close removes the scratch regions.
+func (t *trainer) Close(context.Context) error {
+	var errs []error
+	for _, r := range []*region.Region{t.scratchIdx, t.scratchRows} {
+		if r != nil {
+			errs = append(errs, r.Close())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (t *trainer) keepScores(b *batch.Batch) error {
@@ -172,7 +234,9 @@ func (t *trainer) Finish(context.Context) error {
 		t.set.Metrics.Set("auc", e.AUC)
 		t.set.Metrics.Set("ne", e.NE)
 	}
-	t.set.Metrics.Set("logloss", e.LogLoss)
+	if !math.IsNaN(e.LogLoss) {
+		t.set.Metrics.Set("logloss", e.LogLoss)
+	}
 	t.set.Metrics.Set("eval_samples", float64(len(t.scores)))
 	return nil
 }
