@@ -54,6 +54,9 @@ type recorder struct {
 	// released only after its sink returns).
 	started, sunk int
 	maxInFlight   int
+	// Batches a lookahead stage has handed on minus batches the sinks have
+	// finished, and its largest value.
+	past, maxPast int
 
 	// crashes receives the crash a relay reports (crash_at).
 	crashes chan error

@@ -2,11 +2,13 @@ package collect
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/internal/stagetest"
 )
@@ -226,5 +228,72 @@ func TestConfig(t *testing.T) {
 	}
 	if !c.UsesStorage() {
 		t.Error("collect must ask for Storage")
+	}
+}
+
+// Pipelined, the policy's Hit-Map runs ahead of Storage: a hit on a row an
+// earlier batch has yet to insert is what it should be, not an error (train
+// checks the row is in its slot when it uses it).
+func TestCollectAcceptsAHitAheadOfStorage(t *testing.T) {
+	e := stagetest.New(t, stagetest.Options{CacheRows: 12})
+	c := newCollector(t, e)
+	b := e.Batch(t, 4)
+	ids := [][]int64{make([]int64, 12), make([]int64, 12)}
+	slots := [][]int64{make([]int64, 12), make([]int64, 12)}
+	hits := [][]byte{make([]byte, 12), make([]byte, 12)}
+	for i := range 12 {
+		ids[0][i], slots[0][i], hits[0][i] = int64(i), int64(i), 1 // every slot still empty
+		ids[1][i], slots[1][i] = 40, -1
+	}
+	e.SetIDs(t, b, ids)
+	e.SetPlan(t, b, slots, hits, nil)
+	stagetest.Process(t, c, b)
+	if got := b.Stats["collected_rows"]; got != 0 {
+		t.Errorf("collected_rows = %d, want 0 (all hits)", got)
+	}
+}
+
+// With a hazard checker, collect asks before reading a victim's slot
+// (RAW 2, 3) and after staging the missed rows (RAW 4).
+func TestCollectChecksHazards(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		w    hazard.WriteSet
+		raw  int
+	}{
+		{"victim slot an earlier batch fills", hazard.WriteSet{Stage: "insert", Kind: hazard.Slot, Table: 0, Index: []int64{5}}, 3},
+		{"victim slot an earlier batch trains", hazard.WriteSet{Stage: "train", Kind: hazard.Slot, Table: 0, Index: []int64{5}}, 2},
+		{"missed row an earlier batch writes back", hazard.WriteSet{Stage: "insert", Kind: hazard.HostRow, Table: 1, Index: []int64{40}}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := stagetest.New(t, stagetest.Options{CacheRows: 12})
+			hz := hazard.New()
+			e.Set.Hazards = hz
+			c := newCollector(t, e)
+			if err := hz.Plan(2, hazard.Writes{tc.w}); err != nil {
+				t.Fatal(err)
+			}
+			e.Set.Storage.Fill(0, 5, 7, make([]float32, e.Set.Layout.Stride))
+			b := e.Batch(t, 3)
+			ids := [][]int64{make([]int64, 12), make([]int64, 12)}
+			slots := [][]int64{make([]int64, 12), make([]int64, 12)}
+			hits := [][]byte{make([]byte, 12), make([]byte, 12)}
+			for i := range 12 {
+				ids[0][i], slots[0][i] = 8, 5 // row 8 replaces victim row 7 in slot 5
+				ids[1][i], slots[1][i] = 40, 0
+			}
+			e.SetIDs(t, b, ids)
+			e.SetPlan(t, b, slots, hits, [][3]int64{{0, 7, 5}})
+			err := c.Process(context.Background(), b)
+			var h *hazard.Hazard
+			if !errors.As(err, &h) || h.RAW != tc.raw || h.Seq != 3 || h.Writer != 2 {
+				t.Fatalf("err = %v, want RAW-%d by batch 2 at batch 3", err, tc.raw)
+			}
+			hz.Wrote(2, tc.w.Stage)
+			b.SetStat("victims", 1)
+			if err := c.Process(context.Background(), b); err != nil {
+				t.Errorf("after batch 2 wrote: %v", err)
+			}
+		})
 	}
 }
