@@ -24,6 +24,8 @@ type progress struct {
 	done int64
 	// total is the bar's total; 0 while the runtime does not know it.
 	total int64
+	// finished: finish ran, and a late update draws nothing.
+	finished bool
 }
 
 // newProgress returns a bar drawing on w when w is a terminal and quiet is
@@ -42,6 +44,9 @@ func (p *progress) update(done, total int) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.finished {
+		return
+	}
 	if p.p == nil {
 		// Bars are made on the first batch, not before the run, so a graph
 		// that fails to start draws nothing.
@@ -103,6 +108,7 @@ func (p *progress) finish() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.finished = true
 	if p.p == nil {
 		return
 	}
