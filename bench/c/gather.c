@@ -15,7 +15,10 @@
 // MAP_SHARED, as flowrun's regions are), "anon" (private anonymous); add
 // "+thp" to advise huge pages (madvise MADV_HUGEPAGE).
 //
-// Build: gcc -O3 -mavx2 -pthread -o gather gather.c -lm
+// The kernel itself is gather_kernel.h, which bench/cgather also runs from
+// Go beside flowrun's kernel on the same memory.
+//
+// Build: gcc -O3 -mavx2 -pthread -o gather gather.c -lm (scripts/bench-gather-c.sh)
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +32,8 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "gather_kernel.h"
 
 static int tables = 8, dim = 128, batch = 2048, lookups = 20, threads = 1;
 static int reps = 10, warmup = 2, pf = 12;
@@ -103,59 +108,12 @@ static int64_t zipf(long n) {
 	return (int64_t)(((uint64_t)r * 0x9e3779b97f4a7c15ull) % (uint64_t)n);
 }
 
-static void gather_table(int t) {
-	const float *data = tab[t];
-	const int64_t *ix = idx[t];
-	const int64_t total = off[batch];
-	const int lines = (dim * 4 + 63) / 64;
-	for (int b = 0; b < batch; b++) {
-		float *o = out + ((size_t)t * batch + b) * dim;
-		for (int c = 0; c < dim; c += 64) {
-			__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-			for (int64_t p = off[b]; p < off[b + 1]; p++) {
-				if (c == 0 && p + pf < total) {
-					const char *f = (const char *)(data + ix[p + pf] * dim);
-					for (int l = 0; l < lines; l++)
-						_mm_prefetch(f + 64 * l, _MM_HINT_T0);
-				}
-				const float *r = data + ix[p] * dim + c;
-				a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r));
-				a1 = _mm256_add_ps(a1, _mm256_loadu_ps(r + 8));
-				a2 = _mm256_add_ps(a2, _mm256_loadu_ps(r + 16));
-				a3 = _mm256_add_ps(a3, _mm256_loadu_ps(r + 24));
-				a4 = _mm256_add_ps(a4, _mm256_loadu_ps(r + 32));
-				a5 = _mm256_add_ps(a5, _mm256_loadu_ps(r + 40));
-				a6 = _mm256_add_ps(a6, _mm256_loadu_ps(r + 48));
-				a7 = _mm256_add_ps(a7, _mm256_loadu_ps(r + 56));
-			}
-			_mm256_storeu_ps(o + c, a0);
-			_mm256_storeu_ps(o + c + 8, a1);
-			_mm256_storeu_ps(o + c + 16, a2);
-			_mm256_storeu_ps(o + c + 24, a3);
-			_mm256_storeu_ps(o + c + 32, a4);
-			_mm256_storeu_ps(o + c + 40, a5);
-			_mm256_storeu_ps(o + c + 48, a6);
-			_mm256_storeu_ps(o + c + 56, a7);
-		}
-	}
-}
-
-static void *worker(void *arg) {
-	long w = (long)arg;
-	for (int t = w; t < tables; t += threads)
-		gather_table(t);
-	return NULL;
-}
+static gather_job job;
 
 static double run(void) {
-	pthread_t th[64];
 	double c0 = cpu_now();
 	double t0 = now();
-	for (long w = 1; w < threads; w++)
-		pthread_create(&th[w], NULL, worker, (void *)w);
-	worker((void *)0);
-	for (long w = 1; w < threads; w++)
-		pthread_join(th[w], NULL);
+	gather_run(&job);
 	double t = now() - t0;
 	last_cpu = cpu_now() - c0;
 	return t;
@@ -206,6 +164,14 @@ int main(int argc, char **argv) {
 		for (long i = 0; i < (long)batch * lookups; i++)
 			idx[t][i] = zipfian ? zipf(rows) : (int64_t)(splitmix() % (uint64_t)rows);
 	}
+	const int64_t **offs = calloc(tables, sizeof *offs);
+	float **outs = calloc(tables, sizeof *outs);
+	for (int t = 0; t < tables; t++) {
+		offs[t] = off;
+		outs[t] = out + (size_t)t * batch * dim;
+	}
+	job = (gather_job){.data = (const float *const *)tab, .ix = (const int64_t *const *)idx, .off = offs, .out = outs,
+	                   .tables = tables, .batch = batch, .dim = dim, .pf = pf, .threads = threads, .stride = dim};
 	for (int i = 0; i < warmup; i++)
 		run();
 	double *secs = calloc(reps, sizeof *secs), *cpus = calloc(reps, sizeof *cpus);
