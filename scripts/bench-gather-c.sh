@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bin
-if [ ! -x bin/gather-c ] || [ bench/c/gather.c -nt bin/gather-c ] || [ bench/c/gather_kernel.h -nt bin/gather-c ]; then
+if [ ! -x bin/gather-c ] || [ bench/c/gather.c -nt bin/gather-c ] || [ bench/cgather/gather_kernel.h -nt bin/gather-c ]; then
 	gcc -O3 -mavx2 -pthread -o bin/gather-c bench/c/gather.c -lm
 fi
 exec bin/gather-c "$@"

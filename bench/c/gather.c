@@ -15,7 +15,7 @@
 // MAP_SHARED, as flowrun's regions are), "anon" (private anonymous); add
 // "+thp" to advise huge pages (madvise MADV_HUGEPAGE).
 //
-// The kernel itself is gather_kernel.h, which bench/cgather also runs from
+// The kernel itself is bench/cgather/gather_kernel.h, which bench/cgather runs from
 // Go beside flowrun's kernel on the same memory.
 //
 // Build: gcc -O3 -mavx2 -pthread -o gather gather.c -lm (scripts/bench-gather-c.sh)
@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gather_kernel.h"
+#include "../cgather/gather_kernel.h"
 
 static int tables = 8, dim = 128, batch = 2048, lookups = 20, threads = 1;
 static int reps = 10, warmup = 2, pf = 12;

@@ -1,6 +1,6 @@
 //go:build cgo && amd64
 
-// Package cgather runs the C reference gather-reduce (bench/c/gather_kernel.h,
+// Package cgather runs the C reference gather-reduce (gather_kernel.h,
 // AVX2 with prefetch, the kernel bench/c/gather.c times on its own) from Go,
 // so that a benchmark can time it and flowrun's kernel alternately, call by
 // call, on the same tables in the same process: the fairest comparison on a
@@ -9,7 +9,7 @@
 package cgather
 
 /*
-#cgo CFLAGS: -O3 -mavx2 -I${SRCDIR}/../c
+#cgo CFLAGS: -O3 -mavx2
 #cgo LDFLAGS: -lpthread
 #include <stdlib.h>
 #include "gather_kernel.h"

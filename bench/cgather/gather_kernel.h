@@ -1,6 +1,6 @@
 // gather_kernel.h is the C reference gather-reduce kernel, shared by the
-// standalone benchmark (gather.c) and the cgo harness that runs it beside
-// flowrun's Go kernel on the same memory (bench/cgather).
+// standalone benchmark (bench/c/gather.c) and this package's cgo harness,
+// which runs it beside flowrun's Go kernel on the same memory.
 //
 // gather_sum_table sums every bag of one table, as FBGEMM's EmbeddingSpMDM
 // reads rows: AVX2, columns in blocks of 128 floats (16 accumulators) while
@@ -76,30 +76,31 @@ typedef struct {
 
 typedef struct {
 	const gather_job *job;
-	int w;
+	int *next; // the next table to take
 } gk_worker_arg;
 
 static void *gk_worker(void *arg) {
 	const gk_worker_arg *a = (const gk_worker_arg *)arg;
 	const gather_job *j = a->job;
-	for (int t = a->w; t < j->tables; t += j->threads)
+	for (;;) {
+		int t = __atomic_fetch_add(a->next, 1, __ATOMIC_RELAXED);
+		if (t >= j->tables)
+			return 0;
 		gather_sum_table(j->data[t], j->ix[t], j->off[t], j->batch, j->dim, j->stride, j->pf, j->out[t]);
-	return 0;
+	}
 }
 
-// gather_run runs a job on its threads (table t on thread t mod threads,
-// the calling thread being thread 0).
+// gather_run runs a job on its threads (the calling thread and threads-1
+// more), each taking the next table not yet taken, as flowrun's kernel
+// hands tables to its workers.
 static void gather_run(const gather_job *j) {
 	pthread_t th[64];
-	gk_worker_arg args[64];
+	int next = 0;
+	gk_worker_arg arg = {j, &next};
 	int n = j->threads < 1 ? 1 : (j->threads > 64 ? 64 : j->threads);
-	for (int w = 0; w < n; w++) {
-		args[w].job = j;
-		args[w].w = w;
-	}
 	for (int w = 1; w < n; w++)
-		pthread_create(&th[w], 0, gk_worker, &args[w]);
-	gk_worker(&args[0]);
+		pthread_create(&th[w], 0, gk_worker, &arg);
+	gk_worker(&arg);
 	for (int w = 1; w < n; w++)
 		pthread_join(th[w], 0);
 }
