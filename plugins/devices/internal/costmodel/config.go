@@ -3,18 +3,29 @@ package costmodel
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 
-	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
-// Config is a device's options: each one, when present, overrides the
-// matching field of the device's default profile. Pointers tell "absent"
-// from zero, so that overriding a figure can be recorded in the profile's
-// Source.
+// Config is a device's options. `profile` picks a named profile (the
+// device's default without it), `link` the link into the device, `peak`
+// drops every efficiency factor to 1; then each figure present overrides
+// the matching one of the profile. Pointers tell "absent" from zero, so
+// that overriding a figure can be recorded in the profile's Source.
 type Config struct {
+	// Profile names one of the device's profiles (Spec.Profiles).
+	Profile *string `json:"profile"`
+	// Link names the link into the device, a key of Links (pcie3, pcie4,
+	// pcie5); it sets link_gbps and link_efficiency.
+	Link *string `json:"link"`
+	// Peak prices every op at the datasheet figures: all efficiency
+	// factors 1 (an explicit efficiency option still applies).
+	Peak *bool `json:"peak"`
 	// Name is the profile's display name.
 	Name *string `json:"name"`
 	// CapacityBytes is the memory the device offers (0: unlimited).
@@ -27,15 +38,53 @@ type Config struct {
 	LatencyNs *float64 `json:"latency_ns"`
 	// GFLOPS is peak arithmetic throughput.
 	GFLOPS *float64 `json:"gflops"`
-	// Efficiency scales every peak figure to a sustained one, in (0, 1].
+	// Efficiency is the sustained fraction of peak memory bandwidth, in
+	// (0, 1], and of the link and arithmetic where those have none.
 	Efficiency *float64 `json:"efficiency"`
+	// LinkEfficiency is the sustained fraction of link_gbps, in (0, 1].
+	LinkEfficiency *float64 `json:"link_efficiency"`
+	// ComputeEfficiency is the sustained fraction of gflops, in (0, 1].
+	ComputeEfficiency *float64 `json:"compute_efficiency"`
+	// OpEfficiency sets the efficiency of the ops of a given name,
+	// merged over the profile's (e.g. {scatter: 0.05}).
+	OpEfficiency map[string]float64 `json:"op_efficiency"`
 	// Source replaces the citation of the profile's figures.
 	Source *string `json:"source"`
 }
 
-// apply returns p with c's overrides, and the option names it overrode
-// (other than name and source) in a fixed order.
-func (c Config) apply(p device.Profile) (device.Profile, []string) {
+// resolve builds the Params the options describe over spec's profiles,
+// and reports every problem with the options at once.
+func (c Config) resolve(spec Spec) (Params, error) {
+	key := spec.Default
+	if c.Profile != nil {
+		key = strings.ToLower(strings.TrimSpace(*c.Profile))
+	}
+	base, ok := spec.Profiles[key]
+	if !ok {
+		return Params{}, fmt.Errorf("%w: profile: unknown profile %q (%s has: %s)", plugin.ErrInvalidConfig,
+			key, spec.Name, strings.Join(slices.Sorted(maps.Keys(spec.Profiles)), ", "))
+	}
+	p := base.clone()
+	link := p.Link
+	if c.Link != nil {
+		link = strings.ToLower(strings.TrimSpace(*c.Link))
+		if _, ok := Links[link]; !ok {
+			return Params{}, fmt.Errorf("%w: link: unknown link %q (allowed: %s)", plugin.ErrInvalidConfig, link, strings.Join(LinkNames(), ", "))
+		}
+	}
+	if link != "" {
+		p = p.withLink(link)
+	}
+	if c.Peak != nil && *c.Peak {
+		p = p.peak()
+	}
+	p, _ = c.apply(p)
+	return p, nil
+}
+
+// apply returns p with c's figure overrides, and the option names it
+// overrode (other than name and source) in a fixed order.
+func (c Config) apply(p Params) (Params, []string) {
 	var changed []string
 	setF := func(dst *float64, v *float64, key string) {
 		if v != nil {
@@ -55,6 +104,15 @@ func (c Config) apply(p device.Profile) (device.Profile, []string) {
 	setF(&p.LatencyNs, c.LatencyNs, "latency_ns")
 	setF(&p.GFLOPS, c.GFLOPS, "gflops")
 	setF(&p.Efficiency, c.Efficiency, "efficiency")
+	setF(&p.LinkEfficiency, c.LinkEfficiency, "link_efficiency")
+	setF(&p.ComputeEfficiency, c.ComputeEfficiency, "compute_efficiency")
+	if len(c.OpEfficiency) > 0 {
+		if p.OpEfficiency == nil {
+			p.OpEfficiency = map[string]float64{}
+		}
+		maps.Copy(p.OpEfficiency, c.OpEfficiency)
+		changed = append(changed, "op_efficiency")
+	}
 	switch {
 	case c.Source != nil:
 		p.Source = *c.Source
@@ -66,15 +124,16 @@ func (c Config) apply(p device.Profile) (device.Profile, []string) {
 	return p, changed
 }
 
-// Validate checks a profile and joins every problem found. A device must
-// have memory bandwidth; a link and arithmetic are optional (0: the device
-// has none, and ops that need them are refused).
-func Validate(p device.Profile) error {
+// Validate checks a cost model and joins every problem found. A device
+// must have memory bandwidth; a link and arithmetic are optional (0: the
+// device has none, and ops that need them are refused).
+func Validate(p Params) error {
 	var errs []error
 	bad := func(key, msg string, v any) {
 		errs = append(errs, fmt.Errorf("%w: %s: %s, got %v", plugin.ErrInvalidConfig, key, msg, v))
 	}
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+	fraction := func(v float64) bool { return v > 0 && v <= 1 }
 	if strings.TrimSpace(p.Name) == "" {
 		bad("name", "must not be empty", fmt.Sprintf("%q", p.Name))
 	}
@@ -93,23 +152,67 @@ func Validate(p device.Profile) error {
 	if !(p.GFLOPS >= 0) || !finite(p.GFLOPS) {
 		bad("gflops", "must be ≥ 0", p.GFLOPS)
 	}
-	if !(p.Efficiency > 0 && p.Efficiency <= 1) {
+	if !fraction(p.Efficiency) {
 		bad("efficiency", "must be in (0, 1]", p.Efficiency)
+	}
+	// 0 means "as efficiency" in Params; an option can only set (0, 1].
+	if p.LinkEfficiency != 0 && !fraction(p.LinkEfficiency) {
+		bad("link_efficiency", "must be in (0, 1]", p.LinkEfficiency)
+	}
+	if p.ComputeEfficiency != 0 && !fraction(p.ComputeEfficiency) {
+		bad("compute_efficiency", "must be in (0, 1]", p.ComputeEfficiency)
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.OpEfficiency)) {
+		if strings.TrimSpace(name) == "" {
+			bad("op_efficiency", "op names must not be empty", fmt.Sprintf("%q", name))
+		}
+		if e := p.OpEfficiency[name]; !fraction(e) {
+			bad("op_efficiency::"+name, "must be in (0, 1]", e)
+		}
 	}
 	return errors.Join(errs...)
 }
 
-// fields documents Config for Info, with the defaults of profile p.
-func fields(p device.Profile) []plugin.Field {
-	f := func(v float64) string { return fmt.Sprint(v) }
+// checkOptions rejects options that Validate cannot see once applied: an
+// explicit 0 for an efficiency that Params reads as "inherit".
+func (c Config) checkOptions() error {
+	var errs []error
+	for key, v := range map[string]*float64{"link_efficiency": c.LinkEfficiency, "compute_efficiency": c.ComputeEfficiency} {
+		if v != nil && !(*v > 0 && *v <= 1) {
+			errs = append(errs, fmt.Errorf("%w: %s: must be in (0, 1], got %v", plugin.ErrInvalidConfig, key, *v))
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
+
+// fields documents Config for Info, with the defaults of the device's
+// default profile.
+func fields(spec Spec) []plugin.Field {
+	p, _ := Config{}.resolve(spec)
+	f := formatFloat
+	eff := func(v float64) string {
+		if v == 0 {
+			return "as efficiency"
+		}
+		return f(v)
+	}
 	return []plugin.Field{
+		{Name: "profile", Type: "string", Default: spec.Default, Description: "named profile: " + strings.Join(slices.Sorted(maps.Keys(spec.Profiles)), ", ") + " (docs/devices.md)"},
+		{Name: "link", Type: "string", Default: p.Link, Description: "link into the device: " + strings.Join(LinkNames(), ", ") + "; sets link_gbps and link_efficiency"},
+		{Name: "peak", Type: "bool", Default: "false", Description: "price every op at the datasheet peaks: every efficiency factor 1 (explicit efficiency options still apply)"},
 		{Name: "name", Type: "string", Default: p.Name, Description: "display name of the profile"},
 		{Name: "capacity_bytes", Type: "int", Default: fmt.Sprint(p.CapacityBytes), Description: "memory the device offers, bytes (0: unlimited)"},
 		{Name: "bandwidth_gbps", Type: "float", Default: f(p.BandwidthGBps), Description: "peak memory bandwidth, GB/s (1e9 B/s); prices Read and Write"},
-		{Name: "link_gbps", Type: "float", Default: f(p.LinkGBps), Description: "bandwidth of the link into the device, GB/s; prices Transfer (0: no link)"},
+		{Name: "link_gbps", Type: "float", Default: f(p.LinkGBps), Description: "bandwidth of the link into the device, GB/s per direction; prices Transfer (0: no link)"},
 		{Name: "latency_ns", Type: "float", Default: f(p.LatencyNs), Description: "fixed modeled cost of each Read, Write or Transfer, ns"},
 		{Name: "gflops", Type: "float", Default: f(p.GFLOPS), Description: "peak FP32 throughput, GFLOP/s; prices Compute (0: no arithmetic)"},
-		{Name: "efficiency", Type: "float", Default: f(p.Efficiency), Description: "fraction of every peak figure sustained, in (0, 1]"},
+		{Name: "efficiency", Type: "float", Default: f(p.Efficiency), Description: "sustained fraction of peak memory bandwidth (and of link and arithmetic where those have none), in (0, 1]"},
+		{Name: "link_efficiency", Type: "float", Default: eff(p.LinkEfficiency), Description: "sustained fraction of link_gbps, in (0, 1]"},
+		{Name: "compute_efficiency", Type: "float", Default: eff(p.ComputeEfficiency), Description: "sustained fraction of gflops, in (0, 1]"},
+		{Name: "op_efficiency", Type: "map", Default: describeOps(p.OpEfficiency), Description: "efficiency of the ops of a given name (scatter, gather-reduce, ...), merged over the profile's, in (0, 1]"},
 		{Name: "source", Type: "string", Default: p.Source, Description: "citation for the figures (noted automatically when figures are overridden)"},
 	}
 }
+
+func formatFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -1,17 +1,19 @@
 // Package costmodel is the analytical cost model the built-in memory
-// devices (cpu-dram, hbm) share: a device is a named Profile, and the
-// modeled time of an operation is
+// devices (cpu-dram, hbm) share: a device is one of its named profiles
+// (Params: datasheet peaks, a link from Links, efficiency factors), and
+// the modeled time of an operation is
 //
 //	Read, Write:  latency + bytes / (bandwidth · efficiency)
-//	Transfer:     latency + bytes / (link · efficiency)
-//	Compute:      flops / (gflops · efficiency)
+//	Transfer:     latency + bytes / (link · link_efficiency)
+//	Compute:      flops / (gflops · compute_efficiency)
 //
-// With bandwidth in GB/s (1e9 bytes per second), bytes / GB/s is directly
+// where an op named in op_efficiency uses that efficiency instead. With
+// bandwidth in GB/s (1e9 bytes per second), bytes / GB/s is directly
 // nanoseconds. Every figure this package returns is modeled time on the
 // profiled hardware, never a measurement of the host flowrun runs on.
 //
-// Devices differ only in their default Profile; this package holds the
-// plugin itself so they cannot drift apart. It imports only sdk/.
+// Devices differ only in their profiles; this package holds the plugin
+// itself so they cannot drift apart. It imports only sdk/.
 package costmodel
 
 import (
@@ -33,8 +35,11 @@ type Spec struct {
 	Name string
 	// Description is the plugin's one-line Info description.
 	Description string
-	// Defaults is the profile used where options do not override it.
-	Defaults device.Profile
+	// Profiles are the named profiles the `profile` option selects, by
+	// lower-case key.
+	Profiles map[string]Params
+	// Default is the key of the profile used without a `profile` option.
+	Default string
 }
 
 // Device is a cost-modeled device plugin.
@@ -43,7 +48,7 @@ type Device struct {
 
 	mu         sync.Mutex
 	configured bool
-	profile    device.Profile
+	params     Params
 }
 
 var _ device.Device = (*Device)(nil)
@@ -59,42 +64,55 @@ func (d *Device) Info(context.Context) (plugin.Info, error) {
 		Version:     Version,
 		APIVersion:  plugin.APIVersion,
 		Description: d.spec.Description,
-		Config:      fields(d.spec.Defaults),
+		Config:      fields(d.spec),
 	}, nil
 }
 
-// Configure decodes the options over the default profile and validates the
-// result.
+// Configure decodes the options over the selected profile and validates
+// the result.
 func (d *Device) Configure(_ context.Context, setup plugin.Setup) error {
 	var cfg Config
 	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
 		return err
 	}
-	p, _ := cfg.apply(d.spec.Defaults)
+	if err := cfg.checkOptions(); err != nil {
+		return err
+	}
+	p, err := cfg.resolve(d.spec)
+	if err != nil {
+		return err
+	}
 	if err := Validate(p); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.profile = p
+	d.params = p
 	d.configured = true
 	return nil
 }
 
-// Profile returns the configured profile.
-func (d *Device) Profile(context.Context) (device.Profile, error) {
+// Profile returns the configured profile. Its Efficiency is the memory
+// efficiency; Params has the link's, the arithmetic's and the per-op ones.
+func (d *Device) Profile(ctx context.Context) (device.Profile, error) {
+	p, err := d.Params(ctx)
+	return p.Profile, err
+}
+
+// Params returns the configured cost model in full.
+func (d *Device) Params(context.Context) (Params, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.configured {
-		return device.Profile{}, plugin.ErrNotConfigured
+		return Params{}, plugin.ErrNotConfigured
 	}
-	return d.profile, nil
+	return d.params.clone(), nil
 }
 
 // Cost returns the modeled nanoseconds of each op, in request order. One
 // invalid op refuses the whole request.
 func (d *Device) Cost(ctx context.Context, req *device.CostRequest) (*device.CostResult, error) {
-	p, err := d.Profile(ctx)
+	p, err := d.Params(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -112,27 +130,28 @@ func (d *Device) Cost(ctx context.Context, req *device.CostRequest) (*device.Cos
 	return res, nil
 }
 
-// Cost is the modeled time of op on a device with profile p, in whole
+// Cost is the modeled time of op on a device with cost model p, in whole
 // nanoseconds rounded up (so that any non-empty op costs at least 1 ns).
-func Cost(p device.Profile, op device.Op) (int64, error) {
+func Cost(p Params, op device.Op) (int64, error) {
 	if op.Bytes < 0 || op.FLOPs < 0 {
 		return 0, fmt.Errorf("%w: negative size (bytes %d, flops %d)", plugin.ErrInvalidRequest, op.Bytes, op.FLOPs)
 	}
 	var ns float64
+	eff := p.efficiency(op)
 	switch op.Kind {
 	case device.Read, device.Write:
-		ns = p.LatencyNs + float64(op.Bytes)/(p.BandwidthGBps*p.Efficiency)
+		ns = p.LatencyNs + float64(op.Bytes)/(p.BandwidthGBps*eff)
 	case device.Transfer:
 		if p.LinkGBps == 0 {
 			return 0, fmt.Errorf("%w: transfer on %s, which has no link", plugin.ErrInvalidRequest, p.Name)
 		}
-		ns = p.LatencyNs + float64(op.Bytes)/(p.LinkGBps*p.Efficiency)
+		ns = p.LatencyNs + float64(op.Bytes)/(p.LinkGBps*eff)
 	case device.Compute:
 		if p.GFLOPS == 0 && op.FLOPs > 0 {
 			return 0, fmt.Errorf("%w: compute on %s, which has no arithmetic", plugin.ErrInvalidRequest, p.Name)
 		}
 		if op.FLOPs > 0 {
-			ns = float64(op.FLOPs) / (p.GFLOPS * p.Efficiency)
+			ns = float64(op.FLOPs) / (p.GFLOPS * eff)
 		}
 	default:
 		return 0, fmt.Errorf("%w: unknown op kind %d", plugin.ErrInvalidRequest, op.Kind)

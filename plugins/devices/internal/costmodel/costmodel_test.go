@@ -17,9 +17,19 @@ var testProfile = device.Profile{
 	LatencyNs: 50, GFLOPS: 1000, Efficiency: 0.5, Source: "a datasheet",
 }
 
+// testSpec has the test part as its default profile, and a second part
+// with a link from the catalogue and per-kind and per-op efficiencies.
+func testSpec() Spec {
+	return Spec{Name: "test", Description: "test device", Default: "part", Profiles: map[string]Params{
+		"part": {Profile: testProfile},
+		"linked": {Profile: device.Profile{Name: "linked part", BandwidthGBps: 200, GFLOPS: 100, Efficiency: 0.5, Source: "another datasheet"},
+			Link: "pcie3", ComputeEfficiency: 0.25, OpEfficiency: map[string]float64{"scatter": 0.1}},
+	}}
+}
+
 func newConfigured(t *testing.T, opts string) *Device {
 	t.Helper()
-	d := New(Spec{Name: "test", Description: "test device", Defaults: testProfile})
+	d := New(testSpec())
 	if err := d.Configure(context.Background(), plugin.Setup{Options: json.RawMessage(opts)}); err != nil {
 		t.Fatal(err)
 	}
@@ -71,15 +81,17 @@ func TestRejectsOptions(t *testing.T) {
 	for _, opts := range []string{
 		`{"bandwidth_gbps": 0}`, `{"efficiency": 0}`, `{"efficiency": 1.5}`, `{"link_gbps": -1}`,
 		`{"latency_ns": -1}`, `{"gflops": -2}`, `{"capacity_bytes": -1}`, `{"name": " "}`, `{"bandwith_gbps": 1}`,
+		`{"profile": "nope"}`, `{"link": "pcie9"}`, `{"link_efficiency": 0}`, `{"compute_efficiency": 2}`,
+		`{"op_efficiency": {"scatter": 0}}`, `{"op_efficiency": {"": 0.5}}`, `{"peak": "yes"}`,
 	} {
-		d := New(Spec{Name: "test", Defaults: testProfile})
+		d := New(testSpec())
 		err := d.Configure(context.Background(), plugin.Setup{Options: json.RawMessage(opts)})
 		if !errors.Is(err, plugin.ErrInvalidConfig) {
 			t.Errorf("options %s: %v, want ErrInvalidConfig", opts, err)
 		}
 	}
 	// All problems are reported at once.
-	err := New(Spec{Name: "test", Defaults: testProfile}).Configure(context.Background(),
+	err := New(testSpec()).Configure(context.Background(),
 		plugin.Setup{Options: json.RawMessage(`{"bandwidth_gbps": 0, "efficiency": 2}`)})
 	if msg := err.Error(); !strings.Contains(msg, "bandwidth_gbps") || !strings.Contains(msg, "efficiency") {
 		t.Errorf("joined errors: %v", err)
@@ -88,7 +100,7 @@ func TestRejectsOptions(t *testing.T) {
 
 func TestRejectsRequests(t *testing.T) {
 	ctx := context.Background()
-	d := New(Spec{Name: "test", Defaults: testProfile})
+	d := New(testSpec())
 	if _, err := d.Cost(ctx, &device.CostRequest{}); !errors.Is(err, plugin.ErrNotConfigured) {
 		t.Errorf("cost before configure: %v", err)
 	}
@@ -117,7 +129,7 @@ func TestRejectsRequests(t *testing.T) {
 }
 
 func TestInfoListsEveryOption(t *testing.T) {
-	info, err := New(Spec{Name: "test", Defaults: testProfile}).Info(context.Background())
+	info, err := New(testSpec()).Info(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,5 +148,65 @@ func TestInfoListsEveryOption(t *testing.T) {
 	}
 	if len(names) != len(keys) {
 		t.Errorf("Info.Config %v, options %v", names, keys)
+	}
+}
+
+// A named profile brings its link from the catalogue and its efficiency
+// factors: per kind (link, compute) and per op name.
+func TestProfileLinkAndEfficiencies(t *testing.T) {
+	ctx := context.Background()
+	d := newConfigured(t, `{"profile": "Linked"}`)
+	p, err := d.Params(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "linked part, PCIe gen3 x16" || p.LinkGBps != 16 || p.LinkEfficiency != Links["pcie3"].Efficiency ||
+		!strings.HasPrefix(p.Source, "another datasheet; link: PCIe gen3") {
+		t.Fatalf("params %+v", p)
+	}
+	ops := []device.Op{
+		{Name: "gather", Kind: device.Read, Bytes: 1000},     // 1000/(200·0.5)
+		{Name: "scatter", Kind: device.Write, Bytes: 1000},   // 1000/(200·0.1): op_efficiency
+		{Name: "h2d", Kind: device.Transfer, Bytes: 1248},    // 1248/(16·0.78)
+		{Name: "mlp", Kind: device.Compute, FLOPs: 100_000},  // 1e5/(100·0.25)
+		{Name: "scatter", Kind: device.Transfer, Bytes: 160}, // 160/(16·0.1): op_efficiency wins over the kind's
+	}
+	res, err := d.Cost(ctx, &device.CostRequest{Ops: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{10, 50, 100, 4000, 100}; !slices.Equal(res.ModeledNs, want) {
+		t.Fatalf("modeled ns %v, want %v", res.ModeledNs, want)
+	}
+
+	// Another link, then the peak figures, then an explicit option: in
+	// that order.
+	d = newConfigured(t, `{"profile": "linked", "link": "pcie5", "peak": true, "compute_efficiency": 0.5, "op_efficiency": {"gather": 0.25}}`)
+	p, _ = d.Params(ctx)
+	if p.LinkGBps != 64 || p.Efficiency != 1 || p.LinkEfficiency != 1 || p.ComputeEfficiency != 0.5 ||
+		len(p.OpEfficiency) != 1 || p.OpEfficiency["gather"] != 0.25 || !strings.Contains(p.Name, "gen5") ||
+		!strings.HasSuffix(p.Source, "; peak figures (every efficiency 1); overridden by options: compute_efficiency, op_efficiency") {
+		t.Fatalf("params %+v", p)
+	}
+	// The catalogue is never written through a device's options.
+	if testSpec().Profiles["linked"].OpEfficiency["gather"] != 0 {
+		t.Fatal("options leaked into the profile catalogue")
+	}
+	// op_efficiency merges over the profile's.
+	d = newConfigured(t, `{"profile": "linked", "op_efficiency": {"gather-reduce": 0.2}}`)
+	if p, _ := d.Params(ctx); p.OpEfficiency["scatter"] != 0.1 || p.OpEfficiency["gather-reduce"] != 0.2 {
+		t.Fatalf("merged op_efficiency %v", p.OpEfficiency)
+	}
+}
+
+// Every link in the catalogue is complete and cited.
+func TestLinks(t *testing.T) {
+	for key, l := range Links {
+		if l.Name == "" || !(l.GBps > 0) || !(l.Efficiency > 0 && l.Efficiency <= 1) || l.Source == "" {
+			t.Errorf("link %s: %+v", key, l)
+		}
+	}
+	if !slices.Equal(LinkNames(), []string{"pcie3", "pcie4", "pcie5"}) {
+		t.Errorf("links %v", LinkNames())
 	}
 }
