@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
 )
 
@@ -17,9 +18,10 @@ import (
 // flowrun creates is a sparse shared-memory file whose pages are allocated
 // on first write and kept until the run ends, so their allocated blocks at
 // the end are their peak. Process figures are peaks kept by the kernel.
-// Everything is on the host: Storage stands in for device memory but lives
-// in host shared memory, and is labelled so.
-func memory(tables *batch.Tables, storage *batch.Storage, pool *batch.Pool) (rssPeak int64, ms []results.Memory) {
+// Storage stands in for the memory of storageDevice (the graph's device
+// that holds it; "" is the host) and is reported under that device,
+// labelled as living in host shared memory; everything else is the host's.
+func memory(tables *batch.Tables, storage *batch.Storage, storageDevice string, pool *batch.Pool) (rssPeak int64, ms []results.Memory) {
 	add := func(what string, peak, virtual int64, source string) {
 		ms = append(ms, results.Memory{Device: "host", What: what, PeakBytes: peak, VirtualBytes: virtual, Source: source})
 	}
@@ -38,6 +40,9 @@ func memory(tables *batch.Tables, storage *batch.Storage, pool *batch.Pool) (rss
 	if storage != nil {
 		if b, err := storage.AllocatedBytes(); err == nil {
 			add("Storage (device-side cache rows, held in host shared memory): allocated (file blocks)", b, storage.VirtualBytes(), results.MemoryMeasured)
+			if storageDevice != "" {
+				ms[len(ms)-1].Device = storageDevice
+			}
 		}
 	}
 	if pool != nil {
@@ -99,4 +104,16 @@ func procStatus(pid int) (ppid int, hwm int64, ok bool) {
 		}
 	}
 	return ppid, hwm, havePPid
+}
+
+// storageDevice names the device that holds the graph's Storage: the first
+// a stage config names through StorageDeviceName (insert's device,
+// collect's storage_device), "" when none does.
+func storageDevice(g *graph.Graph) string {
+	for _, n := range g.Nodes {
+		if h, ok := n.Options.(interface{ StorageDeviceName() string }); ok && h.StorageDeviceName() != "" {
+			return h.StorageDeviceName()
+		}
+	}
+	return ""
 }

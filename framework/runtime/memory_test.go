@@ -25,7 +25,7 @@ func TestMemoryFigures(t *testing.T) {
 	}
 	defer func() { child.Process.Kill(); child.Wait() }()
 
-	rss, ms := memory(tables, nil, nil)
+	rss, ms := memory(tables, nil, "", nil)
 	if rss <= 0 {
 		t.Errorf("host_rss_peak_bytes = %d", rss)
 	}
@@ -47,5 +47,31 @@ func TestMemoryFigures(t *testing.T) {
 	}
 	if m := find("plugin processes (1)"); m.PeakBytes <= 0 {
 		t.Errorf("children: %+v", m)
+	}
+}
+
+// Storage's memory is reported under the device that holds it.
+func TestMemoryStorageDevice(t *testing.T) {
+	tables, err := batch.NewTables(1, 1, 1000, 8, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tables.Close()
+	storage, err := batch.NewStorage(1, 100, 8, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer storage.Close()
+	for device, want := range map[string]string{"gpu": "gpu", "": "host"} {
+		_, ms := memory(tables, storage, device, nil)
+		var got []string
+		for _, m := range ms {
+			if strings.HasPrefix(m.What, "Storage") {
+				got = append(got, m.Device)
+			}
+		}
+		if len(got) != 1 || got[0] != want {
+			t.Errorf("storage device %q: Storage reported under %v, want %s", device, got, want)
+		}
 	}
 }

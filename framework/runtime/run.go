@@ -266,7 +266,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	if err := r.modeledClock(res, cfg, buffers); err != nil {
 		return nil, fail(err)
 	}
-	res.HostRSSPeakBytes, res.Memory = memory(tables, storage, r.pool)
+	res.HostRSSPeakBytes, res.Memory = memory(tables, storage, storageDevice(g), r.pool)
 	root.SetAttributes(attribute.String("flowrun.digest", res.Digest))
 	return res, nil
 }

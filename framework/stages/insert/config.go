@@ -35,3 +35,7 @@ func (c *Config) DeviceNames() []string {
 
 // UsesStorage tells the runtime to create the run's Storage.
 func (c *Config) UsesStorage() bool { return true }
+
+// StorageDeviceName names the device that holds Storage, under which the
+// runtime reports Storage's memory.
+func (c *Config) StorageDeviceName() string { return c.Device }
