@@ -21,6 +21,7 @@ import (
 	"github.com/flowrun/flowrun/plugins/caches/static"
 	"github.com/flowrun/flowrun/plugins/devices/cpudram"
 	"github.com/flowrun/flowrun/plugins/devices/hbm"
+	"github.com/flowrun/flowrun/plugins/devices/nmpdimm"
 	"github.com/flowrun/flowrun/plugins/kernels/cpu"
 	"github.com/flowrun/flowrun/plugins/models/dlrm"
 	"github.com/flowrun/flowrun/plugins/models/logreg"
@@ -71,6 +72,7 @@ func builtins() pluginhost.Builtins {
 		Devices: map[string]func() device.Device{
 			"cpu-dram": cpudram.New,
 			"hbm":      hbm.New,
+			"nmp-dimm": nmpdimm.New,
 		},
 	}
 }
