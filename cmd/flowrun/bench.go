@@ -25,10 +25,9 @@ import (
 )
 
 func newBenchCmd() *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "bench",
-		Short: "Measure plugins on synthetic batches",
-	}
+	// bench GRAPH... compares graphs (bench_graphs.go); its subcommands
+	// measure single plugins.
+	cmd := newBenchCmdGraphs()
 	cmd.AddCommand(newBenchKernelCmd())
 	return cmd
 }

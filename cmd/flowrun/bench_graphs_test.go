@@ -1,0 +1,119 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Small runs of the shipped graphs: few, small batches (ScratchPipe's
+// window, 64 × 4 × 6 rows, fits in 5 % of 60000 rows).
+var benchSmall = []string{"--set", "dataset.batches=6", "--set", "dataset.eval_batches=0", "--set", "dataset.rows=60000",
+	"--set", "dataset.batch_size=64", "--set", "dataset.lookups=4"}
+
+func scratchPipeGraphs() []string {
+	var files []string
+	for _, g := range []string{"no-cache", "static-cache", "strawman", "scratchpipe"} {
+		files = append(files, filepath.Join(repoGraphs, g+".yaml"))
+	}
+	return files
+}
+
+// flowrun bench runs the graphs on the same data: the same digest, a
+// speedup over the first graph on both clocks, cache figures for the
+// cached ones; the table labels modeled figures.
+func TestBenchGraphs(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bench.json")
+	args := append(append([]string{"bench"}, scratchPipeGraphs()...), append(benchSmall, "--out", out)...)
+	r := mustFlowrun(t, args...)
+	for _, want := range []string{"modeled ms/batch", "speedup modeled", "no-cache", "scratchpipe", "same model digest"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("table without %q:\n%s", want, r.stdout)
+		}
+	}
+	var rep benchReport
+	if err := readJSON(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Kind != benchKind || rep.Baseline != "no-cache" || len(rep.Runs) != 4 || !rep.DigestsEqual {
+		t.Fatalf("report %+v", rep)
+	}
+	for i, run := range rep.Runs {
+		if run.Error != "" || run.Batches != 6 || run.IterationMs.Wall <= 0 || run.IterationMs.Modeled <= 0 ||
+			run.Speedup == nil || run.Speedup.Modeled <= 0 || run.Results == nil || run.Digest != rep.Runs[0].Digest {
+			t.Errorf("run %d: %+v", i, run)
+		}
+		if cached := i > 0; cached != (run.HitRate != nil) {
+			t.Errorf("run %s: hit rate %v", run.Graph, run.HitRate)
+		}
+	}
+	if s := rep.Runs[0].Speedup; s.Wall != 1 || s.Modeled != 1 {
+		t.Errorf("baseline speedup %+v, want 1", s)
+	}
+	if rep.Runs[3].LinkBytesPerBatch["to_device"] <= 0 {
+		t.Errorf("scratchpipe moved nothing: %+v", rep.Runs[3])
+	}
+}
+
+// --sweep runs each graph per value; a point where a graph is invalid gets
+// a row with the reason, the other runs still run, and the exit is 1.
+func TestBenchSweep(t *testing.T) {
+	graphs := []string{filepath.Join(repoGraphs, "no-cache.yaml"), filepath.Join(repoGraphs, "scratchpipe.yaml")}
+	args := append(append([]string{"bench"}, graphs...), append(benchSmall, "--sweep", "cache.size=0.01,0.5", "--json")...)
+	r := flowrun(t, args...)
+	if r.err == nil || !strings.Contains(r.err.Error(), "1 of 4 runs failed") {
+		t.Fatalf("err %v, want one failed run", r.err)
+	}
+	var rep benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v in %q", err, r.stdout)
+	}
+	if len(rep.Runs) != 4 || len(rep.Sweep) != 1 || rep.Sweep[0].Key != "cache.size" {
+		t.Fatalf("report %+v", rep)
+	}
+	// 1 % of 60000 rows cannot hold the scratchpad's window (1536 rows).
+	if bad := rep.Runs[1]; bad.Error == "" || bad.Point[0] != "cache.size=0.01" || bad.Graph != "scratchpipe" {
+		t.Errorf("run %+v, want the rejected scratchpad", bad)
+	}
+	if ok := rep.Runs[3]; ok.Error != "" || ok.HitRate == nil || ok.Point[0] != "cache.size=0.5" || ok.Speedup == nil {
+		t.Errorf("run %+v", ok)
+	}
+}
+
+func TestBenchUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench"},
+		{"bench", filepath.Join(repoGraphs, "no-cache.yaml"), "--sweep", "cache.size"},
+		{"bench", filepath.Join(repoGraphs, "no-cache.yaml"), "--sweep", "a=1", "--sweep", "a=2"},
+		{"bench", filepath.Join(repoGraphs, "no-cache.yaml"), "--json", "-q"},
+		{"bench", filepath.Join(repoGraphs, "no-cache.yaml"), "--set", "dataset.batches=-1"},
+	} {
+		r := flowrun(t, args...)
+		var ue usageError
+		if !errors.As(r.err, &ue) {
+			t.Errorf("%v: err %v, want a usage error", args, r.err)
+		}
+	}
+}
+
+func TestSweepPoints(t *testing.T) {
+	sw, err := parseSweeps([]string{"a=1,2", "b= x , y "})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := points(sw)
+	want := [][]string{{"a=1", "b=x"}, {"a=1", "b=y"}, {"a=2", "b=x"}, {"a=2", "b=y"}}
+	if len(got) != len(want) {
+		t.Fatalf("points %v", got)
+	}
+	for i := range want {
+		if strings.Join(got[i], " ") != strings.Join(want[i], " ") {
+			t.Errorf("point %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	if p := points(nil); len(p) != 1 || len(p[0]) != 0 {
+		t.Errorf("no sweep: %v", p)
+	}
+}

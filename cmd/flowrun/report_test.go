@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// flowrun report draws every figure its inputs have data for, as PNG and
+// SVG: from a results.json the breakdown and the loss, from a bench the
+// speedups, from a bench with a cache.size sweep the hit rates.
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	res := filepath.Join(dir, "results.json")
+	mustFlowrun(t, append([]string{"run", filepath.Join(repoGraphs, "scratchpipe.yaml"), "-q", "--out", res}, benchSmall...)...)
+	bench := filepath.Join(dir, "bench.json")
+	args := append([]string{"bench", filepath.Join(repoGraphs, "static-cache.yaml"), filepath.Join(repoGraphs, "strawman.yaml")},
+		append(benchSmall, "--sweep", "cache.size=0.05,0.2", "-q", "--out", bench)...)
+	mustFlowrun(t, args...)
+
+	out := filepath.Join(dir, "figures")
+	r := mustFlowrun(t, "report", res, bench, "--out", out)
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		got = append(got, filepath.Base(line))
+	}
+	want := []string{"breakdown.png", "breakdown.svg", "speedup.png", "speedup.svg", "hitrate.png", "hitrate.svg", "loss.png", "loss.svg"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("report wrote %v, want %v", got, want)
+	}
+	f, err := os.Open(filepath.Join(out, "breakdown.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 300 {
+		t.Errorf("breakdown.png is %v", b)
+	}
+	svg, err := os.ReadFile(filepath.Join(out, "breakdown.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Modeled figures say so (DESIGN.md §2.2).
+	for _, want := range []string{"<svg", "modeled", "wall"} {
+		if !strings.Contains(string(svg), want) {
+			t.Errorf("breakdown.svg without %q", want)
+		}
+	}
+	svg, _ = os.ReadFile(filepath.Join(out, "speedup.svg"))
+	if !strings.Contains(string(svg), "modeled") {
+		t.Error("speedup.svg does not say modeled")
+	}
+
+	// Only the formats asked for.
+	r = mustFlowrun(t, "report", res, "--out", filepath.Join(dir, "png"), "--format", "png")
+	if strings.Contains(r.stdout, ".svg") || !strings.Contains(r.stdout, "breakdown.png") {
+		t.Errorf("--format png wrote:\n%s", r.stdout)
+	}
+}
+
+func TestReportUsage(t *testing.T) {
+	dir := t.TempDir()
+	notResults := filepath.Join(dir, "x.json")
+	os.WriteFile(notResults, []byte(`{"a": 1}`), 0o644)
+	for _, args := range [][]string{
+		{"report"},
+		{"report", notResults},
+		{"report", notResults, "--out", dir, "--format", "gif"},
+	} {
+		r := flowrun(t, args...)
+		var ue usageError
+		if !errors.As(r.err, &ue) {
+			t.Errorf("%v: err %v, want a usage error", args, r.err)
+		}
+	}
+	if r := flowrun(t, "report", notResults, "--out", dir); r.err == nil || !strings.Contains(r.err.Error(), "neither a results.json") {
+		t.Errorf("not a results file: %v", r.err)
+	}
+}
+
+func TestNiceTicks(t *testing.T) {
+	var labels []string
+	for _, tk := range (niceTicks{}).Ticks(0, 1.3) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if !slices.Equal(labels, []string{"0", "0.25", "0.5", "0.75", "1", "1.25"}) {
+		t.Errorf("ticks %v", labels)
+	}
+}
