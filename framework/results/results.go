@@ -42,8 +42,32 @@ type Results struct {
 	HostRSSPeakBytes int64       `json:"host_rss_peak_bytes,omitempty"`
 	Memory           []Memory    `json:"memory,omitempty"`
 	Plugins          []PluginUse `json:"plugins,omitempty"`
-	WallMs           float64     `json:"wall_ms"`
-	Started          time.Time   `json:"started"`
+	// Primitives break the stages that report them (train) down by
+	// embedding primitive, for Tensor Casting's Fig. 12 and Fig. 15.
+	Primitives []Primitives `json:"primitives,omitempty"`
+	WallMs     float64      `json:"wall_ms"`
+	Started    time.Time    `json:"started"`
+}
+
+// Primitives is one stage's time per primitive, summed over the run's
+// batches (training and held-out): gather (forward gather-reduce),
+// backward (gradient coalescing: expand-coalesce or the casted
+// gather-reduce; absent where it is fused into scatter), scatter (the
+// optimizer update), mlp (the dense model), transfer (modeled only: pooled
+// embeddings and gradients over the link).
+type Primitives struct {
+	Stage   string `json:"stage"`
+	Batches int    `json:"batches"`
+	// WallMs is measured: the time the kernel and model calls took.
+	WallMs map[string]float64 `json:"wall_ms"`
+	// ModeledMs is modeled device time.
+	ModeledMs map[string]float64 `json:"modeled_ms"`
+	// DeviceBusyMs is the modeled time the stage charged to each device;
+	// DeviceUtilisation divides it by the modeled clock's makespan, the
+	// fraction of modeled training time the device is active (Tensor
+	// Casting Fig. 15 for an nmp-dimm device). Both modeled.
+	DeviceBusyMs      map[string]float64 `json:"modeled_device_busy_ms,omitempty"`
+	DeviceUtilisation map[string]float64 `json:"modeled_device_utilisation,omitempty"`
 }
 
 // Stage is one stage's figures.

@@ -266,6 +266,11 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	if err := r.modeledClock(res, cfg, buffers); err != nil {
 		return nil, fail(err)
 	}
+	var makespan int64
+	if res.ModeledClock != nil {
+		makespan = res.ModeledClock.MakespanNs
+	}
+	res.Primitives = r.primitives(makespan)
 	res.HostRSSPeakBytes, res.Memory = memory(tables, storage, storageDevice(g), r.pool)
 	root.SetAttributes(attribute.String("flowrun.digest", res.Digest))
 	return res, nil

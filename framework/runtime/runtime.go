@@ -80,6 +80,10 @@ type node struct {
 	// modBySeq is the modeled time per batch sequence, for the modeled
 	// clock's schedule (0 where the stage charged nothing).
 	modBySeq []int64
+	// prims sums the stage's per-primitive stats over its batches (see
+	// isPrimStat); primBatches counts the batches that reported any.
+	prims       map[string]int64
+	primBatches int
 }
 
 // run is the state of one run.
@@ -243,10 +247,16 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 	// Modeled time is per stage; every other stat travels downstream for
 	// the stages that need it (exchange reads plan's misses).
 	delete(b.Stats, "modeled_ns")
+	for _, k := range b.StatNames() {
+		if isPrimStat(k) {
+			delete(b.Stats, k)
+		}
+	}
 	start := time.Now()
 	err := work(ctx)
 	elapsed := time.Since(start)
 	n.wallNs = append(n.wallNs, elapsed.Nanoseconds())
+	n.addPrims(b)
 	if ns, ok := b.Stats["modeled_ns"]; ok {
 		n.modNs = append(n.modNs, ns)
 		if int(b.Seq) < len(n.modBySeq) {

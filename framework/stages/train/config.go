@@ -24,6 +24,16 @@ type Config struct {
 	// (the host tables) or storage (the device-side cache rows, indexed by
 	// the batch's slots; needs collect and insert upstream).
 	Source string `mapstructure:"source"`
+	// Backward is how the pooled gradients are coalesced per row before
+	// the optimizer update: coalesce (expand-coalesce, Tensor Casting's
+	// Alg. 1, fused with the update in the kernel's scatter) or cast (the
+	// casted gather-reduce, Alg. 3, over the arrays a cast stage upstream
+	// wrote into the batch; needs reduce: sum and source: host).
+	Backward string `mapstructure:"backward"`
+	// BackwardDevice names the device coalescing is charged to (the
+	// casted gather-reduce, or expand-coalesce as a separate kernel call
+	// before the update); empty charges it with the update to HostDevice.
+	BackwardDevice string `mapstructure:"backward_device"`
 }
 
 // Validate checks the options.
@@ -37,6 +47,18 @@ func (c *Config) Validate() error {
 	}
 	if c.Source != SourceHost && c.Source != SourceStorage {
 		errs = append(errs, config.At("source", fmt.Errorf("must be %s or %s, got %q", SourceHost, SourceStorage, c.Source)))
+	}
+	switch c.Backward {
+	case BackwardCoalesce:
+	case BackwardCast:
+		if c.Reduce != "sum" {
+			errs = append(errs, config.At("backward", fmt.Errorf("cast needs reduce: sum (the casted gather-reduce does not scale by bag length), got %q", c.Reduce)))
+		}
+		if c.Source != SourceHost {
+			errs = append(errs, config.At("backward", fmt.Errorf("cast needs source: %s, got %q", SourceHost, c.Source)))
+		}
+	default:
+		errs = append(errs, config.At("backward", fmt.Errorf("must be %s or %s, got %q", BackwardCoalesce, BackwardCast, c.Backward)))
 	}
 	return errors.Join(errs...)
 }
@@ -53,7 +75,7 @@ func (c *Config) UsesStorage() bool { return c.Source == SourceStorage }
 // DeviceNames lists the devices the stage uses, for the graph's checks.
 func (c *Config) DeviceNames() []string {
 	var names []string
-	for _, d := range []string{c.HostDevice, c.ComputeDevice} {
+	for _, d := range []string{c.HostDevice, c.ComputeDevice, c.BackwardDevice} {
 		if d != "" {
 			names = append(names, d)
 		}

@@ -14,7 +14,7 @@ const Kind stage.Kind = "train"
 func NewFactory() stage.Factory {
 	return stage.NewFactory(Kind,
 		func() stage.Config {
-			return &Config{LearningRate: 0.05, Reduce: "sum", HostDevice: "host", ComputeDevice: "gpu", Source: SourceHost}
+			return &Config{LearningRate: 0.05, Reduce: "sum", HostDevice: "host", ComputeDevice: "gpu", Source: SourceHost, Backward: BackwardCoalesce}
 		},
 		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
 			if set.Kernel == nil || set.Model == nil {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
@@ -38,6 +39,13 @@ type trainer struct {
 	// rows, and each staged row's scratch row. Created on first need.
 	scratchIdx, scratchRows *region.Region
 	scratchOf               map[int64]int64
+
+	// With backward: cast, the casted offsets and coalesced gradients
+	// (see castBackward), the latter from byte castGradsAt.
+	castScratch *region.Region
+	castGradsAt int64
+	// back is where coalescing is charged: BackwardDevice, else host.
+	back device.Device
 }
 
 func newTrainer(set stage.Settings, cfg *Config) (*trainer, error) {
@@ -53,6 +61,12 @@ func newTrainer(set stage.Settings, cfg *Config) (*trainer, error) {
 	if cfg.HostDevice != "" {
 		if t.host, ok = set.Devices[cfg.HostDevice]; !ok {
 			return nil, fmt.Errorf("host_device %q is not a device of the graph", cfg.HostDevice)
+		}
+	}
+	t.back = t.host
+	if cfg.BackwardDevice != "" {
+		if t.back, ok = set.Devices[cfg.BackwardDevice]; !ok {
+			return nil, fmt.Errorf("backward_device %q is not a device of the graph", cfg.BackwardDevice)
 		}
 	}
 	if cfg.ComputeDevice != "" {
@@ -95,10 +109,17 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 		}
 		bags, tables = pl.bags, pl.tables
 	}
+	clock := time.Now()
+	lap := func(stat string) {
+		now := time.Now()
+		b.SetStat(stat, b.Stats[stat]+now.Sub(clock).Nanoseconds())
+		clock = now
+	}
 	gather, err := t.set.Kernel.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: tables, Bags: bags, Reduce: t.reduce, Out: pooled})
 	if err != nil {
 		return fmt.Errorf("gather-reduce: %w", err)
 	}
+	lap(PrimGather)
 	step := &model.StepRequest{Seq: b.Seq, Batch: t.set.Layout.BatchSize, Pooled: pooled, Train: !b.Eval}
 	if step.Dense, err = b.Ref(batch.Dense); err != nil {
 		return err
@@ -116,7 +137,9 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return fmt.Errorf("model step: %w", err)
 	}
+	lap(PrimMLP)
 	ops := []device.Op{{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead}}
+	var backOps []device.Op
 	gpuOps := []device.Op{
 		{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled.Length},
 		{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs},
@@ -126,6 +149,29 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 		if err := t.keepScores(b); err != nil {
 			return err
 		}
+	} else if t.cfg.Backward == BackwardCast {
+		gr, apply, unique, err := t.castBackward(ctx, b, tables, step.PooledGrad, lap)
+		if err != nil {
+			return err
+		}
+		backOps = append(backOps, device.Op{Name: "cast-gather-reduce", Kind: device.Read, Bytes: gr.BytesRead + gr.BytesWritten})
+		ops = append(ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
+		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
+		b.SetStat("scatter_bytes", apply.BytesWritten)
+		b.SetStat("coalesced_rows", unique)
+		t.set.Metrics.Append("loss", b.Seq, res.Loss)
+		lap(PrimScatter)
+	} else if t.cfg.BackwardDevice != "" && pl == nil {
+		ec, apply, err := t.coalesceApply(ctx, tables, bags, step.PooledGrad, lap)
+		if err != nil {
+			return err
+		}
+		backOps = append(backOps, device.Op{Name: "expand-coalesce", Kind: device.Read, Bytes: t.expandCoalesceBytes(ec)})
+		ops = append(ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
+		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
+		b.SetStat("scatter_bytes", apply.BytesWritten)
+		t.set.Metrics.Append("loss", b.Seq, res.Loss)
+		lap(PrimScatter)
 	} else {
 		scatter, err := t.set.Kernel.Scatter(ctx, &kernel.ScatterRequest{
 			Tables: tables, Bags: bags, Reduce: t.reduce, Grads: step.PooledGrad,
@@ -134,6 +180,7 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 		if err != nil {
 			return fmt.Errorf("scatter: %w", err)
 		}
+		lap(PrimScatter)
 		if pl != nil {
 			t.restore(pl)
 		}
@@ -145,15 +192,19 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 	if pl != nil {
 		ops, gpuOps = pl.charge(ops, gpuOps)
 	}
-	modeled, err := stage.Charge(ctx, b.Seq, t.host, ops...)
+	modeled, err := t.charge(ctx, b, t.cfg.HostDevice, t.host, ops)
 	if err != nil {
 		return err
 	}
-	gpuNs, err := stage.Charge(ctx, b.Seq, t.gpu, gpuOps...)
+	backNs, err := t.charge(ctx, b, t.backName(), t.back, backOps)
 	if err != nil {
 		return err
 	}
-	b.SetStat("modeled_ns", modeled+gpuNs)
+	gpuNs, err := t.charge(ctx, b, t.cfg.ComputeDevice, t.gpu, gpuOps)
+	if err != nil {
+		return err
+	}
+	b.SetStat("modeled_ns", modeled+backNs+gpuNs)
 	return nil
 }
 
@@ -196,7 +247,7 @@ func (t *trainer) checkHazards(b *batch.Batch) error {
 // Close removes the scratch regions.
 func (t *trainer) Close(context.Context) error {
 	var errs []error
-	for _, r := range []*region.Region{t.scratchIdx, t.scratchRows} {
+	for _, r := range []*region.Region{t.scratchIdx, t.scratchRows, t.castScratch} {
 		if r != nil {
 			errs = append(errs, r.Close())
 		}
