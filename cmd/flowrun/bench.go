@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flowrun/flowrun/framework/stages/cast"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -76,6 +77,10 @@ type kernelBenchResult struct {
 	// UniqueRows is the rows expand-coalesce found, summed over tables
 	// (expand-coalesce only; scatter does not report it).
 	UniqueRows int64 `json:"unique_rows,omitempty"`
+	// CastSeconds is the wall time of casting (Alg. 2, the Go sort in
+	// framework/stages/cast) for cast-gather-reduce, once, untimed by the
+	// repetitions: the cast stage hides it beside the forward pass.
+	CastSeconds float64 `json:"cast_seconds,omitempty"`
 	// BytesRead and BytesWritten are what the kernel says one call
 	// touched (kernel.Result); TrafficGBps is their sum over Seconds.
 	BytesRead    int64   `json:"bytes_read"`
@@ -123,7 +128,7 @@ scatter. traffic_gbps is every byte the kernel says it touched.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Op, "op", kernel.OpGatherReduce, "operator: gather-reduce, expand-coalesce or scatter")
+	f.StringVar(&cfg.Op, "op", kernel.OpGatherReduce, "operator: gather-reduce, expand-coalesce, cast-gather-reduce or scatter")
 	f.StringVar(&cfg.Plugin, "plugin", "builtin:cpu", "kernel plugin: builtin:NAME or the path of a plugin binary")
 	f.StringVar(&cfg.Options, "options", "", "the kernel's options as a JSON object (--threads sets workers)")
 	f.IntVar(&cfg.Tables, "tables", 8, "embedding tables")
@@ -147,9 +152,9 @@ scatter. traffic_gbps is every byte the kernel says it touched.
 func (c *kernelBench) validate() error {
 	var errs []error
 	switch c.Op {
-	case kernel.OpGatherReduce, kernel.OpExpandCoalesce, kernel.OpScatter:
+	case kernel.OpGatherReduce, kernel.OpExpandCoalesce, kernel.OpScatter, opCastGatherReduce:
 	default:
-		errs = append(errs, fmt.Errorf("--op: want %s, %s or %s, got %q", kernel.OpGatherReduce, kernel.OpExpandCoalesce, kernel.OpScatter, c.Op))
+		errs = append(errs, fmt.Errorf("--op: want %s, %s, %s or %s, got %q", kernel.OpGatherReduce, kernel.OpExpandCoalesce, opCastGatherReduce, kernel.OpScatter, c.Op))
 	}
 	if c.Tables < 1 || c.Rows < 1 || c.Dim < 1 || c.Batch < 1 || c.Lookups < 0 {
 		errs = append(errs, fmt.Errorf("--tables, --rows, --dim and --batch must be ≥ 1 and --lookups ≥ 0"))
@@ -203,7 +208,21 @@ type benchSetup struct {
 	bags    kernel.Bags
 	grads   region.Ref // gradients (expand-coalesce, scatter) or the pooled output (gather-reduce)
 	out     kernel.Coalesced
+	// cast-gather-reduce: the gradient matrix as tables, the casted
+	// index as bags, the coalesced gradients, and what casting took.
+	castTables []kernel.Table
+	castBags   kernel.Bags
+	castOut    region.Ref
+	castCounts []int64
+	castSecs   float64
 }
+
+// opCastGatherReduce benchmarks Tensor Casting's Alg. 3, the casted
+// gradient gather-reduce, on the kernel's GatherReduce: the bag gradients
+// are the table and the casted pairs (Alg. 2, computed once before timing,
+// as the cast stage does beside the forward pass) are the bags. Its output
+// is expand-coalesce's, bit for bit.
+const opCastGatherReduce = "cast-gather-reduce"
 
 func (s *benchSetup) close() {
 	for _, r := range s.regions {
@@ -239,6 +258,7 @@ func runKernelBench(ctx context.Context, c kernelBench, stderr io.Writer) (*kern
 		return nil, err
 	}
 	res.HugePageBytes = hugePageBytes(s.regions[:c.Tables])
+	res.CastSeconds = s.castSecs
 
 	host, err := newHost(nil, stderr)
 	if err != nil {
@@ -274,6 +294,9 @@ func runKernelBench(ctx context.Context, c kernelBench, stderr io.Writer) (*kern
 		case kernel.OpGatherReduce:
 			r, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: s.tables, Bags: s.bags, Reduce: reduce, Out: s.grads})
 			return r, nil, err
+		case opCastGatherReduce:
+			r, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: s.castTables, Bags: s.castBags, Reduce: kernel.Sum, Out: s.castOut})
+			return r, s.castCounts, err
 		case kernel.OpExpandCoalesce:
 			r, err := k.ExpandCoalesce(ctx, &kernel.ExpandCoalesceRequest{Tables: s.tables, Bags: s.bags, Reduce: reduce, Grads: s.grads, Out: s.out})
 			if err != nil {
@@ -412,6 +435,9 @@ func (s *benchSetup) build(c kernelBench, stride int) error {
 	fillFloats(region.Float32s(gr.Bytes()), c.Seed^0x5eed, 1)
 	s.grads = gr.Ref().Sub(0, 4*int64(c.Tables)*int64(c.Batch)*int64(c.Dim))
 
+	if c.Op == opCastGatherReduce {
+		return s.buildCast(c, indices, gr.Ref())
+	}
 	if c.Op == kernel.OpExpandCoalesce {
 		capacity := make([]int64, c.Tables)
 		for t := range capacity {
@@ -504,5 +530,64 @@ func printKernelBench(w io.Writer, r *kernelBenchResult) error {
 	if r.UniqueRows > 0 {
 		fmt.Fprintf(tw, "unique rows\t%d of %d lookups\n", r.UniqueRows, int64(r.Tables)*int64(r.Batch)*int64(r.Lookups))
 	}
+	if r.CastSeconds > 0 {
+		fmt.Fprintf(tw, "casting\t%.3f ms once before the reps (Alg. 2, hidden beside the forward pass by the cast stage)\n", 1e3*r.CastSeconds)
+	}
 	return tw.Flush()
+}
+
+// buildCast casts each table's lookups (every bag has Lookups rows) and
+// lays the casted index out as bags over the gradient matrix: bag u of
+// table t holds the batch bags whose gradients sum into unique row u.
+// Bags is padded to the largest unique count with empty bags.
+func (s *benchSetup) buildCast(c kernelBench, indices []int64, grads region.Ref) error {
+	per := int64(c.Batch) * int64(c.Lookups)
+	n := int64(c.Tables) * per
+	sr, err := s.alloc("cast-src", 8*n)
+	if err != nil {
+		return err
+	}
+	castSrc := region.Int64s(sr.Bytes())
+	castDst, rows := make([]int64, n), make([]int64, n)
+	dst := make([]int64, per)
+	for i := range dst {
+		dst[i] = int64(i) / int64(c.Lookups)
+	}
+	s.castCounts = make([]int64, c.Tables)
+	start := time.Now()
+	for t := range int64(c.Tables) {
+		lo, hi := t*per, (t+1)*per
+		s.castCounts[t] = int64(cast.Cast(indices[lo:hi], dst, castSrc[lo:hi], castDst[lo:hi], rows[lo:hi]))
+	}
+	s.castSecs = time.Since(start).Seconds()
+	maxU := slices.Max(s.castCounts)
+	or, err := s.alloc("cast-offsets", 8*int64(c.Tables)*(maxU+1))
+	if err != nil {
+		return err
+	}
+	coff := region.Int64s(or.Bytes())
+	for t := range int64(c.Tables) {
+		o := coff[t*(maxU+1) : (t+1)*(maxU+1)]
+		u := int64(0)
+		for j := range per {
+			if j == 0 || castDst[t*per+j] != castDst[t*per+j-1] {
+				o[u] = j
+				u++
+			}
+		}
+		for ; u <= maxU; u++ {
+			o[u] = per
+		}
+	}
+	s.castBags = kernel.Bags{Batch: int(maxU), Indices: sr.Ref(), Offsets: or.Ref(), IndexStart: s.bags.IndexStart}
+	rowBytes := 4 * int64(c.Batch) * int64(c.Dim)
+	for t := range int64(c.Tables) {
+		s.castTables = append(s.castTables, kernel.Table{Data: grads.Sub(t*rowBytes, rowBytes), Rows: int64(c.Batch), Dim: c.Dim})
+	}
+	out, err := s.alloc("cast-coalesced", 4*int64(c.Tables)*maxU*int64(c.Dim))
+	if err != nil {
+		return err
+	}
+	s.castOut = out.Ref().Sub(0, 4*int64(c.Tables)*maxU*int64(c.Dim))
+	return nil
 }
