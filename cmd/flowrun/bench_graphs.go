@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
 )
 
@@ -33,9 +34,12 @@ type benchReport struct {
 	Sets []string `json:"sets,omitempty"`
 	// Sweep is the swept keys and their values; the runs cover every
 	// combination, the first key outermost.
-	Sweep    []benchSweep `json:"sweep,omitempty"`
-	Baseline string       `json:"baseline"`
-	Runs     []benchRun   `json:"runs"`
+	Sweep []benchSweep `json:"sweep,omitempty"`
+	// Warmup is --warmup: the training batches each run's modeled
+	// iteration after warm-up leaves out.
+	Warmup   int        `json:"warmup,omitempty"`
+	Baseline string     `json:"baseline"`
+	Runs     []benchRun `json:"runs"`
 	// DigestsEqual: at every sweep point, every run that finished ended
 	// with the same model digest (the exactness of DESIGN.md §2.4).
 	DigestsEqual bool      `json:"digests_equal"`
@@ -60,11 +64,15 @@ type benchRun struct {
 	// point, or it failed.
 	Error   string `json:"error,omitempty"`
 	Batches int    `json:"batches,omitempty"`
-	// IterationMs is time per batch: wall measured, modeled on the
-	// devices' cost models.
+	// IterationMs is time per batch over the whole run: wall measured,
+	// modeled on the devices' cost models.
 	IterationMs results.Iteration `json:"iteration_ms"`
+	// ModeledAfterWarmupMs is the steady modeled iteration time of the
+	// batches after the first Warmup (with --warmup).
+	ModeledAfterWarmupMs float64 `json:"modeled_after_warmup_ms,omitempty"`
 	// Speedup is the baseline's iteration time over this run's, at the
-	// same sweep point, on each clock (modeled only where both have one).
+	// same sweep point, on each clock (modeled only where both have one;
+	// after warm-up with --warmup).
 	Speedup *benchSpeedup `json:"speedup,omitempty"`
 	// HitRate is the cache's hit rate (absent without a cache).
 	HitRate *float64 `json:"hit_rate,omitempty"`
@@ -85,6 +93,7 @@ type benchSpeedup struct {
 type benchGraphsFlags struct {
 	sets   []string
 	sweeps []string
+	warmup int
 	json   bool
 	out    string
 	quiet  bool
@@ -108,6 +117,10 @@ per batch, and the model digest (exact graphs end with the same one).
 combination, the first key outermost); speedups compare graphs at the same
 point. A graph that is invalid at a point (say a scratchpad smaller than
 its window) gets a row with the reason and the others still run.
+--warmup N also schedules each run's modeled clock without its first N
+batches (a cache warming up has misses but no victims yet) and uses that
+figure for the modeled columns; it reads the stages' modeled time per batch
+from the run's spans, so the runs trace to a temporary file.
 --json prints the whole comparison as JSON instead of the table (each run's
 results.json included), --out FILE writes that JSON to FILE as well; flowrun
 report draws it. Exit codes: 0 all ran, 1 some run failed, 2 bad usage,
@@ -123,10 +136,13 @@ Subcommands measure single plugins: flowrun bench kernel --help.`,
 			if err != nil {
 				return usageError{err}
 			}
+			if f.warmup < 0 {
+				return usageError{fmt.Errorf("--warmup %d: must be ≥ 0", f.warmup)}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			context.AfterFunc(ctx, stop)
-			rep, err := benchGraphs(ctx, args, f.sets, sweep, f.quiet || f.json, cmd.ErrOrStderr())
+			rep, err := benchGraphs(ctx, args, f.sets, sweep, f.warmup, f.quiet || f.json, cmd.ErrOrStderr())
 			if err != nil {
 				if ctx.Err() != nil && cmd.Context().Err() == nil {
 					return interruptedError{err}
@@ -160,6 +176,7 @@ Subcommands measure single plugins: flowrun bench kernel --help.`,
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.sets, "set", nil, "override a key of every graph, `key=value` (repeatable)")
 	fl.StringArrayVar(&f.sweeps, "sweep", nil, "run every graph once per value, `key=v1,v2,...` (repeatable: every combination)")
+	fl.IntVar(&f.warmup, "warmup", 0, "leave the first `N` training batches out of the modeled iteration time")
 	fl.BoolVar(&f.json, "json", false, "print the comparison as JSON instead of the table")
 	fl.StringVar(&f.out, "out", "", "also write the comparison as JSON to `FILE`")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
@@ -211,14 +228,24 @@ func points(sweep []benchSweep) [][]string {
 // benchGraphs runs every graph at every sweep point, one run at a time, and
 // gathers their figures. A graph invalid or failing at a point gets a row
 // with the error; an interrupt stops everything.
-func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep, quiet bool, stderr io.Writer) (*benchReport, error) {
-	rep := &benchReport{Kind: benchKind, Graphs: graphs, Sets: sets, Sweep: sweep, Started: time.Now()}
+func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep, warmup int, quiet bool, stderr io.Writer) (*benchReport, error) {
+	rep := &benchReport{Kind: benchKind, Graphs: graphs, Sets: sets, Sweep: sweep, Warmup: warmup, Started: time.Now()}
+	var spanDir string
+	if warmup > 0 {
+		dir, err := os.MkdirTemp("", "flowrun-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		spanDir = dir
+	}
 	pts := points(sweep)
 	// Check everything first: a bad graph shows in seconds, not after the
 	// runs before it.
 	type plan struct {
 		run  benchRun
 		sets []string
+		g    *graph.Graph
 	}
 	var plans []plan
 	for _, pt := range pts {
@@ -234,7 +261,7 @@ func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep,
 				p.run.Graph = graphName(path)
 				p.run.Error = err.Error()
 			default:
-				p.run.Graph = g.Config.Name
+				p.run.Graph, p.g = g.Config.Name, g
 			}
 			plans = append(plans, p)
 		}
@@ -251,7 +278,13 @@ func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep,
 			if !quiet {
 				fmt.Fprintln(stderr, strings.TrimSpace(fmt.Sprintf("bench [%d/%d] %s %s", i+1, len(plans), r.File, strings.Join(r.Point, " "))))
 			}
-			res, err := runGraph(ctx, r.File, runFlags{sets: p.sets, quiet: quiet, hazards: "off"}, stderr)
+			f := runFlags{sets: p.sets, quiet: quiet, hazards: "off"}
+			spans := ""
+			if spanDir != "" {
+				spans = filepath.Join(spanDir, fmt.Sprintf("run-%d.jsonl", i))
+				f.trace = "file:" + spans
+			}
+			res, err := runGraph(ctx, r.File, f, stderr)
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return nil, err
@@ -259,6 +292,12 @@ func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep,
 				r.Error = err.Error()
 			default:
 				r.fill(res)
+			}
+			if err == nil && spans != "" {
+				if err := r.afterWarmup(p.g, spans, warmup); err != nil {
+					r.Error = err.Error()
+				}
+				os.Remove(spans)
 			}
 		}
 		rep.Runs = append(rep.Runs, r)
@@ -289,6 +328,29 @@ func (r *benchRun) fill(res *results.Results) {
 	}
 }
 
+// afterWarmup sets the run's modeled iteration time without its first
+// warmup batches, from its spans.
+func (r *benchRun) afterWarmup(g *graph.Graph, spans string, warmup int) error {
+	durations, batches, err := modeledDurations(spans)
+	if err != nil {
+		return fmt.Errorf("modeled clock after warm-up: %w", err)
+	}
+	if len(durations) == 0 {
+		return nil // nothing modeled
+	}
+	r.ModeledAfterWarmupMs, err = steadyModeledMs(g, durations, batches, warmup)
+	return err
+}
+
+// modeled is the run's modeled iteration time: after warm-up when the
+// bench leaves one out.
+func (r *benchRun) modeled(warmup int) float64 {
+	if warmup > 0 {
+		return r.ModeledAfterWarmupMs
+	}
+	return r.IterationMs.Modeled
+}
+
 // speedups sets every run's speedup over the first graph at its point
 // (runs come in groups of n graphs per point) and whether the digests at
 // each point agree.
@@ -311,8 +373,8 @@ func (rep *benchReport) speedups(n int) {
 				continue
 			}
 			s := &benchSpeedup{Wall: base.IterationMs.Wall / r.IterationMs.Wall}
-			if base.IterationMs.Modeled > 0 && r.IterationMs.Modeled > 0 {
-				s.Modeled = base.IterationMs.Modeled / r.IterationMs.Modeled
+			if bm, rm := base.modeled(rep.Warmup), r.modeled(rep.Warmup); bm > 0 && rm > 0 {
+				s.Modeled = bm / rm
 			}
 			r.Speedup = s
 		}
@@ -341,7 +403,11 @@ func printBench(w io.Writer, rep *benchReport) {
 	if swept {
 		header = append(header, "point")
 	}
-	header = append(header, "batches", "wall ms/batch", "modeled ms/batch", "speedup wall", "speedup modeled",
+	modeledHead := "modeled ms/batch"
+	if rep.Warmup > 0 {
+		modeledHead = fmt.Sprintf("modeled ms/batch (after %d)", rep.Warmup)
+	}
+	header = append(header, "batches", "wall ms/batch", modeledHead, "speedup wall", "speedup modeled",
 		"hit rate", "to device/batch", "to host/batch", "digest")
 	t.row(header...)
 	var errs []string
@@ -381,14 +447,18 @@ func printBench(w io.Writer, rep *benchReport) {
 		}
 		cells = append(cells, fmt.Sprint(r.Batches),
 			fmt.Sprintf("%.3f", r.IterationMs.Wall),
-			dash(r.IterationMs.Modeled > 0, fmt.Sprintf("%.3f", r.IterationMs.Modeled)),
+			dash(r.modeled(rep.Warmup) > 0, fmt.Sprintf("%.3f", r.modeled(rep.Warmup))),
 			sw, sm, hit, link("to_device"), link("to_host"), digest)
 		t.row(cells...)
 	}
 	t.write(w, "")
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-12s %s (wall: measured here; modeled: the devices' cost models, steady state of the modeled schedule)\n",
-		"baseline", rep.Baseline)
+	clockNote := "steady state of the modeled schedule"
+	if rep.Warmup > 0 {
+		clockNote = fmt.Sprintf("steady state of the modeled schedule of the batches after the first %d", rep.Warmup)
+	}
+	fmt.Fprintf(w, "%-12s %s (wall: measured here, whole run; modeled: the devices' cost models, %s)\n",
+		"baseline", rep.Baseline, clockNote)
 	verdict := "every run at each point ends with the same model digest"
 	if !rep.DigestsEqual {
 		verdict = "DIFFER between runs at the same point"

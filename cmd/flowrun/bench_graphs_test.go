@@ -117,3 +117,75 @@ func TestSweepPoints(t *testing.T) {
 		t.Errorf("no sweep: %v", p)
 	}
 }
+
+// The modeled clock bench rebuilds from a run's spans is the runtime's:
+// with no warm-up left out it gives the run's own modeled iteration time.
+func TestBenchWarmupMatchesRuntime(t *testing.T) {
+	for _, path := range scratchPipeGraphs() {
+		dir := t.TempDir()
+		spans, out := filepath.Join(dir, "spans.jsonl"), filepath.Join(dir, "results.json")
+		var sets []string
+		for i := 1; i < len(benchSmall); i += 2 {
+			sets = append(sets, benchSmall[i])
+		}
+		sets = append(sets, "dataset.eval_batches=2")
+		args := []string{"run", path, "-q", "--out", out, "--trace", "file:" + spans}
+		for _, s := range sets {
+			args = append(args, "--set", s)
+		}
+		mustFlowrun(t, args...)
+		var res struct {
+			IterationMs struct{ Modeled float64 } `json:"iteration_ms"`
+		}
+		if err := readJSON(out, &res); err != nil {
+			t.Fatal(err)
+		}
+		g, err := validateGraph(path, sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, batches, err := modeledDurations(spans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if batches != 8 {
+			t.Fatalf("%s: %d batches in the spans, want 6 + 2 held-out", path, batches)
+		}
+		got, err := steadyModeledMs(g, d, batches, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := got - res.IterationMs.Modeled; diff > 1e-9 || diff < -1e-9 {
+			t.Errorf("%s: modeled iteration %g ms from the spans, %g ms in the results", filepath.Base(path), got, res.IterationMs.Modeled)
+		}
+		if _, err := steadyModeledMs(g, d, batches, 7); err == nil {
+			t.Errorf("%s: a warm-up leaving one batch accepted", path)
+		}
+	}
+}
+
+// --warmup puts the modeled iteration after warm-up in the table and the
+// JSON, and bases the modeled speedup on it.
+func TestBenchWarmup(t *testing.T) {
+	graphs := scratchPipeGraphs()[2:]
+	r := mustFlowrun(t, append(append([]string{"bench"}, graphs...), append(benchSmall, "--warmup", "2", "--json")...)...)
+	var rep benchReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Warmup != 2 || len(rep.Runs) != 2 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, run := range rep.Runs {
+		if run.Error != "" || run.ModeledAfterWarmupMs <= 0 {
+			t.Errorf("run %+v", run)
+		}
+	}
+	if s, a, b := rep.Runs[1].Speedup.Modeled, rep.Runs[0].ModeledAfterWarmupMs, rep.Runs[1].ModeledAfterWarmupMs; s != a/b {
+		t.Errorf("modeled speedup %g, want %g/%g", s, a, b)
+	}
+	r = mustFlowrun(t, append(append([]string{"bench"}, graphs...), append(benchSmall, "--warmup", "2")...)...)
+	if !strings.Contains(r.stdout, "modeled ms/batch (after 2)") {
+		t.Errorf("table:\n%s", r.stdout)
+	}
+}
