@@ -9,15 +9,16 @@
 // Casting needs only the batch's indices, not its gradients, so it can run
 // beside the forward pass, which is where the paper hides it. Its consumer,
 // the casted gradient gather-reduce in the backward pass, is a kernel
-// operator that does not exist yet: until it does, train keeps coalescing
-// with expand-coalesce (Algorithm 1) and the casted arrays are computed,
-// counted and traced but not used.
+// GatherReduce over the pooled gradients (train's backward: cast); with
+// backward: coalesce, train coalesces with expand-coalesce (Algorithm 1)
+// and the casted arrays are computed, counted and traced only.
 package cast
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"math/bits"
 	"slices"
 
 	"github.com/flowrun/flowrun/framework/batch"
@@ -30,8 +31,9 @@ import (
 // castSrc and castDst (n entries each) and rows (one entry per unique row;
 // room for n) and returns the number of unique rows:
 //
-//  1. sort the pairs by src, stably, so lookups of one row are adjacent and
-//     stay in forward order;
+//  1. sort the pairs by src, stably (an LSD radix sort over (row,
+//     position) keys), so lookups of one row are adjacent and stay in
+//     forward order;
 //  2. the sorted dst is the casted src: the bag (gradient) to gather;
 //  3. scan for positions where src changes, and take the cumulative sum of
 //     those flags: the casted dst, the coalesced gradient to reduce into.
@@ -43,19 +45,81 @@ func Cast(src, dst, castSrc, castDst, rows []int64) int {
 	if n == 0 {
 		return 0
 	}
+	var maxRow int64
+	for _, r := range src {
+		maxRow = max(maxRow, r)
+	}
+	if minRow := slices.Min(src); minRow < 0 || maxRow >= 1<<32 || n >= 1<<32 {
+		return castStable(src, dst, castSrc, castDst, rows)
+	}
+	// Step 1: sort-by-key, as (row, position) keys sorted by row with an
+	// LSD radix sort: stable, so a row's gradients stay in forward order,
+	// the canonical accumulation order of flowrun's kernels.
+	keys, tmp := make([]uint64, n), make([]uint64, n)
+	for j, r := range src {
+		keys[j] = uint64(r)<<32 | uint64(j)
+	}
+	keys = radixByRow(keys, tmp, maxRow)
+	var unique int64
+	prev := int64(-1)
+	for j, k := range keys {
+		r := int64(k >> 32)
+		castSrc[j] = dst[uint32(k)]
+		// Steps 2–3: a new ID starts a new coalesced gradient; the running
+		// sum of those starts is where lookup j reduces into.
+		if j > 0 && r != prev {
+			unique++
+		}
+		prev = r
+		castDst[j] = unique
+		rows[unique] = r
+	}
+	return int(unique + 1)
+}
+
+// radixByRow sorts keys (row<<32 | position) stably by row in 11-bit
+// digits, as the CPU kernel's expand-coalesce does; small inputs use a
+// comparison sort (keys are distinct, so any sort is stable). It returns
+// keys or tmp, whichever holds the result.
+func radixByRow(keys, tmp []uint64, maxRow int64) []uint64 {
+	if len(keys) < 512 {
+		slices.Sort(keys)
+		return keys
+	}
+	const digit = 11
+	var count [1 << digit]int
+	for shift := 32; shift < 32+bits.Len64(uint64(maxRow)); shift += digit {
+		clear(count[:])
+		for _, k := range keys {
+			count[k>>shift&(1<<digit-1)]++
+		}
+		sum := 0
+		for i, c := range count {
+			count[i] = sum
+			sum += c
+		}
+		for _, k := range keys {
+			d := k >> shift & (1<<digit - 1)
+			tmp[count[d]] = k
+			count[d]++
+		}
+		keys, tmp = tmp, keys
+	}
+	return keys
+}
+
+// castStable is Cast for rows outside [0, 2³²): a stable comparison sort.
+func castStable(src, dst, castSrc, castDst, rows []int64) int {
+	n := len(src)
 	type pair struct{ src, dst int64 }
 	pairs := make([]pair, n)
 	for i := range pairs {
 		pairs[i] = pair{src[i], dst[i]}
 	}
-	// Step 1: sort-by-key. Stability keeps a row's gradients in forward
-	// order, the canonical accumulation order of flowrun's kernels.
 	slices.SortStableFunc(pairs, func(a, b pair) int { return cmp.Compare(a.src, b.src) })
 	var unique int64
 	for j, p := range pairs {
 		castSrc[j] = p.dst
-		// Steps 2–3: a new ID starts a new coalesced gradient; the running
-		// sum of those starts is where lookup j reduces into.
 		if j > 0 && p.src != pairs[j-1].src {
 			unique++
 		}

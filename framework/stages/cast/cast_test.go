@@ -2,6 +2,7 @@ package cast
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -137,5 +138,26 @@ func TestCastWithoutDeviceChargesNothing(t *testing.T) {
 	}
 	if b.Stats["unique_rows"] < 1 {
 		t.Errorf("unique_rows = %d", b.Stats["unique_rows"])
+	}
+}
+
+// The radix path (≥ 512 lookups, rows below 2³²) casts exactly as the
+// stable comparison sort does.
+func TestCastRadixEqualsStableSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{511, 512, 5000} {
+		for _, rows := range []int64{3, 1000, 1 << 30} {
+			src, dst := make([]int64, n), make([]int64, n)
+			for i := range src {
+				src[i], dst[i] = rng.Int64N(rows), int64(i/4)
+			}
+			a := [3][]int64{make([]int64, n), make([]int64, n), make([]int64, n)}
+			b := [3][]int64{make([]int64, n), make([]int64, n), make([]int64, n)}
+			ua := Cast(src, dst, a[0], a[1], a[2])
+			ub := castStable(src, dst, b[0], b[1], b[2])
+			if ua != ub || !slices.Equal(a[0], b[0]) || !slices.Equal(a[1], b[1]) || !slices.Equal(a[2][:ua], b[2][:ub]) {
+				t.Fatalf("n=%d rows=%d: radix and stable casts differ", n, rows)
+			}
+		}
 	}
 }
