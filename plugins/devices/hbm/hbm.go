@@ -23,7 +23,7 @@ const (
 	// ComputeEfficiency is the sustained share of peak FP32 arithmetic
 	// of the dense DLRM forward and backward, fitted on ScratchPipe's
 	// no-cache baseline (docs/devices.md, "Calibration").
-	ComputeEfficiency = 0.185
+	ComputeEfficiency = 0.241
 )
 
 const (
