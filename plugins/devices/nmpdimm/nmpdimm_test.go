@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/devices/nmpdimm"
+	"github.com/flowrun/flowrun/plugins/internal/buildtest"
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/device/devicetest"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -14,6 +15,11 @@ import (
 
 func TestConformance(t *testing.T) {
 	devicetest.Run(t, func() device.Device { return nmpdimm.New() })
+}
+
+func TestConformanceBinary(t *testing.T) {
+	bin := buildtest.Binary(t, "github.com/flowrun/flowrun/plugins/devices/nmpdimm/cmd/flowrun-device-nmp-dimm")
+	devicetest.RunBinary(t, bin)
 }
 
 // Table I: 32 ranks × 25.6 GB/s = 819.2 GB/s, sustaining ~600 GB/s; the
