@@ -134,6 +134,16 @@ type caster struct {
 	dev device.Device
 }
 
+// sortPasses is the radix passes of Step 1 over the dataset's rows
+// (11-bit digits: 2²² rows take two).
+func (c *caster) sortPasses() int {
+	rows := int64(1 << 22)
+	if c.set.Graph != nil && c.set.Graph.Dataset.Rows > 0 {
+		rows = c.set.Graph.Dataset.Rows
+	}
+	return max(1, (bits.Len64(uint64(rows-1))+10)/11)
+}
+
 func (c *caster) Process(ctx context.Context, b *batch.Batch) error {
 	var ids, offsets, castSrc, castDst, castRows []int64
 	var err error
@@ -178,6 +188,9 @@ func (c *caster) Process(ctx context.Context, b *batch.Batch) error {
 		var ns int64
 		res, err := c.dev.Cost(ctx, &device.CostRequest{Seq: b.Seq, Ops: []device.Op{
 			{Name: "read-index-pairs", Kind: device.Read, Bytes: 16 * lookups},
+			// The sort-by-key: each radix pass reads and writes the
+			// 8-byte (row, position) keys (Step 1).
+			{Name: "sort-by-key", Kind: device.Write, Bytes: int64(c.sortPasses()) * 2 * 8 * lookups},
 			{Name: "write-casted-pairs", Kind: device.Write, Bytes: 16*lookups + 8*unique},
 		}})
 		if err != nil {
