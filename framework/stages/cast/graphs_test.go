@@ -3,6 +3,7 @@ package cast_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/bus"
@@ -114,6 +115,13 @@ func TestTensorCastingGraphsEndWithNoCacheDigest(t *testing.T) {
 				}
 				if res.Digest != want {
 					t.Errorf("%s: digest %s, want no-cache's %s", g, res.Digest, want)
+				}
+				// Fig. 12's breakdown: the backward coalescing is its own
+				// primitive, measured and modeled; Fig. 15's NMP utilisation.
+				if len(res.Primitives) != 1 || res.Primitives[0].WallMs["backward"] <= 0 || res.Primitives[0].ModeledMs["backward"] <= 0 {
+					t.Errorf("%s: primitives %+v", g, res.Primitives)
+				} else if u := res.Primitives[0].DeviceUtilisation; strings.Contains(g, "nmp") && !(u["nmp"] > 0 && u["nmp"] <= 1) {
+					t.Errorf("%s: nmp utilisation %v", g, u)
 				}
 			}
 		})
