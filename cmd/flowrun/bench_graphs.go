@@ -117,10 +117,11 @@ per batch, and the model digest (exact graphs end with the same one).
 combination, the first key outermost); speedups compare graphs at the same
 point. A graph that is invalid at a point (say a scratchpad smaller than
 its window) gets a row with the reason and the others still run.
---warmup N also schedules each run's modeled clock without its first N
-batches (a cache warming up has misses but no victims yet) and uses that
-figure for the modeled columns; it reads the stages' modeled time per batch
-from the run's spans, so the runs trace to a temporary file.
+--warmup N times the modeled clock from batch N on (a cache warming up
+has misses but no victims yet), up to the last batches the end of the run
+overlaps (the future window + 1 of them), and uses that figure in the
+modeled columns; it reads the stages' modeled time per batch from the
+run's spans, so the runs trace to a temporary file.
 --json prints the whole comparison as JSON instead of the table (each run's
 results.json included), --out FILE writes that JSON to FILE as well; flowrun
 report draws it. Exit codes: 0 all ran, 1 some run failed, 2 bad usage,

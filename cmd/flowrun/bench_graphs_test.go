@@ -151,15 +151,25 @@ func TestBenchWarmupMatchesRuntime(t *testing.T) {
 		if batches != 8 {
 			t.Fatalf("%s: %d batches in the spans, want 6 + 2 held-out", path, batches)
 		}
-		got, err := steadyModeledMs(g, d, batches, 0)
+		tl, lookahead, err := modeledTimeline(g, d, batches)
 		if err != nil {
 			t.Fatal(err)
 		}
+		got := windowIterationMs(tl, 1, batches-1)
 		if diff := got - res.IterationMs.Modeled; diff > 1e-9 || diff < -1e-9 {
 			t.Errorf("%s: modeled iteration %g ms from the spans, %g ms in the results", filepath.Base(path), got, res.IterationMs.Modeled)
 		}
-		if _, err := steadyModeledMs(g, d, batches, 7); err == nil {
-			t.Errorf("%s: a warm-up leaving one batch accepted", path)
+		// The last lookahead+1 batches are left out (none without a
+		// lookahead).
+		tail := 0
+		if lookahead > 0 {
+			tail = lookahead + 1
+		}
+		if _, err := steadyModeledMs(g, d, batches, batches-tail); err == nil {
+			t.Errorf("%s: a warm-up leaving no batch accepted", path)
+		}
+		if v, err := steadyModeledMs(g, d, batches, batches-tail-1); err != nil || v <= 0 {
+			t.Errorf("%s: a warm-up leaving one batch: %v, %v", path, v, err)
 		}
 	}
 }
