@@ -1,0 +1,5 @@
+//go:build !race
+
+package insert_test
+
+const raceEnabled = false
