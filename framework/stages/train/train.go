@@ -137,6 +137,11 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return fmt.Errorf("model step: %w", err)
 	}
+	if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
+		// Nothing after a diverged step means anything: stop here, naming
+		// the batch, rather than train on NaNs and write them as results.
+		return fmt.Errorf("training diverged: the loss is %v (lower the learning rates: train's learning_rate, model.options.learning_rate)", res.Loss)
+	}
 	lap(PrimMLP)
 	ops := []device.Op{{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead}}
 	var backOps []device.Op
