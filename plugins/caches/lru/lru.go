@@ -21,14 +21,10 @@ package lru
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"sync"
-
 	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
+	"github.com/flowrun/flowrun/plugins/caches/internal/twopass"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // Name is the policy's plugin name (builtin:lru).
@@ -40,29 +36,28 @@ const Version = "0.1.0"
 // nilSlot marks the end of the recency list.
 const nilSlot = -1
 
-// table is one table's cache: slot-indexed arrays plus a map from row to
-// slot. prev and next link the slots from most (head) to least (tail)
-// recently used.
+// table is one table's cache: the resident rows plus slot-indexed arrays.
+// prev and next link the slots from most (head) to least (tail) recently
+// used.
 type table struct {
-	slotOf     map[int64]int32
-	rowOf      []int64
+	twopass.Slots
 	prev, next []int32
 	// usedBy is the epoch of the last batch that used the slot; a slot whose
 	// usedBy is the current epoch must not be evicted.
 	usedBy     []uint64
 	head, tail int32
-	filled     int32 // slots [0, filled) hold rows
+	epoch      *uint64
 }
 
-func newTable(capacity int32) *table {
+func newTable(capacity int32, epoch *uint64) *table {
 	return &table{
-		slotOf: make(map[int64]int32, capacity),
-		rowOf:  make([]int64, capacity),
+		Slots:  twopass.NewSlots(capacity),
 		prev:   make([]int32, capacity),
 		next:   make([]int32, capacity),
 		usedBy: make([]uint64, capacity),
 		head:   nilSlot,
 		tail:   nilSlot,
+		epoch:  epoch,
 	}
 }
 
@@ -99,11 +94,38 @@ func (tb *table) touch(s int32) {
 	tb.pushFront(s)
 }
 
+func (tb *table) Resident() *twopass.Slots { return &tb.Slots }
+
+func (tb *table) Tick() {}
+
+// Hit marks s as used by this batch and makes it the most recently used.
+func (tb *table) Hit(s int32) {
+	tb.usedBy[s] = *tb.epoch
+	tb.touch(s)
+}
+
+// Victim is the least recently used slot, unless this batch uses it: used
+// slots always sit at the recent end of the list, so then every slot is
+// used by this batch.
+func (tb *table) Victim() (int32, bool) {
+	s := tb.tail
+	if s == nilSlot || tb.usedBy[s] == *tb.epoch {
+		return 0, false
+	}
+	tb.unlink(s)
+	return s, true
+}
+
+func (tb *table) Insert(s int32) {
+	tb.usedBy[s] = *tb.epoch
+	tb.pushFront(s)
+}
+
+func (tb *table) Release() {}
+
 type policy struct {
-	mu     sync.Mutex
-	mapper region.Mapper
-	setup  []plugin.Table
-	tables []*table // nil until Configure
+	planreq.Guard
+	tables []*table
 	epoch  uint64
 }
 
@@ -123,100 +145,27 @@ func (p *policy) Info(context.Context) (plugin.Info, error) {
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	var cfg Config
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if err := planreq.CheckTables(setup.Tables); err != nil {
+	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
 	tables := make([]*table, len(setup.Tables))
 	for t, tab := range setup.Tables {
-		// A table never needs more slots than it has rows; capping here keeps
-		// a generous capacity from allocating memory no row can use.
-		c := min(cfg.Capacity, tab.Rows)
-		if c > math.MaxInt32 {
-			return fmt.Errorf("%w: capacity: %d rows for table %d exceeds %d", plugin.ErrInvalidConfig, c, t, math.MaxInt32)
+		c, err := planreq.Capacity(cfg.Capacity, t, tab)
+		if err != nil {
+			return err
 		}
-		tables[t] = newTable(int32(c))
+		tables[t] = newTable(c, &p.epoch)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.setup = append([]plugin.Table{}, setup.Tables...)
-	p.tables = tables
-	p.epoch = 0
+	p.Guard.Configure(setup.Tables, func() {
+		p.tables = tables
+		p.epoch = 0
+	})
 	return nil
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tables == nil {
-		return nil, plugin.ErrNotConfigured
-	}
-	b, err := planreq.View(&p.mapper, p.setup, req)
-	if err != nil {
-		return nil, fmt.Errorf("lru: %w", err)
-	}
-	p.epoch++
-	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(p.tables))}
-	for t, tb := range p.tables {
-		lo, hi := b.Table(t)
-		st := &res.Tables[t]
-		// Pass 1: hits. Marking them first is what keeps a later miss of
-		// this batch from evicting a row an earlier position already hit.
-		for i := lo; i < hi; i++ {
-			s, ok := tb.slotOf[b.IDs[i]]
-			if !ok {
-				b.Hits[i] = 0
-				continue
-			}
-			tb.usedBy[s] = p.epoch
-			tb.touch(s)
-			b.Slots[i] = int64(s)
-			b.Hits[i] = 1
-			st.Hits++
-		}
-		// Pass 2: misses, in request order.
-		for i := lo; i < hi; i++ {
-			if b.Hits[i] == 1 {
-				continue
-			}
-			st.Misses++
-			row := b.IDs[i]
-			if s, ok := tb.slotOf[row]; ok { // inserted earlier in this batch
-				tb.touch(s)
-				b.Slots[i] = int64(s)
-				continue
-			}
-			var s int32
-			switch {
-			case tb.filled < int32(len(tb.rowOf)):
-				s = tb.filled
-				tb.filled++
-			case tb.tail != nilSlot && tb.usedBy[tb.tail] != p.epoch:
-				s = tb.tail
-				old := tb.rowOf[s]
-				delete(tb.slotOf, old)
-				tb.unlink(s)
-				v := b.Victims[3*res.Victims : 3*res.Victims+3]
-				v[0], v[1], v[2] = int64(t), old, int64(s)
-				res.Victims++
-				st.Evictions++
-			default:
-				// Every slot holds a row of this batch (or the table has no
-				// slots): the row bypasses the cache.
-				b.Slots[i] = -1
-				continue
-			}
-			tb.rowOf[s] = row
-			tb.slotOf[row] = s
-			tb.usedBy[s] = p.epoch
-			tb.pushFront(s)
-			b.Slots[i] = int64(s)
-		}
-	}
-	return res, nil
+	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+		p.epoch++
+		return twopass.Plan(b, p.tables), nil
+	})
 }

@@ -1,0 +1,124 @@
+// Package twopass is the per-batch planner shared by the built-in
+// replacement policies (lru, lfu, belady, none). It owns the steps that are
+// the same for all of them: the row-to-slot map, the two passes (hits
+// first, so that no miss of the batch evicts a row the batch uses; then
+// misses in request order, a row repeated within the batch reusing the slot
+// its first miss got), free slots before victims, bypass (slot -1) when
+// every slot holds a row of the batch, the per-table stats and the victim
+// triples. A policy supplies only its order: which slot a hit holds, which
+// slot to evict, what an insert records.
+//
+// It imports only sdk/ and planreq.
+package twopass
+
+import (
+	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
+	"github.com/flowrun/flowrun/sdk/cache"
+)
+
+// Slots is one table's resident rows: a map from row to slot and its
+// inverse. Slots [0, filled) hold rows; the rest were never used.
+type Slots struct {
+	slotOf map[int64]int32
+	rowOf  []int64
+	filled int32
+}
+
+// NewSlots returns capacity empty slots.
+func NewSlots(capacity int32) Slots {
+	return Slots{slotOf: make(map[int64]int32, capacity), rowOf: make([]int64, capacity)}
+}
+
+// Lookup returns the slot holding row.
+func (sl *Slots) Lookup(row int64) (int32, bool) {
+	s, ok := sl.slotOf[row]
+	return s, ok
+}
+
+// Row returns the row slot s holds.
+func (sl *Slots) Row(s int32) int64 { return sl.rowOf[s] }
+
+// Filled is the number of slots that hold rows.
+func (sl *Slots) Filled() int32 { return sl.filled }
+
+// Table is one table's policy.
+type Table interface {
+	// Resident returns the table's slots.
+	Resident() *Slots
+	// Hit holds slot s, which has a row this batch looks up, for the rest
+	// of the batch (pass 1, and pass 2 for a row inserted earlier in it).
+	Hit(s int32)
+	// Tick is called once per lookup, as it is planned: before Hit for a
+	// hit, before anything else for a miss.
+	Tick()
+	// Victim takes a filled slot the batch does not use out of the
+	// policy's order; false when every slot holds a row of the batch.
+	Victim() (int32, bool)
+	// Insert holds slot s, which now holds a row of this batch.
+	Insert(s int32)
+	// Release ends the batch for this table.
+	Release()
+}
+
+// Plan plans batch b over tables, in table order, and returns the stats
+// and victim count.
+func Plan[T Table](b *planreq.Batch, tables []T) *cache.PlanResult {
+	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(tables))}
+	for t, tb := range tables {
+		sl := tb.Resident()
+		lo, hi := b.Table(t)
+		st := &res.Tables[t]
+		// Pass 1: hits. Holding them first is what keeps a later miss of
+		// this batch from evicting a row an earlier position already hit.
+		for i := lo; i < hi; i++ {
+			s, ok := sl.slotOf[b.IDs[i]]
+			if !ok {
+				b.Hits[i] = 0
+				continue
+			}
+			tb.Tick()
+			tb.Hit(s)
+			b.Slots[i] = int64(s)
+			b.Hits[i] = 1
+			st.Hits++
+		}
+		// Pass 2: misses, in request order.
+		for i := lo; i < hi; i++ {
+			if b.Hits[i] == 1 {
+				continue
+			}
+			st.Misses++
+			row := b.IDs[i]
+			tb.Tick()
+			if s, ok := sl.slotOf[row]; ok { // inserted earlier in this batch
+				tb.Hit(s)
+				b.Slots[i] = int64(s)
+				continue
+			}
+			var s int32
+			if sl.filled < int32(len(sl.rowOf)) {
+				s = sl.filled
+				sl.filled++
+			} else if v, ok := tb.Victim(); ok {
+				s = v
+				old := sl.rowOf[s]
+				delete(sl.slotOf, old)
+				w := b.Victims[3*res.Victims : 3*res.Victims+3]
+				w[0], w[1], w[2] = int64(t), old, int64(s)
+				res.Victims++
+				st.Evictions++
+			} else {
+				// Every slot holds a row of this batch (or the table has
+				// no slots): the row bypasses the cache.
+				b.Slots[i] = -1
+				continue
+			}
+			sl.rowOf[s] = row
+			sl.slotOf[row] = s
+			tb.Insert(s)
+			b.Slots[i] = int64(s)
+		}
+		tb.Release()
+	}
+	return res
+}
