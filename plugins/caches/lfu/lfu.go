@@ -21,15 +21,11 @@ package lfu
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"sync"
-
 	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/plugins/caches/internal/slotheap"
+	"github.com/flowrun/flowrun/plugins/caches/internal/twopass"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // Name is the policy's plugin name (builtin:lfu).
@@ -40,41 +36,55 @@ const Version = "0.1.0"
 
 // table is one table's cache.
 type table struct {
-	slotOf map[int64]int32
-	rowOf  []int64
+	twopass.Slots
 	// count is the lookups of the slot's row since it was inserted; last
 	// is the clock of its latest lookup (the tie-break).
 	count, last []uint64
 	// candidates are the filled slots the current batch does not use.
 	candidates *slotheap.Heap
 	// used lists the slots the current batch took out of candidates.
-	used   []int32
-	filled int32
+	used  []int32
+	clock *uint64
 }
 
-func newTable(capacity int32) *table {
+func newTable(capacity int32, clock *uint64) *table {
 	return &table{
-		slotOf:     make(map[int64]int32, capacity),
-		rowOf:      make([]int64, capacity),
+		Slots:      twopass.NewSlots(capacity),
 		count:      make([]uint64, capacity),
 		last:       make([]uint64, capacity),
 		candidates: slotheap.New(capacity),
+		clock:      clock,
 	}
 }
 
-// use counts a lookup of slot s's row and keeps s out of the candidates
+func (tb *table) Resident() *twopass.Slots { return &tb.Slots }
+
+// Tick advances the clock once per lookup.
+func (tb *table) Tick() { *tb.clock++ }
+
+// Hit counts a lookup of slot s's row and keeps s out of the candidates
 // for the rest of the batch.
-func (tb *table) use(s int32, clock uint64) {
+func (tb *table) Hit(s int32) {
 	if tb.candidates.Remove(s) {
 		tb.used = append(tb.used, s)
 	}
 	tb.count[s]++
-	tb.last[s] = clock
+	tb.last[s] = *tb.clock
 }
 
-// release puts the batch's slots back among the candidates, keyed by their
+// Victim is the candidate with the smallest count, the least recently used
+// among equal counts.
+func (tb *table) Victim() (int32, bool) { return tb.candidates.Pop() }
+
+func (tb *table) Insert(s int32) {
+	tb.count[s] = 0
+	tb.used = append(tb.used, s)
+	tb.Hit(s)
+}
+
+// Release puts the batch's slots back among the candidates, keyed by their
 // new counts.
-func (tb *table) release() {
+func (tb *table) Release() {
 	for _, s := range tb.used {
 		tb.candidates.Push(s, slotheap.Key{Major: tb.count[s], Minor: tb.last[s]})
 	}
@@ -82,10 +92,8 @@ func (tb *table) release() {
 }
 
 type policy struct {
-	mu     sync.Mutex
-	mapper region.Mapper
-	setup  []plugin.Table
-	tables []*table // nil until Configure
+	planreq.Guard
+	tables []*table
 	clock  uint64
 }
 
@@ -105,96 +113,26 @@ func (p *policy) Info(context.Context) (plugin.Info, error) {
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	var cfg Config
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if err := planreq.CheckTables(setup.Tables); err != nil {
+	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
 	tables := make([]*table, len(setup.Tables))
 	for t, tab := range setup.Tables {
-		c := min(cfg.Capacity, tab.Rows)
-		if c > math.MaxInt32 {
-			return fmt.Errorf("%w: capacity: %d rows for table %d exceeds %d", plugin.ErrInvalidConfig, c, t, math.MaxInt32)
+		c, err := planreq.Capacity(cfg.Capacity, t, tab)
+		if err != nil {
+			return err
 		}
-		tables[t] = newTable(int32(c))
+		tables[t] = newTable(c, &p.clock)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.setup = append([]plugin.Table{}, setup.Tables...)
-	p.tables = tables
-	p.clock = 0
+	p.Guard.Configure(setup.Tables, func() {
+		p.tables = tables
+		p.clock = 0
+	})
 	return nil
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tables == nil {
-		return nil, plugin.ErrNotConfigured
-	}
-	b, err := planreq.View(&p.mapper, p.setup, req)
-	if err != nil {
-		return nil, fmt.Errorf("lfu: %w", err)
-	}
-	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(p.tables))}
-	for t, tb := range p.tables {
-		lo, hi := b.Table(t)
-		st := &res.Tables[t]
-		// Pass 1: hits, so that no miss of this batch evicts one of them.
-		for i := lo; i < hi; i++ {
-			s, ok := tb.slotOf[b.IDs[i]]
-			if !ok {
-				b.Hits[i] = 0
-				continue
-			}
-			p.clock++
-			tb.use(s, p.clock)
-			b.Slots[i] = int64(s)
-			b.Hits[i] = 1
-			st.Hits++
-		}
-		// Pass 2: misses, in request order.
-		for i := lo; i < hi; i++ {
-			if b.Hits[i] == 1 {
-				continue
-			}
-			st.Misses++
-			row := b.IDs[i]
-			p.clock++
-			if s, ok := tb.slotOf[row]; ok { // inserted earlier in this batch
-				tb.use(s, p.clock)
-				b.Slots[i] = int64(s)
-				continue
-			}
-			var s int32
-			if tb.filled < int32(len(tb.rowOf)) {
-				s = tb.filled
-				tb.filled++
-			} else if v, ok := tb.candidates.Pop(); ok {
-				s = v
-				old := tb.rowOf[s]
-				delete(tb.slotOf, old)
-				w := b.Victims[3*res.Victims : 3*res.Victims+3]
-				w[0], w[1], w[2] = int64(t), old, int64(s)
-				res.Victims++
-				st.Evictions++
-			} else {
-				// Every slot holds a row of this batch: bypass.
-				b.Slots[i] = -1
-				continue
-			}
-			tb.rowOf[s] = row
-			tb.slotOf[row] = s
-			tb.count[s] = 0
-			tb.used = append(tb.used, s)
-			tb.use(s, p.clock)
-			b.Slots[i] = int64(s)
-		}
-		tb.release()
-	}
-	return res, nil
+	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+		return twopass.Plan(b, p.tables), nil
+	})
 }
