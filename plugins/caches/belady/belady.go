@@ -23,15 +23,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
-	"sync"
 
 	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/plugins/caches/internal/slotheap"
+	"github.com/flowrun/flowrun/plugins/caches/internal/twopass"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // Name is the policy's plugin name (builtin:belady).
@@ -42,10 +40,8 @@ const Version = "0.1.0"
 
 // table is one table's cache.
 type table struct {
-	slotOf map[int64]int32
-	rowOf  []int64
-	last   []uint64 // clock of the slot's latest lookup
-	filled int32
+	twopass.Slots
+	last []uint64 // clock of the slot's latest lookup
 	// never holds the filled slots that neither the current batch nor the
 	// future window uses (next use +∞), keyed by recency.
 	never *slotheap.Heap
@@ -58,12 +54,15 @@ type table struct {
 	soonest  []int32
 	sorted   bool
 	consumed int
+	// plans and clock are the policy's counters, shared by its tables.
+	plans, clock *uint64
 }
 
-func newTable(capacity int32) *table {
+func newTable(capacity int32, plans, clock *uint64) *table {
 	return &table{
-		slotOf:  make(map[int64]int32, capacity),
-		rowOf:   make([]int64, capacity),
+		Slots:   twopass.NewSlots(capacity),
+		plans:   plans,
+		clock:   clock,
 		last:    make([]uint64, capacity),
 		never:   slotheap.New(capacity),
 		stamp:   make([]uint64, capacity),
@@ -100,9 +99,51 @@ func (tb *table) farthest() (int32, bool) {
 	return -1, false
 }
 
-// release returns the batch's slots to never (or to the next batch's
+// window stamps the next uses within the future window: the first future
+// batch that looks the row up (1 is the next batch).
+func (tb *table) window(future [][]int64, lo, hi int64) {
+	for j, ids := range future {
+		for _, row := range ids[lo:hi] {
+			if s, ok := tb.Lookup(row); ok && tb.stamp[s] != *tb.plans {
+				tb.stamp[s] = *tb.plans
+				tb.nextUse[s] = j + 1
+				tb.take(s)
+				tb.soonest = append(tb.soonest, s)
+			}
+		}
+	}
+}
+
+func (tb *table) Resident() *twopass.Slots { return &tb.Slots }
+
+func (tb *table) Tick() {}
+
+// Hit holds s for this batch: out of never and of the window's candidates.
+func (tb *table) Hit(s int32) {
+	tb.take(s)
+	if tb.stamp[s] != *tb.plans {
+		tb.stamp[s] = *tb.plans
+		tb.out = append(tb.out, s)
+	}
+	tb.nextUse[s] = -1
+	*tb.clock++
+	tb.last[s] = *tb.clock
+}
+
+// Victim is the least recently used slot no one uses within the window,
+// else the window's slot with the farthest next use.
+func (tb *table) Victim() (int32, bool) {
+	if s, ok := tb.never.Pop(); ok {
+		return s, true
+	}
+	return tb.farthest()
+}
+
+func (tb *table) Insert(s int32) { tb.Hit(s) }
+
+// Release returns the batch's slots to never (or to the next batch's
 // window, which recomputes it), keyed by their recency.
-func (tb *table) release() {
+func (tb *table) Release() {
 	for _, s := range tb.out {
 		if !tb.never.Contains(s) {
 			tb.never.Push(s, slotheap.Key{Major: tb.last[s]})
@@ -113,10 +154,8 @@ func (tb *table) release() {
 }
 
 type policy struct {
-	mu     sync.Mutex
-	mapper region.Mapper
-	setup  []plugin.Table
-	tables []*table // nil until Configure
+	planreq.Guard
+	tables []*table
 	clock  uint64
 	plans  uint64
 }
@@ -137,126 +176,37 @@ func (p *policy) Info(context.Context) (plugin.Info, error) {
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	var cfg Config
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if err := planreq.CheckTables(setup.Tables); err != nil {
+	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
 	tables := make([]*table, len(setup.Tables))
 	for t, tab := range setup.Tables {
-		c := min(cfg.Capacity, tab.Rows)
-		if c > math.MaxInt32 {
-			return fmt.Errorf("%w: capacity: %d rows for table %d exceeds %d", plugin.ErrInvalidConfig, c, t, math.MaxInt32)
+		c, err := planreq.Capacity(cfg.Capacity, t, tab)
+		if err != nil {
+			return err
 		}
-		tables[t] = newTable(int32(c))
+		tables[t] = newTable(c, &p.plans, &p.clock)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.setup = append([]plugin.Table{}, setup.Tables...)
-	p.tables = tables
-	p.clock, p.plans = 0, 0
+	p.Guard.Configure(setup.Tables, func() {
+		p.tables = tables
+		p.clock, p.plans = 0, 0
+	})
 	return nil
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tables == nil {
-		return nil, plugin.ErrNotConfigured
-	}
-	b, err := planreq.View(&p.mapper, p.setup, req)
-	if err != nil {
-		return nil, fmt.Errorf("belady: %w", err)
-	}
-	future, err := planreq.Future(&p.mapper, p.setup, req)
-	if err != nil {
-		return nil, fmt.Errorf("belady: %w", err)
-	}
-	p.plans++
-	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(p.tables))}
-	for t, tb := range p.tables {
-		lo, hi := b.Table(t)
-		st := &res.Tables[t]
-		// Next uses within the window: the first future batch that looks
-		// the row up (1 is the next batch).
-		for j, ids := range future {
-			for _, row := range ids[lo:hi] {
-				if s, ok := tb.slotOf[row]; ok && tb.stamp[s] != p.plans {
-					tb.stamp[s] = p.plans
-					tb.nextUse[s] = j + 1
-					tb.take(s)
-					tb.soonest = append(tb.soonest, s)
-				}
-			}
+	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+		future, err := p.Guard.Future(req)
+		if err != nil {
+			return nil, fmt.Errorf("belady: %w", err)
 		}
-		// use holds s for this batch: out of never and of the window's
-		// candidates.
-		use := func(s int32) {
-			tb.take(s)
-			if tb.stamp[s] != p.plans {
-				tb.stamp[s] = p.plans
-				tb.out = append(tb.out, s)
-			}
-			tb.nextUse[s] = -1
-			p.clock++
-			tb.last[s] = p.clock
+		p.plans++
+		// Tables are independent, so every table's window can be stamped
+		// before any is planned.
+		for t, tb := range p.tables {
+			lo, hi := b.Table(t)
+			tb.window(future, lo, hi)
 		}
-		// Pass 1: hits.
-		for i := lo; i < hi; i++ {
-			s, ok := tb.slotOf[b.IDs[i]]
-			if !ok {
-				b.Hits[i] = 0
-				continue
-			}
-			use(s)
-			b.Slots[i] = int64(s)
-			b.Hits[i] = 1
-			st.Hits++
-		}
-		// Pass 2: misses, in request order.
-		for i := lo; i < hi; i++ {
-			if b.Hits[i] == 1 {
-				continue
-			}
-			st.Misses++
-			row := b.IDs[i]
-			if s, ok := tb.slotOf[row]; ok { // inserted earlier in this batch
-				use(s)
-				b.Slots[i] = int64(s)
-				continue
-			}
-			var s int32
-			evict := true
-			if tb.filled < int32(len(tb.rowOf)) {
-				s, evict = tb.filled, false
-				tb.filled++
-			} else if v, ok := tb.never.Pop(); ok {
-				s = v
-			} else if v, ok := tb.farthest(); ok {
-				s = v
-			} else {
-				// Every slot holds a row of this batch: bypass.
-				b.Slots[i] = -1
-				continue
-			}
-			if evict {
-				old := tb.rowOf[s]
-				delete(tb.slotOf, old)
-				w := b.Victims[3*res.Victims : 3*res.Victims+3]
-				w[0], w[1], w[2] = int64(t), old, int64(s)
-				res.Victims++
-				st.Evictions++
-			}
-			tb.rowOf[s] = row
-			tb.slotOf[row] = s
-			use(s)
-			b.Slots[i] = int64(s)
-		}
-		tb.release()
-	}
-	return res, nil
+		return twopass.Plan(b, p.tables), nil
+	})
 }
