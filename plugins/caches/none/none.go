@@ -9,13 +9,10 @@ package none
 
 import (
 	"context"
-	"fmt"
-	"sync"
 
 	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // Name is the policy's plugin name (builtin:none).
@@ -25,9 +22,8 @@ const Name = "none"
 const Version = "0.1.0"
 
 type policy struct {
-	mu     sync.Mutex
-	mapper region.Mapper
-	tables []plugin.Table // nil until Configure
+	planreq.Guard
+	tables int
 }
 
 // New returns the no-cache policy.
@@ -46,39 +42,24 @@ func (p *policy) Info(context.Context) (plugin.Info, error) {
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	var cfg Config
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
+	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if err := planreq.CheckTables(setup.Tables); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.tables = append([]plugin.Table{}, setup.Tables...)
+	p.Guard.Configure(setup.Tables, func() { p.tables = len(setup.Tables) })
 	return nil
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tables == nil {
-		return nil, plugin.ErrNotConfigured
-	}
-	b, err := planreq.View(&p.mapper, p.tables, req)
-	if err != nil {
-		return nil, fmt.Errorf("none: %w", err)
-	}
-	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(p.tables))}
-	for t := range p.tables {
-		lo, hi := b.Table(t)
-		for i := lo; i < hi; i++ {
-			b.Slots[i] = -1
-			b.Hits[i] = 0
+	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+		res := &cache.PlanResult{Tables: make([]cache.TableStats, p.tables)}
+		for t := range p.tables {
+			lo, hi := b.Table(t)
+			for i := lo; i < hi; i++ {
+				b.Slots[i] = -1
+				b.Hits[i] = 0
+			}
+			res.Tables[t].Misses = hi - lo
 		}
-		res.Tables[t].Misses = hi - lo
-	}
-	return res, nil
+		return res, nil
+	})
 }
