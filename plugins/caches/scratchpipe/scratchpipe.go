@@ -36,15 +36,12 @@ package scratchpipe
 import (
 	"context"
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"sync"
 
 	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/plugins/caches/internal/slotheap"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // Name is the policy's plugin name (builtin:scratchpipe).
@@ -120,9 +117,7 @@ func (tb *table) advance() {
 }
 
 type policy struct {
-	mu           sync.Mutex
-	mapper       region.Mapper
-	setup        []plugin.Table
+	planreq.Guard
 	tables       []*table // nil until Configure
 	past, future int
 	clock        uint64
@@ -146,43 +141,34 @@ func (p *policy) Info(context.Context) (plugin.Info, error) {
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	cfg := defaultConfig()
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if err := planreq.CheckTables(setup.Tables); err != nil {
+	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
 	tables := make([]*table, len(setup.Tables))
 	for t, tab := range setup.Tables {
-		c := min(cfg.Capacity, tab.Rows)
-		if c > math.MaxInt32 {
-			return fmt.Errorf("%w: capacity: %d rows for table %d exceeds %d", plugin.ErrInvalidConfig, c, t, math.MaxInt32)
+		c, err := planreq.Capacity(cfg.Capacity, t, tab)
+		if err != nil {
+			return err
 		}
-		tables[t] = newTable(int32(c), cfg.Victim, rand.New(rand.NewPCG(setup.Seed, uint64(t))))
+		tables[t] = newTable(c, cfg.Victim, rand.New(rand.NewPCG(setup.Seed, uint64(t))))
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.setup = append([]plugin.Table{}, setup.Tables...)
-	p.tables = tables
-	p.past, p.future = cfg.Windows()
-	p.clock, p.checks = 0, 0
+	p.Guard.Configure(setup.Tables, func() {
+		p.tables = tables
+		p.past, p.future = cfg.Windows()
+		p.clock, p.checks = 0, 0
+	})
 	return nil
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tables == nil {
-		return nil, plugin.ErrNotConfigured
-	}
-	b, err := planreq.View(&p.mapper, p.setup, req)
-	if err != nil {
-		return nil, fmt.Errorf("scratchpipe: %w", err)
-	}
-	future, err := planreq.Future(&p.mapper, p.setup, req)
+	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+		return p.plan(req, b)
+	})
+}
+
+// plan plans the checked batch b; the Guard holds the lock.
+func (p *policy) plan(req *cache.PlanRequest, b *planreq.Batch) (*cache.PlanResult, error) {
+	future, err := p.Guard.Future(req)
 	if err != nil {
 		return nil, fmt.Errorf("scratchpipe: %w", err)
 	}

@@ -27,9 +27,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math"
 	"slices"
-	"sync"
 
 	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/plugins/internal/shm"
@@ -57,9 +55,7 @@ type table struct {
 }
 
 type policy struct {
-	mu       sync.Mutex
-	mapper   region.Mapper
-	setup    []plugin.Table
+	planreq.Guard
 	cfg      Config
 	tables   []*table // nil until Configure
 	plans    uint64   // plans answered, the current one included
@@ -83,20 +79,14 @@ func (p *policy) Info(context.Context) (plugin.Info, error) {
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	cfg := defaultConfig()
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	if err := planreq.CheckTables(setup.Tables); err != nil {
+	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
 	tables := make([]*table, len(setup.Tables))
 	for t, tab := range setup.Tables {
-		c := min(cfg.Capacity, tab.Rows)
-		if c > math.MaxInt32 {
-			return fmt.Errorf("%w: capacity: %d rows for table %d exceeds %d", plugin.ErrInvalidConfig, c, t, math.MaxInt32)
+		c, err := planreq.Capacity(cfg.Capacity, t, tab)
+		if err != nil {
+			return err
 		}
 		tables[t] = &table{whole: cfg.Capacity >= tab.Rows, filledAt: make([]uint64, c)}
 		if !tables[t].whole {
@@ -110,10 +100,9 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 		}
 		selectHot(tables, cfg.Capacity)
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.setup = append([]plugin.Table{}, setup.Tables...)
-	p.cfg, p.tables, p.plans, p.profiled = cfg, tables, 0, profiled
+	p.Guard.Configure(setup.Tables, func() {
+		p.cfg, p.tables, p.plans, p.profiled = cfg, tables, 0, profiled
+	})
 	return nil
 }
 
@@ -172,15 +161,13 @@ func selectHot(tables []*table, capacity int64) {
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tables == nil {
-		return nil, plugin.ErrNotConfigured
-	}
-	b, err := planreq.View(&p.mapper, p.setup, req)
-	if err != nil {
-		return nil, fmt.Errorf("static: %w", err)
-	}
+	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+		return p.plan(req, b)
+	})
+}
+
+// plan plans the checked batch b; the Guard holds the lock.
+func (p *policy) plan(req *cache.PlanRequest, b *planreq.Batch) (*cache.PlanResult, error) {
 	p.plans++
 	now := p.plans
 	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(p.tables))}
