@@ -96,6 +96,9 @@ func reportFormats(s string) ([]string, error) {
 type reportRun struct {
 	Label string
 	Res   *results.Results
+	// File is the input the run came from, to tell apart runs of one
+	// graph from different files.
+	File string
 }
 
 // reportInput is everything the files given to report hold.
@@ -133,7 +136,7 @@ func readReportInputs(paths []string) (*reportInput, error) {
 			in.benches = append(in.benches, &b)
 			for _, r := range b.Runs {
 				if r.Results != nil {
-					in.runs = append(in.runs, reportRun{Label: strings.TrimSpace(r.Graph + " " + shortPoint(r.Point)), Res: r.Results})
+					in.runs = append(in.runs, reportRun{Label: strings.TrimSpace(r.Graph + " " + shortPoint(r.Point)), Res: r.Results, File: path})
 				}
 			}
 			continue
@@ -145,18 +148,26 @@ func readReportInputs(paths []string) (*reportInput, error) {
 		if res.Graph == "" || res.Stages == nil {
 			return nil, fmt.Errorf("%s: neither a results.json nor the JSON of flowrun bench", path)
 		}
-		in.runs = append(in.runs, reportRun{Label: res.Graph, Res: res})
+		in.runs = append(in.runs, reportRun{Label: res.Graph, Res: res, File: path})
 	}
-	// Two runs of one graph get told apart by their position.
-	count := map[string]int{}
-	for _, r := range in.runs {
-		count[r.Label]++
-	}
-	seen := map[string]int{}
-	for i, r := range in.runs {
-		if count[r.Label] > 1 {
-			seen[r.Label]++
-			in.runs[i].Label = fmt.Sprintf("%s #%d", r.Label, seen[r.Label])
+	// Runs of one graph from different files get the file's name, then
+	// their position.
+	for _, tag := range []func(r reportRun, n int) string{
+		func(r reportRun, _ int) string {
+			return fmt.Sprintf("%s (%s)", r.Label, strings.TrimSuffix(filepath.Base(r.File), filepath.Ext(r.File)))
+		},
+		func(r reportRun, n int) string { return fmt.Sprintf("%s #%d", r.Label, n) },
+	} {
+		count := map[string]int{}
+		for _, r := range in.runs {
+			count[r.Label]++
+		}
+		seen := map[string]int{}
+		for i, r := range in.runs {
+			if count[r.Label] > 1 {
+				seen[r.Label]++
+				in.runs[i].Label = tag(r, seen[r.Label])
+			}
 		}
 	}
 	return in, nil
@@ -308,7 +319,7 @@ func nominalX(p *plot.Plot, names []string) {
 	for _, n := range names {
 		long += len(n)
 	}
-	if len(names) > 4 || long > 48 {
+	if len(names) > 4 || long > 64 {
 		p.X.Tick.Label.Rotation = math.Pi / 6
 		p.X.Tick.Label.XAlign = text.XRight
 		p.X.Tick.Label.YAlign = text.YCenter
@@ -476,11 +487,28 @@ func speedupFigure(b *benchReport, name string) (figure, bool) {
 		nominalX(p, groups)
 		return p
 	}
-	modeled := panel("Speedup over "+b.Baseline+", modeled (device cost models)", "modeled speedup (×)",
-		func(s *benchSpeedup) float64 { return s.Modeled })
-	wall := panel("Speedup over "+b.Baseline+", wall (measured here)", "wall speedup (×)",
-		func(s *benchSpeedup) float64 { return s.Wall })
-	return figure{name: name, plots: []*plot.Plot{modeled, wall}, w: 12 * vg.Inch, h: 5 * vg.Inch}, true
+	// A clock none of the runs has a figure for gets no panel.
+	var plots []*plot.Plot
+	has := func(value func(*benchSpeedup) float64) bool {
+		for _, sp := range speedup {
+			if value(sp) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	modeled := func(s *benchSpeedup) float64 { return s.Modeled }
+	wall := func(s *benchSpeedup) float64 { return s.Wall }
+	if has(modeled) {
+		plots = append(plots, panel("Speedup over "+b.Baseline+", modeled (device cost models)", "modeled speedup (×)", modeled))
+	}
+	if has(wall) {
+		plots = append(plots, panel("Speedup over "+b.Baseline+", wall (measured here)", "wall speedup (×)", wall))
+	}
+	if len(plots) == 0 {
+		return figure{}, false
+	}
+	return figure{name: name, plots: plots, w: vg.Length(len(plots)) * 6 * vg.Inch, h: 5 * vg.Inch}, true
 }
 
 // hitRateFigure draws hit rate against the swept cache size (or the first
