@@ -164,14 +164,9 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindCache,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "Belady's optimal replacement over the host's future window (farthest next use, else LRU): the upper bound on hit rate",
-		Config:      fields(),
-	}, nil
+	return planreq.Info(Name, Version,
+		"Belady's optimal replacement over the host's future window (farthest next use, else LRU): the upper bound on hit rate",
+		fields()), nil
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
@@ -179,13 +174,9 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
-	tables := make([]*table, len(setup.Tables))
-	for t, tab := range setup.Tables {
-		c, err := planreq.Capacity(cfg.Capacity, t, tab)
-		if err != nil {
-			return err
-		}
-		tables[t] = newTable(c, &p.plans, &p.clock)
+	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(_ int, c int32) *table { return newTable(c, &p.plans, &p.clock) })
+	if err != nil {
+		return err
 	}
 	p.Guard.Configure(setup.Tables, func() {
 		p.tables = tables

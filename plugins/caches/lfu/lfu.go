@@ -101,14 +101,9 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindCache,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "per-table LFU over capacity rows (ties by LRU); evicts only rows the current batch does not use, bypasses the excess",
-		Config:      fields(),
-	}, nil
+	return planreq.Info(Name, Version,
+		"per-table LFU over capacity rows (ties by LRU); evicts only rows the current batch does not use, bypasses the excess",
+		fields()), nil
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
@@ -116,13 +111,9 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
-	tables := make([]*table, len(setup.Tables))
-	for t, tab := range setup.Tables {
-		c, err := planreq.Capacity(cfg.Capacity, t, tab)
-		if err != nil {
-			return err
-		}
-		tables[t] = newTable(c, &p.clock)
+	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(_ int, c int32) *table { return newTable(c, &p.clock) })
+	if err != nil {
+		return err
 	}
 	p.Guard.Configure(setup.Tables, func() {
 		p.tables = tables

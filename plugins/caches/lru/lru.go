@@ -133,14 +133,9 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindCache,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "per-table LRU over capacity rows; evicts only rows the current batch does not use, bypasses the excess",
-		Config:      fields(),
-	}, nil
+	return planreq.Info(Name, Version,
+		"per-table LRU over capacity rows; evicts only rows the current batch does not use, bypasses the excess",
+		fields()), nil
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
@@ -148,13 +143,9 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
-	tables := make([]*table, len(setup.Tables))
-	for t, tab := range setup.Tables {
-		c, err := planreq.Capacity(cfg.Capacity, t, tab)
-		if err != nil {
-			return err
-		}
-		tables[t] = newTable(c, &p.epoch)
+	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(_ int, c int32) *table { return newTable(c, &p.epoch) })
+	if err != nil {
+		return err
 	}
 	p.Guard.Configure(setup.Tables, func() {
 		p.tables = tables

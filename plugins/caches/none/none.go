@@ -30,14 +30,9 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindCache,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "no cache: every lookup misses and bypasses (slot -1); the baseline every policy is compared with",
-		Config:      fields(),
-	}, nil
+	return planreq.Info(Name, Version,
+		"no cache: every lookup misses and bypasses (slot -1); the baseline every policy is compared with",
+		fields()), nil
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {

@@ -129,14 +129,9 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindCache,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "ScratchPipe's scratchpad controller: Hit-Map updated at plan time, Hold mask over the past and future windows (Algorithm 1), victims among un-held slots by LRU, LFU or random; never bypasses",
-		Config:      fields(),
-	}, nil
+	return planreq.Info(Name, Version,
+		"ScratchPipe's scratchpad controller: Hit-Map updated at plan time, Hold mask over the past and future windows (Algorithm 1), victims among un-held slots by LRU, LFU or random; never bypasses",
+		fields()), nil
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
@@ -144,13 +139,11 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
-	tables := make([]*table, len(setup.Tables))
-	for t, tab := range setup.Tables {
-		c, err := planreq.Capacity(cfg.Capacity, t, tab)
-		if err != nil {
-			return err
-		}
-		tables[t] = newTable(c, cfg.Victim, rand.New(rand.NewPCG(setup.Seed, uint64(t))))
+	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(t int, c int32) *table {
+		return newTable(c, cfg.Victim, rand.New(rand.NewPCG(setup.Seed, uint64(t))))
+	})
+	if err != nil {
+		return err
 	}
 	p.Guard.Configure(setup.Tables, func() {
 		p.tables = tables

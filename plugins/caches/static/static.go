@@ -67,14 +67,9 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindCache,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "static top-N cache (Yin et al., ScratchPipe Fig. 4b): the capacity most frequent rows per table, profiled from the host's frequencies or the first batches, never evicted; the rest bypass",
-		Config:      fields(),
-	}, nil
+	return planreq.Info(Name, Version,
+		"static top-N cache (Yin et al., ScratchPipe Fig. 4b): the capacity most frequent rows per table, profiled from the host's frequencies or the first batches, never evicted; the rest bypass",
+		fields()), nil
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {

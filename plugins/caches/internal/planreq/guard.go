@@ -72,3 +72,29 @@ func (g *Guard) Plan(name string, req *cache.PlanRequest, plan func(*Batch) (*ca
 func (g *Guard) Future(req *cache.PlanRequest) ([][]int64, error) {
 	return Future(&g.mapper, g.tables, req)
 }
+
+// Info describes a built-in cache policy.
+func Info(name, version, description string, config []plugin.Field) plugin.Info {
+	return plugin.Info{
+		Kind:        plugin.KindCache,
+		Name:        name,
+		Version:     version,
+		APIVersion:  plugin.APIVersion,
+		Description: description,
+		Config:      config,
+	}
+}
+
+// PerTable builds one state per table of the run, each given the table's
+// Capacity.
+func PerTable[T any](capacity int64, tables []plugin.Table, build func(t int, c int32) T) ([]T, error) {
+	out := make([]T, len(tables))
+	for t, tab := range tables {
+		c, err := Capacity(capacity, t, tab)
+		if err != nil {
+			return nil, err
+		}
+		out[t] = build(t, c)
+	}
+	return out, nil
+}
