@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
 	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -73,25 +74,12 @@ func TestEvictsFarthestNextUse(t *testing.T) {
 	}
 }
 
-// reference is a slow, obviously correct model: next use by scanning the
-// window, eviction by a scan for the farthest next use, then the oldest
-// lookup, among rows the batch does not use.
-type reference struct {
-	capacity int
-	rowOf    []int64
-	last     []int
-	clock    int
-}
+// reference is a slow, obviously correct model (reftest): next use by
+// scanning the window, eviction by a scan for the farthest next use, then
+// the oldest lookup, among rows the batch does not use.
+type reference struct{ reftest.Model }
 
 func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []byte, victims []shmtest.Victim) {
-	find := func(row int64) int {
-		for s, x := range r.rowOf {
-			if x == row {
-				return s
-			}
-		}
-		return -1
-	}
 	next := func(row int64) int {
 		for j, f := range future {
 			for _, x := range f {
@@ -102,52 +90,12 @@ func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []b
 		}
 		return math.MaxInt
 	}
-	used := map[int]bool{}
-	touch := func(s int) { r.clock++; r.last[s] = r.clock; used[s] = true }
-	slots, hits = make([]int64, len(ids)), make([]byte, len(ids))
-	for i, id := range ids {
-		if s := find(id); s >= 0 {
-			touch(s)
-			slots[i], hits[i] = int64(s), 1
-		}
-	}
-	for i, id := range ids {
-		if hits[i] == 1 {
-			continue
-		}
-		if s := find(id); s >= 0 {
-			touch(s)
-			slots[i] = int64(s)
-			continue
-		}
-		s := -1
-		if len(r.rowOf) < r.capacity {
-			r.rowOf = append(r.rowOf, id)
-			r.last = append(r.last, 0)
-			s = len(r.rowOf) - 1
-		} else {
-			for c := range r.rowOf {
-				if used[c] {
-					continue
-				}
-				nc, ns := next(r.rowOf[c]), 0
-				if s >= 0 {
-					ns = next(r.rowOf[s])
-				}
-				if s < 0 || nc > ns || (nc == ns && r.last[c] < r.last[s]) {
-					s = c
-				}
-			}
-			if s < 0 {
-				slots[i] = -1
-				continue
-			}
-			victims = append(victims, shmtest.Victim{Row: r.rowOf[s], Slot: int64(s)})
-			r.rowOf[s] = id
-		}
-		touch(s)
-		slots[i] = int64(s)
-	}
+	slots, hits, victims, _ = r.Plan(0, ids, reftest.Hooks{
+		Better: func(c, s int) bool {
+			nc, ns := next(r.RowOf[c]), next(r.RowOf[s])
+			return nc > ns || (nc == ns && r.Last[c] < r.Last[s])
+		},
+	})
 	return slots, hits, victims
 }
 
@@ -163,7 +111,7 @@ func TestMatchesReference(t *testing.T) {
 				}
 			}
 			steps := planAll(t, configured(t, capacity, rows), horizon, all)
-			ref := &reference{capacity: capacity}
+			ref := &reference{Model: reftest.Model{Capacity: capacity}}
 			for i, s := range steps {
 				slots, hits, victims := ref.plan(all[i], all[i+1:min(batches, i+1+horizon)])
 				if got := s.p.Slots(0); !reflect.DeepEqual(got, slots) {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
 	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -66,71 +67,31 @@ func TestEvictsLeastFrequentThenLeastRecent(t *testing.T) {
 	}
 }
 
-// reference is a slow, obviously correct LFU: counts since insertion, a
-// global clock per lookup, eviction by a scan for the smallest (count,
-// clock) among rows the batch does not use.
+// reference is a slow, obviously correct LFU (reftest): counts since
+// insertion, a global clock per lookup, eviction by a scan for the smallest
+// (count, clock) among rows the batch does not use.
 type reference struct {
-	capacity    int
-	rowOf       []int64
-	count, last []int
-	clock       int
+	reftest.Model
+	count []int
 }
 
 func (r *reference) plan(t int64, ids []int64) (slots []int64, hits []byte, victims []shmtest.Victim) {
-	slots = make([]int64, len(ids))
-	hits = make([]byte, len(ids))
-	find := func(row int64) int {
-		for s, x := range r.rowOf {
-			if x == row {
-				return s
+	slots, hits, victims, _ = r.Plan(t, ids, reftest.Hooks{
+		Better: func(c, s int) bool {
+			return r.count[c] < r.count[s] || (r.count[c] == r.count[s] && r.Last[c] < r.Last[s])
+		},
+		Touch: func(s int) { r.count[s]++ },
+		Insert: func(s int, fresh bool) {
+			if fresh {
+				r.count = append(r.count, 0)
 			}
-		}
-		return -1
-	}
-	used := map[int]bool{}
-	use := func(s int) { r.clock++; r.count[s]++; r.last[s] = r.clock; used[s] = true }
-	for i, id := range ids {
-		if s := find(id); s >= 0 {
-			use(s)
-			slots[i], hits[i] = int64(s), 1
-		}
-	}
-	for i, id := range ids {
-		if hits[i] == 1 {
-			continue
-		}
-		if s := find(id); s >= 0 {
-			use(s)
-			slots[i] = int64(s)
-			continue
-		}
-		s := -1
-		if len(r.rowOf) < r.capacity {
-			r.rowOf = append(r.rowOf, id)
-			r.count = append(r.count, 0)
-			r.last = append(r.last, 0)
-			s = len(r.rowOf) - 1
-		} else {
-			for c := range r.rowOf {
-				if used[c] {
-					continue
-				}
-				if s < 0 || r.count[c] < r.count[s] || (r.count[c] == r.count[s] && r.last[c] < r.last[s]) {
-					s = c
-				}
-			}
-			if s < 0 {
-				r.clock++ // the real policy ticks for every missed lookup
-				slots[i] = -1
-				continue
-			}
-			victims = append(victims, shmtest.Victim{Table: t, Row: r.rowOf[s], Slot: int64(s)})
-			r.rowOf[s] = id
 			r.count[s] = 0
-		}
-		use(s)
-		slots[i] = int64(s)
-	}
+		},
+		Bypass: func() bool {
+			r.Clock++ // the real policy ticks for every missed lookup
+			return true
+		},
+	})
 	return slots, hits, victims
 }
 
@@ -138,7 +99,7 @@ func TestMatchesReference(t *testing.T) {
 	const capacity, rows, batches = 16, 64, 200
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := configured(t, capacity, rows, 8)
-	refs := []*reference{{capacity: capacity}, {capacity: 8}}
+	refs := []*reference{{Model: reftest.Model{Capacity: capacity}}, {Model: reftest.Model{Capacity: 8}}}
 	for seq := range uint64(batches) {
 		a := shmtest.New(t, 1<<14)
 		ids := make([][]int64, len(refs))

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
 	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -95,65 +96,14 @@ func TestDuplicateMissSharesSlot(t *testing.T) {
 	}
 }
 
-// reference is a slow, obviously correct model of the policy: a global
-// clock stamps every touch, and eviction scans for the oldest stamp among
-// rows the batch does not use.
-type reference struct {
-	capacity int
-	rowOf    []int64
-	last     []int
-	clock    int
-}
+// reference is the slow, obviously correct model of the policy (reftest):
+// eviction scans for the oldest stamp among rows the batch does not use.
+type reference struct{ reftest.Model }
 
 func (r *reference) plan(t int64, ids []int64) (slots []int64, hits []byte, victims []shmtest.Victim) {
-	slots = make([]int64, len(ids))
-	hits = make([]byte, len(ids))
-	find := func(row int64) int {
-		for s, x := range r.rowOf {
-			if x == row {
-				return s
-			}
-		}
-		return -1
-	}
-	used := map[int]bool{}
-	touch := func(s int) { r.clock++; r.last[s] = r.clock; used[s] = true }
-	for i, id := range ids {
-		if s := find(id); s >= 0 {
-			touch(s)
-			slots[i], hits[i] = int64(s), 1
-		}
-	}
-	for i, id := range ids {
-		if hits[i] == 1 {
-			continue
-		}
-		if s := find(id); s >= 0 {
-			touch(s)
-			slots[i] = int64(s)
-			continue
-		}
-		s := -1
-		if len(r.rowOf) < r.capacity {
-			r.rowOf = append(r.rowOf, id)
-			r.last = append(r.last, 0)
-			s = len(r.rowOf) - 1
-		} else {
-			for c := range r.rowOf {
-				if !used[c] && (s < 0 || r.last[c] < r.last[s]) {
-					s = c
-				}
-			}
-			if s < 0 {
-				slots[i] = -1
-				continue
-			}
-			victims = append(victims, shmtest.Victim{Table: t, Row: r.rowOf[s], Slot: int64(s)})
-			r.rowOf[s] = id
-		}
-		touch(s)
-		slots[i] = int64(s)
-	}
+	slots, hits, victims, _ = r.Plan(t, ids, reftest.Hooks{
+		Better: func(c, s int) bool { return r.Last[c] < r.Last[s] },
+	})
 	return slots, hits, victims
 }
 
@@ -161,7 +111,7 @@ func TestMatchesReference(t *testing.T) {
 	const capacity, rows, batches = 16, 64, 200
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := configured(t, capacity, rows, rows, 8)
-	refs := []*reference{{capacity: capacity}, {capacity: capacity}, {capacity: 8}}
+	refs := []*reference{{Model: reftest.Model{Capacity: capacity}}, {Model: reftest.Model{Capacity: capacity}}, {Model: reftest.Model{Capacity: 8}}}
 	for seq := range uint64(batches) {
 		a := shmtest.New(t, 1<<14)
 		ids := make([][]int64, 3)
