@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
 	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -162,23 +163,12 @@ func TestRefusalLeavesStateUnchanged(t *testing.T) {
 // row one of the future batches looks up; victims are the least recently
 // used of the others.
 type reference struct {
-	capacity     int
+	reftest.Model
 	past, future int
-	rowOf        []int64
-	last         []int
-	clock        int
 	used         []map[int]bool // per planned batch
 }
 
 func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []byte, victims []shmtest.Victim, err error) {
-	find := func(row int64) int {
-		for s, x := range r.rowOf {
-			if x == row {
-				return s
-			}
-		}
-		return -1
-	}
 	held := map[int]bool{}
 	for k := 1; k <= r.past && k <= len(r.used); k++ {
 		for s := range r.used[len(r.used)-k] {
@@ -187,51 +177,20 @@ func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []b
 	}
 	for _, f := range future[:min(len(future), r.future)] {
 		for _, row := range f {
-			if s := find(row); s >= 0 {
+			if s := r.Find(row); s >= 0 {
 				held[s] = true
 			}
 		}
 	}
-	used := map[int]bool{}
-	slots = make([]int64, len(ids))
-	hits = make([]byte, len(ids))
-	touch := func(s int) { r.clock++; r.last[s] = r.clock; used[s] = true; held[s] = true }
-	for i, id := range ids {
-		if s := find(id); s >= 0 {
-			touch(s)
-			slots[i], hits[i] = int64(s), 1
-		}
+	slots, hits, victims, ok := r.Plan(0, ids, reftest.Hooks{
+		Better:   func(c, s int) bool { return r.Last[c] < r.Last[s] },
+		Eligible: func(c int) bool { return !held[c] },
+		Bypass:   func() bool { return false },
+	})
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("no slot")
 	}
-	for i, id := range ids {
-		if hits[i] == 1 {
-			continue
-		}
-		if s := find(id); s >= 0 {
-			touch(s)
-			slots[i] = int64(s)
-			continue
-		}
-		s := -1
-		if len(r.rowOf) < r.capacity {
-			r.rowOf = append(r.rowOf, id)
-			r.last = append(r.last, 0)
-			s = len(r.rowOf) - 1
-		} else {
-			for c := range r.rowOf {
-				if !held[c] && (s < 0 || r.last[c] < r.last[s]) {
-					s = c
-				}
-			}
-			if s < 0 {
-				return nil, nil, nil, fmt.Errorf("no slot")
-			}
-			victims = append(victims, shmtest.Victim{Row: r.rowOf[s], Slot: int64(s)})
-			r.rowOf[s] = id
-		}
-		touch(s)
-		slots[i] = int64(s)
-	}
-	r.used = append(r.used, used)
+	r.used = append(r.used, r.Used)
 	return slots, hits, victims, nil
 }
 
@@ -249,7 +208,7 @@ func TestMatchesReference(t *testing.T) {
 			}
 			c := configured(t, fmt.Sprintf(`{"capacity":%d,"past_window":%d,"future_window":%d}`, capacity, w[0], w[1]), rows)
 			steps := planAll(t, c, w[1], all)
-			ref := &reference{capacity: capacity, past: w[0], future: w[1]}
+			ref := &reference{Model: reftest.Model{Capacity: capacity}, past: w[0], future: w[1]}
 			var evictions int
 			for i, s := range steps {
 				if s.err != nil {
