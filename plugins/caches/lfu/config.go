@@ -1,8 +1,7 @@
 package lfu
 
 import (
-	"fmt"
-
+	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
@@ -17,16 +16,13 @@ type Config struct {
 
 // Validate checks the options.
 func (c Config) Validate() error {
-	if c.Capacity < 1 {
-		return fmt.Errorf("%w: capacity: must be ≥ 1, got %d", plugin.ErrInvalidConfig, c.Capacity)
-	}
-	return nil
+	return planreq.CheckCapacity(c.Capacity, 1)
 }
 
 func fields() []plugin.Field {
 	return []plugin.Field{
-		{Name: "capacity", Type: "int", Description: "rows per table the cache holds (≥ 1; the host fills it from the graph's cache.size)"},
-		{Name: "past", Type: "int", Default: "0", Description: "the host's past window; ignored"},
-		{Name: "future", Type: "int", Default: "0", Description: "the host's future window; ignored"},
+		planreq.CapacityField,
+		planreq.IgnoredWindow("past"),
+		planreq.IgnoredWindow("future"),
 	}
 }

@@ -1,8 +1,7 @@
 package lru
 
 import (
-	"fmt"
-
+	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
@@ -17,16 +16,9 @@ type Config struct {
 
 // Validate checks the options.
 func (c Config) Validate() error {
-	if c.Capacity < 1 {
-		return fmt.Errorf("%w: capacity: must be ≥ 1, got %d", plugin.ErrInvalidConfig, c.Capacity)
-	}
-	return nil
+	return planreq.CheckCapacity(c.Capacity, 1)
 }
 
 func fields() []plugin.Field {
-	return []plugin.Field{{
-		Name:        "capacity",
-		Type:        "int",
-		Description: "rows per table the cache holds (≥ 1; the host fills it from the graph's cache.size)",
-	}}
+	return []plugin.Field{planreq.CapacityField}
 }

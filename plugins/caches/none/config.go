@@ -1,8 +1,7 @@
 package none
 
 import (
-	"fmt"
-
+	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
@@ -17,10 +16,7 @@ type Config struct {
 
 // Validate checks the options.
 func (c Config) Validate() error {
-	if c.Capacity < 0 {
-		return fmt.Errorf("%w: capacity: must be ≥ 0, got %d", plugin.ErrInvalidConfig, c.Capacity)
-	}
-	return nil
+	return planreq.CheckCapacity(c.Capacity, 0)
 }
 
 // fields documents Config for Info.

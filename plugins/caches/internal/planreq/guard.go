@@ -98,3 +98,21 @@ func PerTable[T any](capacity int64, tables []plugin.Table, build func(t int, c 
 	}
 	return out, nil
 }
+
+// CheckCapacity is a Config's capacity check: capacity must be ≥ least.
+func CheckCapacity(capacity, least int64) error {
+	if capacity < least {
+		return fmt.Errorf("%w: capacity: must be ≥ %d, got %d", plugin.ErrInvalidConfig, least, capacity)
+	}
+	return nil
+}
+
+// CapacityField documents the capacity the host fills, for a policy that
+// caches rows.
+var CapacityField = plugin.Field{Name: "capacity", Type: "int", Description: "rows per table the cache holds (≥ 1; the host fills it from the graph's cache.size)"}
+
+// IgnoredWindow documents one of the host's windows ("past" or "future")
+// that a policy accepts and ignores.
+func IgnoredWindow(name string) plugin.Field {
+	return plugin.Field{Name: name, Type: "int", Default: "0", Description: "the host's " + name + " window; ignored"}
+}
