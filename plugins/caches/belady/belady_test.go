@@ -18,43 +18,20 @@ import (
 
 func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
 	t.Helper()
-	setup := plugin.Setup{Options: json.RawMessage(fmt.Sprintf(`{"capacity":%d}`, capacity))}
-	for _, r := range rows {
-		setup.Tables = append(setup.Tables, plugin.Table{Rows: r, Dim: 4})
-	}
-	c := New()
-	if err := c.Configure(context.Background(), setup); err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-type step struct {
-	p   *shmtest.Plan
-	res *cache.PlanResult
+	return reftest.Configured(t, New(), 0, fmt.Sprintf(`{"capacity":%d}`, capacity), rows...)
 }
 
 // planAll plans one-table batches, each with the next horizon batches as
 // its future window.
-func planAll(t *testing.T, c cache.Cache, horizon int, batches [][]int64) []step {
+func planAll(t *testing.T, c cache.Cache, horizon int, batches [][]int64) []reftest.Step {
 	t.Helper()
-	a := shmtest.New(t, 1<<20)
-	plans := make([]*shmtest.Plan, len(batches))
-	for i, ids := range batches {
-		plans[i] = a.NewPlan(uint64(i), [][]int64{ids})
-	}
-	var out []step
-	for i, p := range plans {
-		for _, next := range plans[i+1 : min(len(plans), i+1+horizon)] {
-			p.Req.Future = append(p.Req.Future, cache.Window{Seq: next.Req.Seq, IDs: next.Req.IDs})
+	steps := reftest.PlanAll(t, c, horizon, batches)
+	for i, s := range steps {
+		if s.Err != nil {
+			t.Fatalf("batch %d: %v", i, s.Err)
 		}
-		res, err := c.Plan(context.Background(), p.Req)
-		if err != nil {
-			t.Fatalf("batch %d: %v", i, err)
-		}
-		out = append(out, step{p, res})
 	}
-	return out
+	return steps
 }
 
 func TestEvictsFarthestNextUse(t *testing.T) {
@@ -68,7 +45,7 @@ func TestEvictsFarthestNextUse(t *testing.T) {
 	})
 	want := [][]shmtest.Victim{nil, {{Row: 3, Slot: 2}}, nil, nil, {{Row: 4, Slot: 2}}}
 	for i, s := range steps {
-		if got := s.p.Victims(s.res.Victims); len(got)+len(want[i]) > 0 && !reflect.DeepEqual(got, want[i]) {
+		if got := s.P.Victims(s.Res.Victims); len(got)+len(want[i]) > 0 && !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("batch %d: victims %v, want %v", i, got, want[i])
 		}
 	}
@@ -114,13 +91,13 @@ func TestMatchesReference(t *testing.T) {
 			ref := &reference{Model: reftest.Model{Capacity: capacity}}
 			for i, s := range steps {
 				slots, hits, victims := ref.plan(all[i], all[i+1:min(batches, i+1+horizon)])
-				if got := s.p.Slots(0); !reflect.DeepEqual(got, slots) {
+				if got := s.P.Slots(0); !reflect.DeepEqual(got, slots) {
 					t.Fatalf("batch %d: slots %v, want %v (ids %v)", i, got, slots, all[i])
 				}
-				if got := s.p.Hits(0); !reflect.DeepEqual(got, hits) {
+				if got := s.P.Hits(0); !reflect.DeepEqual(got, hits) {
 					t.Fatalf("batch %d: hits %v, want %v", i, got, hits)
 				}
-				if got := s.p.Victims(s.res.Victims); len(got)+len(victims) > 0 && !reflect.DeepEqual(got, victims) {
+				if got := s.P.Victims(s.Res.Victims); len(got)+len(victims) > 0 && !reflect.DeepEqual(got, victims) {
 					t.Fatalf("batch %d: victims %v, want %v", i, got, victims)
 				}
 			}
@@ -141,7 +118,7 @@ func TestHorizonRaisesHitRate(t *testing.T) {
 	}
 	hits := func(horizon int) (n int64) {
 		for _, s := range planAll(t, configured(t, capacity, rows), horizon, all) {
-			n += s.res.Tables[0].Hits
+			n += s.Res.Tables[0].Hits
 		}
 		return n
 	}

@@ -17,27 +17,14 @@ import (
 
 func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
 	t.Helper()
-	setup := plugin.Setup{Options: json.RawMessage(`{"capacity":` + itoa(capacity) + `}`)}
-	for _, r := range rows {
-		setup.Tables = append(setup.Tables, plugin.Table{Rows: r, Dim: 4})
-	}
-	c := New()
-	if err := c.Configure(context.Background(), setup); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return reftest.Configured(t, New(), 0, `{"capacity":`+itoa(capacity)+`}`, rows...)
 }
 
 func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
 
 func plan(t *testing.T, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]int64) (*shmtest.Plan, *cache.PlanResult) {
 	t.Helper()
-	p := a.NewPlan(seq, ids)
-	res, err := c.Plan(context.Background(), p.Req)
-	if err != nil {
-		t.Fatalf("batch %d: %v", seq, err)
-	}
-	return p, res
+	return reftest.Plan(t, c, a, seq, ids...)
 }
 
 func TestHitsMissesEvictionAndBypass(t *testing.T) {

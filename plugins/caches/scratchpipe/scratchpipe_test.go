@@ -19,44 +19,12 @@ import (
 
 func configured(t *testing.T, options string, rows ...int64) cache.Cache {
 	t.Helper()
-	setup := plugin.Setup{Seed: 11, Options: json.RawMessage(options)}
-	for _, r := range rows {
-		setup.Tables = append(setup.Tables, plugin.Table{Rows: r, Dim: 4})
-	}
-	c := New()
-	if err := c.Configure(context.Background(), setup); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return reftest.Configured(t, New(), 11, options, rows...)
 }
 
-// run plans batches[i] with the next future of them as its future window,
-// one table per batch, and returns every plan.
-type step struct {
-	p   *shmtest.Plan
-	res *cache.PlanResult
-	err error
-}
-
-func planAll(t *testing.T, c cache.Cache, future int, batches [][]int64) []step {
+func planAll(t *testing.T, c cache.Cache, future int, batches [][]int64) []reftest.Step {
 	t.Helper()
-	a := shmtest.New(t, 1<<20)
-	plans := make([]*shmtest.Plan, len(batches))
-	for i, ids := range batches {
-		plans[i] = a.NewPlan(uint64(i), [][]int64{ids})
-	}
-	var out []step
-	for i, p := range plans {
-		for _, next := range plans[i+1 : min(len(plans), i+1+future)] {
-			p.Req.Future = append(p.Req.Future, cache.Window{Seq: next.Req.Seq, IDs: next.Req.IDs})
-		}
-		res, err := c.Plan(context.Background(), p.Req)
-		out = append(out, step{p, res, err})
-		if err != nil {
-			break
-		}
-	}
-	return out
+	return reftest.PlanAll(t, c, future, batches)
 }
 
 // A slot a batch uses stays held for past_window more batches, and becomes
@@ -69,14 +37,14 @@ func TestPastWindowHoldsSlots(t *testing.T) {
 		{6}, // 2 (batch 1) next
 	})
 	for i, s := range steps {
-		if s.err != nil {
-			t.Fatalf("batch %d: %v", i, s.err)
+		if s.Err != nil {
+			t.Fatalf("batch %d: %v", i, s.Err)
 		}
 	}
-	if got := steps[4].p.Victims(steps[4].res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 1, Slot: 0}}) {
+	if got := steps[4].P.Victims(steps[4].Res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 1, Slot: 0}}) {
 		t.Fatalf("batch 4 victims %v, want row 1 from slot 0", got)
 	}
-	if got := steps[5].p.Victims(steps[5].res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 2, Slot: 1}}) {
+	if got := steps[5].P.Victims(steps[5].Res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 2, Slot: 1}}) {
 		t.Fatalf("batch 5 victims %v, want row 2 from slot 1", got)
 	}
 
@@ -85,12 +53,12 @@ func TestPastWindowHoldsSlots(t *testing.T) {
 	c = configured(t, `{"capacity":3,"past_window":2,"future_window":0}`, 100)
 	steps = planAll(t, c, 0, [][]int64{{1}, {2}, {3}, {4, 5}})
 	last := steps[len(steps)-1]
-	if !errors.Is(last.err, plugin.ErrInvalidRequest) {
-		t.Fatalf("batch 3: err %v, want ErrInvalidRequest", last.err)
+	if !errors.Is(last.Err, plugin.ErrInvalidRequest) {
+		t.Fatalf("batch 3: err %v, want ErrInvalidRequest", last.Err)
 	}
 	for _, want := range []string{"batch 3", "table 0", "capacity ≥ 4"} {
-		if !strings.Contains(last.err.Error(), want) {
-			t.Errorf("error %q does not mention %q", last.err, want)
+		if !strings.Contains(last.Err.Error(), want) {
+			t.Errorf("error %q does not mention %q", last.Err, want)
 		}
 	}
 }
@@ -108,21 +76,21 @@ func TestFutureWindowHoldsRows(t *testing.T) {
 	})
 	want := [][]shmtest.Victim{nil, {{Row: 2, Slot: 1}}, {{Row: 3, Slot: 2}}, nil}
 	for i, s := range steps {
-		if s.err != nil {
-			t.Fatalf("batch %d: %v", i, s.err)
+		if s.Err != nil {
+			t.Fatalf("batch %d: %v", i, s.Err)
 		}
-		if got := s.p.Victims(s.res.Victims); len(got)+len(want[i]) > 0 && !reflect.DeepEqual(got, want[i]) {
+		if got := s.P.Victims(s.Res.Victims); len(got)+len(want[i]) > 0 && !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("batch %d victims %v, want %v", i, got, want[i])
 		}
 	}
-	if got := steps[3].p.Hits(0); !reflect.DeepEqual(got, []byte{1, 1, 1}) {
+	if got := steps[3].P.Hits(0); !reflect.DeepEqual(got, []byte{1, 1, 1}) {
 		t.Errorf("batch 3 hits %v: row 1 was held for it", got)
 	}
 
 	// Without the future window, LRU evicts row 1 at batch 1.
 	c = configured(t, `{"capacity":3,"past_window":0,"future_window":0}`, 100)
 	steps = planAll(t, c, 2, [][]int64{{1, 2, 3}, {4, 4, 4}})
-	if got := steps[1].p.Victims(steps[1].res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 1, Slot: 0}}) {
+	if got := steps[1].P.Victims(steps[1].Res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 1, Slot: 0}}) {
 		t.Errorf("window 0: victims %v, want row 1", got)
 	}
 }
@@ -211,20 +179,20 @@ func TestMatchesReference(t *testing.T) {
 			ref := &reference{Model: reftest.Model{Capacity: capacity}, past: w[0], future: w[1]}
 			var evictions int
 			for i, s := range steps {
-				if s.err != nil {
-					t.Fatalf("batch %d: %v", i, s.err)
+				if s.Err != nil {
+					t.Fatalf("batch %d: %v", i, s.Err)
 				}
 				slots, hits, victims, err := ref.plan(all[i], all[i+1:min(batches, i+1+w[1])])
 				if err != nil {
 					t.Fatalf("batch %d: reference: %v", i, err)
 				}
-				if got := s.p.Slots(0); !reflect.DeepEqual(got, slots) {
+				if got := s.P.Slots(0); !reflect.DeepEqual(got, slots) {
 					t.Fatalf("batch %d: slots %v, want %v (ids %v)", i, got, slots, all[i])
 				}
-				if got := s.p.Hits(0); !reflect.DeepEqual(got, hits) {
+				if got := s.P.Hits(0); !reflect.DeepEqual(got, hits) {
 					t.Fatalf("batch %d: hits %v, want %v", i, got, hits)
 				}
-				if got := s.p.Victims(s.res.Victims); len(got)+len(victims) > 0 && !reflect.DeepEqual(got, victims) {
+				if got := s.P.Victims(s.Res.Victims); len(got)+len(victims) > 0 && !reflect.DeepEqual(got, victims) {
 					t.Fatalf("batch %d: victims %v, want %v", i, got, victims)
 				}
 				evictions += len(victims)
@@ -254,10 +222,10 @@ func TestRandomVictimsFollowSeed(t *testing.T) {
 		}
 		var out []shmtest.Victim
 		for i, s := range planAll(t, c, 2, all) {
-			if s.err != nil {
-				t.Fatalf("batch %d: %v", i, s.err)
+			if s.Err != nil {
+				t.Fatalf("batch %d: %v", i, s.Err)
 			}
-			out = append(out, s.p.Victims(s.res.Victims)...)
+			out = append(out, s.P.Victims(s.Res.Victims)...)
 		}
 		return out
 	}
@@ -274,7 +242,7 @@ func TestRandomVictimsFollowSeed(t *testing.T) {
 func TestLFUVictim(t *testing.T) {
 	c := configured(t, `{"capacity":3,"past_window":0,"future_window":0,"victim":"lfu"}`, 100)
 	steps := planAll(t, c, 0, [][]int64{{1, 1, 2, 3, 3}, {4}})
-	if got := steps[1].p.Victims(steps[1].res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 2, Slot: 1}}) {
+	if got := steps[1].P.Victims(steps[1].Res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 2, Slot: 1}}) {
 		t.Fatalf("victims %v, want row 2 (one lookup)", got)
 	}
 }

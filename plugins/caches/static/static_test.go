@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
 	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -15,15 +16,7 @@ import (
 
 func configured(t *testing.T, options string, rows ...int64) cache.Cache {
 	t.Helper()
-	setup := plugin.Setup{Options: json.RawMessage(options)}
-	for _, r := range rows {
-		setup.Tables = append(setup.Tables, plugin.Table{Rows: r, Dim: 4})
-	}
-	c := New()
-	if err := c.Configure(context.Background(), setup); err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return reftest.Configured(t, New(), 0, options, rows...)
 }
 
 type answer struct {
@@ -34,11 +27,7 @@ type answer struct {
 
 func plan(t *testing.T, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]int64) []answer {
 	t.Helper()
-	p := a.NewPlan(seq, ids)
-	res, err := c.Plan(context.Background(), p.Req)
-	if err != nil {
-		t.Fatalf("batch %d: %v", seq, err)
-	}
+	p, res := reftest.Plan(t, c, a, seq, ids...)
 	if res.Victims != 0 {
 		t.Fatalf("batch %d: %d victims; a static cache never evicts", seq, res.Victims)
 	}
