@@ -1,0 +1,66 @@
+package reftest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/flowrun/flowrun/plugins/internal/shmtest"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// Configured configures c with options, seed and one table of Dim 4 per
+// rows, failing t on an error.
+func Configured(t testing.TB, c cache.Cache, seed uint64, options string, rows ...int64) cache.Cache {
+	t.Helper()
+	setup := plugin.Setup{Seed: seed, Options: json.RawMessage(options)}
+	for _, r := range rows {
+		setup.Tables = append(setup.Tables, plugin.Table{Rows: r, Dim: 4})
+	}
+	if err := c.Configure(context.Background(), setup); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Plan plans one batch, ids per table, failing t on an error.
+func Plan(t testing.TB, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]int64) (*shmtest.Plan, *cache.PlanResult) {
+	t.Helper()
+	p := a.NewPlan(seq, ids)
+	res, err := c.Plan(context.Background(), p.Req)
+	if err != nil {
+		t.Fatalf("batch %d: %v", seq, err)
+	}
+	return p, res
+}
+
+// Step is one batch that PlanAll planned.
+type Step struct {
+	P   *shmtest.Plan
+	Res *cache.PlanResult
+	Err error
+}
+
+// PlanAll plans one-table batches in order, each with the next future of
+// them as its future window, and stops after the first error.
+func PlanAll(t testing.TB, c cache.Cache, future int, batches [][]int64) []Step {
+	t.Helper()
+	a := shmtest.New(t, 1<<20)
+	plans := make([]*shmtest.Plan, len(batches))
+	for i, ids := range batches {
+		plans[i] = a.NewPlan(uint64(i), [][]int64{ids})
+	}
+	var out []Step
+	for i, p := range plans {
+		for _, next := range plans[i+1 : min(len(plans), i+1+future)] {
+			p.Req.Future = append(p.Req.Future, cache.Window{Seq: next.Req.Seq, IDs: next.Req.IDs})
+		}
+		res, err := c.Plan(context.Background(), p.Req)
+		out = append(out, Step{p, res, err})
+		if err != nil {
+			break
+		}
+	}
+	return out
+}
