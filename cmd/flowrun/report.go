@@ -512,21 +512,29 @@ func speedupFigure(b *benchReport, name string) (figure, bool) {
 }
 
 // hitRateFigure draws hit rate against the swept cache size (or the first
-// numeric sweep key), one line per graph and other sweep values.
+// numeric sweep key): a colour per value of the other sweep keys (e.g.
+// the locality), a line style and marker per graph.
 func hitRateFigure(benches []*benchReport) (figure, bool) {
 	type series struct {
-		name string
-		pts  plotter.XYs
+		graph, rest string
+		pts         plotter.XYs
 	}
 	var all []*series
-	find := func(name string) *series {
+	var graphs, rests []string
+	find := func(graph, rest string) *series {
 		for _, s := range all {
-			if s.name == name {
+			if s.graph == graph && s.rest == rest {
 				return s
 			}
 		}
-		s := &series{name: name}
+		s := &series{graph: graph, rest: rest}
 		all = append(all, s)
+		if !slices.Contains(graphs, graph) {
+			graphs = append(graphs, graph)
+		}
+		if !slices.Contains(rests, rest) {
+			rests = append(rests, rest)
+		}
 		return s
 	}
 	xKey := ""
@@ -557,35 +565,45 @@ func hitRateFigure(benches []*benchReport) (figure, bool) {
 			if key == "cache.size" && x <= 1 {
 				x *= 100
 			}
-			s := find(strings.TrimSpace(r.Graph + " " + shortPoint(rest)))
+			s := find(r.Graph, shortPoint(rest))
 			s.pts = append(s.pts, plotter.XY{X: x, Y: 100 * *r.HitRate})
 		}
 	}
 	if len(all) == 0 {
 		return figure{}, false
 	}
-	xLabel := xKey
+	xLabel, title := xKey, "Cache hit rate vs "+xKey
 	if xKey == "cache.size" {
-		xLabel = "cache size (% of each table's rows)"
+		xLabel, title = "cache size (% of each table's rows)", "Cache hit rate vs cache size"
 	}
-	p := newPlot("Cache hit rate vs "+xKey+" (training batches)", xLabel, "hit rate (%)")
+	p := newPlot(title+" (training batches, whole run)", xLabel, "hit rate (%)")
 	p.Y.Max = 100
-	p.Legend.Top, p.Legend.Left = false, false
-	for i, s := range all {
+	maxX := 0.0
+	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
+	for _, s := range all {
 		slices.SortFunc(s.pts, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
 		l, pts, err := plotter.NewLinePoints(s.pts)
 		if err != nil {
 			continue
 		}
-		l.Color = palette(i)
+		gi, ri := slices.Index(graphs, s.graph), slices.Index(rests, s.rest)
+		l.Color, pts.Color = palette(ri), palette(ri)
 		l.Width = vg.Points(1.5)
-		pts.Color = palette(i)
-		pts.Shape = draw.CircleGlyph{}
+		if gi > 0 {
+			l.Dashes = []vg.Length{vg.Points(float64(2 + 2*gi)), vg.Points(3)}
+		}
+		pts.Shape = shapes[gi%len(shapes)]
+		pts.Radius = vg.Points(3)
 		p.Add(l, pts)
-		p.Legend.Add(s.name, l, pts)
+		p.Legend.Add(strings.TrimSpace(s.graph+" "+s.rest), l, pts)
+		for _, pt := range s.pts {
+			maxX = max(maxX, pt.X)
+		}
 	}
-	p.X.Min = 0
-	return figure{name: "hitrate", plots: []*plot.Plot{p}, w: 7 * vg.Inch, h: 5 * vg.Inch}, true
+	// Room on the right for the legend.
+	p.X.Min, p.X.Max = 0, maxX*1.6
+	p.Legend.Top = true
+	return figure{name: "hitrate", plots: []*plot.Plot{p}, w: 8 * vg.Inch, h: 5 * vg.Inch}, true
 }
 
 // sweepAxis is the sweep key a hit-rate figure puts on its x axis:
