@@ -150,8 +150,15 @@ func readReportInputs(paths []string) (*reportInput, error) {
 		}
 		in.runs = append(in.runs, reportRun{Label: res.Graph, Res: res, File: path})
 	}
-	// Runs of one graph from different files get the file's name, then
-	// their position.
+	// With several files, a run without a sweep point says which file it
+	// is from; runs of one graph from one file get their position.
+	if len(paths) > 1 {
+		for i, r := range in.runs {
+			if !strings.Contains(r.Label, "=") {
+				in.runs[i].Label = fmt.Sprintf("%s (%s)", r.Label, strings.TrimSuffix(filepath.Base(r.File), filepath.Ext(r.File)))
+			}
+		}
+	}
 	for _, tag := range []func(r reportRun, n int) string{
 		func(r reportRun, _ int) string {
 			return fmt.Sprintf("%s (%s)", r.Label, strings.TrimSuffix(filepath.Base(r.File), filepath.Ext(r.File)))
