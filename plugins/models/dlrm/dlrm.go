@@ -205,46 +205,11 @@ func (m *dlrm) workspace(B int) *workspace {
 }
 
 // step is one batch, mapped and checked.
-type step struct {
-	batch      int
-	pooled     []float32 // [table][sample][dim]
-	dense      []float32 // [sample][dense]
-	labels     []float32
-	pooledGrad []float32 // nil unless training
-	scores     []float32 // nil unless asked for
-}
+// step is a checked request's arrays.
+type step = shm.Step
 
 func (m *dlrm) view(req *model.StepRequest) (*step, error) {
-	if req.Batch < 1 {
-		return nil, fmt.Errorf("%w: batch size must be ≥ 1, got %d", plugin.ErrInvalidRequest, req.Batch)
-	}
-	B := int64(req.Batch)
-	E := int64(m.inter.tables) * int64(m.inter.dim) // pooled floats per sample
-	s := &step{batch: req.Batch}
-	var err error
-	if s.pooled, err = shm.Float32s(&m.mapper, req.Pooled, B*E, "pooled"); err != nil {
-		return nil, err
-	}
-	if s.dense, err = shm.Float32s(&m.mapper, req.Dense, B*int64(m.dense), "dense"); err != nil {
-		return nil, err
-	}
-	if s.labels, err = shm.Float32s(&m.mapper, req.Labels, B, "labels"); err != nil {
-		return nil, err
-	}
-	for i, y := range s.labels {
-		if !(y >= 0 && y <= 1) {
-			return nil, fmt.Errorf("%w: label %d is %v, want a value in [0, 1]", plugin.ErrInvalidRequest, i, y)
-		}
-	}
-	if req.Train {
-		if s.pooledGrad, err = shm.Float32s(&m.mapper, req.PooledGrad, B*E, "pooled_grad"); err != nil {
-			return nil, err
-		}
-	}
-	if s.scores, err = shm.OptionalFloat32s(&m.mapper, req.Scores, B, "scores"); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return shm.StepArrays(&m.mapper, req, int64(m.inter.tables)*int64(m.inter.dim), int64(m.dense))
 }
 
 // Step runs one batch forward and, when training, backward and one update
@@ -265,10 +230,10 @@ func (m *dlrm) Step(ctx context.Context, req *model.StepRequest) (*model.StepRes
 	if err != nil {
 		return nil, fmt.Errorf("dlrm step %d: %w", req.Seq, err)
 	}
-	ws := m.workspace(s.batch)
+	ws := m.workspace(s.Batch)
 	logits := m.forward(s, ws)
 	loss := m.lossAndGrad(s, logits, ws.ga)
-	res := &model.StepResult{Loss: loss, FLOPs: m.flops(s.batch, req.Train)}
+	res := &model.StepResult{Loss: loss, FLOPs: m.flops(s.Batch, req.Train)}
 	if req.Train {
 		m.backward(s, ws)
 		lr, eps := float32(m.cfg.LearningRate), float32(m.cfg.Epsilon)
@@ -282,13 +247,13 @@ func (m *dlrm) Step(ctx context.Context, req *model.StepRequest) (*model.StepRes
 // forward runs the bottom MLP, the interaction and the top MLP, and
 // returns the logits [B] (the top MLP's last output).
 func (m *dlrm) forward(s *step, ws *workspace) []float32 {
-	B := s.batch
-	x := s.dense
+	B := s.Batch
+	x := s.Dense
 	for i, l := range m.bottom {
 		l.forward(B, x, ws.bottom[i])
 		x = ws.bottom[i]
 	}
-	m.inter.forward(B, x, s.pooled, ws.r)
+	m.inter.forward(B, x, s.Pooled, ws.r)
 	h := ws.r
 	for i, l := range m.top {
 		l.forward(B, h, ws.top[i])
@@ -300,14 +265,14 @@ func (m *dlrm) forward(s *step, ws *workspace) []float32 {
 // lossAndGrad writes the scores, puts d(mean loss)/d(logit) into dz [B]
 // and returns the mean loss, computed in float64 from the logits.
 func (m *dlrm) lossAndGrad(s *step, logits, dz []float32) float64 {
-	B := s.batch
+	B := s.Batch
 	var loss float64
 	for i, z := range logits {
 		p := sigmoid(z)
-		if s.scores != nil {
-			s.scores[i] = p
+		if s.Scores != nil {
+			s.Scores[i] = p
 		}
-		y := s.labels[i]
+		y := s.Labels[i]
 		loss += bceWithLogit(float64(z), float64(y))
 		dz[i] = (p - y) / float32(B)
 	}
@@ -319,7 +284,7 @@ func (m *dlrm) lossAndGrad(s *step, logits, dz []float32) float64 {
 // every layer's gw and gb set. The dense features need no gradient, so the
 // first bottom layer computes none.
 func (m *dlrm) backward(s *step, ws *workspace) {
-	B := s.batch
+	B := s.Batch
 	g, spare := ws.ga, ws.gb
 	for i := len(m.top) - 1; i >= 0; i-- {
 		in := ws.r
@@ -330,10 +295,10 @@ func (m *dlrm) backward(s *step, ws *workspace) {
 		g, spare = spare, g
 	}
 	last := len(m.bottom) - 1
-	m.inter.backward(B, ws.bottom[last], s.pooled, g, spare, s.pooledGrad, ws.scratch)
+	m.inter.backward(B, ws.bottom[last], s.Pooled, g, spare, s.PooledGrad, ws.scratch)
 	g, spare = spare, g
 	for i := last; i >= 0; i-- {
-		in, dx := s.dense, []float32(nil)
+		in, dx := s.Dense, []float32(nil)
 		if i > 0 {
 			in, dx = ws.bottom[i-1], spare
 		}

@@ -118,49 +118,15 @@ func initWeights(seed uint64, n int) []float32 {
 }
 
 // step is one batch, mapped and checked.
-type step struct {
-	batch      int
-	pooled     []float32 // [table][sample][dim]
-	dense      []float32 // [sample][dense]
-	labels     []float32
-	pooledGrad []float32 // nil unless training
-	scores     []float32 // nil unless asked for
-}
+// step is a checked request's arrays.
+type step = shm.Step
 
 func (m *logreg) view(req *model.StepRequest) (*step, error) {
-	if req.Batch < 1 {
-		return nil, fmt.Errorf("%w: batch size must be ≥ 1, got %d", plugin.ErrInvalidRequest, req.Batch)
-	}
-	B := int64(req.Batch)
-	var E int64 // pooled embedding width of one sample
+	var width int64 // pooled embedding width of one sample
 	for _, d := range m.dims {
-		E += int64(d)
+		width += int64(d)
 	}
-	s := &step{batch: req.Batch}
-	var err error
-	if s.pooled, err = shm.Float32s(&m.mapper, req.Pooled, B*E, "pooled"); err != nil {
-		return nil, err
-	}
-	if s.dense, err = shm.Float32s(&m.mapper, req.Dense, B*int64(m.dense), "dense"); err != nil {
-		return nil, err
-	}
-	if s.labels, err = shm.Float32s(&m.mapper, req.Labels, B, "labels"); err != nil {
-		return nil, err
-	}
-	for i, y := range s.labels {
-		if !(y >= 0 && y <= 1) {
-			return nil, fmt.Errorf("%w: label %d is %v, want a value in [0, 1]", plugin.ErrInvalidRequest, i, y)
-		}
-	}
-	if req.Train {
-		if s.pooledGrad, err = shm.Float32s(&m.mapper, req.PooledGrad, B*E, "pooled_grad"); err != nil {
-			return nil, err
-		}
-	}
-	if s.scores, err = shm.OptionalFloat32s(&m.mapper, req.Scores, B, "scores"); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return shm.StepArrays(&m.mapper, req, width, int64(m.dense))
 }
 
 // Step runs one batch forward and, when training, backward and one SGD
@@ -181,7 +147,7 @@ func (m *logreg) Step(ctx context.Context, req *model.StepRequest) (*model.StepR
 	if err != nil {
 		return nil, fmt.Errorf("logreg step %d: %w", req.Seq, err)
 	}
-	B := s.batch
+	B := s.Batch
 	F := int64(len(m.weights))
 	res := &model.StepResult{}
 
@@ -196,10 +162,10 @@ func (m *logreg) Step(ctx context.Context, req *model.StepRequest) (*model.StepR
 			z += float32(w * x[f])
 		}
 		p := sigmoid(z)
-		if s.scores != nil {
-			s.scores[i] = p
+		if s.Scores != nil {
+			s.Scores[i] = p
 		}
-		y := s.labels[i]
+		y := s.Labels[i]
 		loss += bceWithLogit(float64(z), float64(y))
 		dz[i] = (p - y) / float32(B)
 	}
@@ -226,7 +192,7 @@ func (m *logreg) Step(ctx context.Context, req *model.StepRequest) (*model.StepR
 	for _, dim := range m.dims {
 		w := m.weights[at : at+int64(dim)]
 		for i := range B {
-			g := s.pooledGrad[int64(B)*at+int64(i*dim) : int64(B)*at+int64((i+1)*dim)]
+			g := s.PooledGrad[int64(B)*at+int64(i*dim) : int64(B)*at+int64((i+1)*dim)]
 			for d := range g {
 				g[d] = dz[i] * w[d]
 			}
@@ -253,14 +219,14 @@ func (m *logreg) Step(ctx context.Context, req *model.StepRequest) (*model.StepR
 // features writes sample i's input vector into x: its pooled embedding of
 // each table, in table order, then its dense features.
 func (m *logreg) features(s *step, i int, x []float32) {
-	B := s.batch
+	B := s.Batch
 	var at, base int
 	for _, dim := range m.dims {
-		copy(x[at:at+dim], s.pooled[base+i*dim:base+(i+1)*dim])
+		copy(x[at:at+dim], s.Pooled[base+i*dim:base+(i+1)*dim])
 		at += dim
 		base += B * dim
 	}
-	copy(x[at:], s.dense[i*m.dense:(i+1)*m.dense])
+	copy(x[at:], s.Dense[i*m.dense:(i+1)*m.dense])
 }
 
 // sigmoid is computed in float64 and rounded once, in the form that cannot
