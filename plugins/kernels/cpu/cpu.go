@@ -81,6 +81,22 @@ func (k *cpuKernel) Configure(_ context.Context, setup plugin.Setup) error {
 	return nil
 }
 
+// begin is every call's preamble: the kernel is configured, the call not
+// cancelled, and there is a request.
+func (k *cpuKernel) begin(ctx context.Context, nilRequest bool, op string) (Config, error) {
+	cfg, err := k.config()
+	if err != nil {
+		return cfg, err
+	}
+	if err := ctx.Err(); err != nil {
+		return cfg, err
+	}
+	if nilRequest {
+		return cfg, fmt.Errorf("%w: nil %s request", plugin.ErrInvalidRequest, op)
+	}
+	return cfg, nil
+}
+
 func (k *cpuKernel) config() (Config, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -237,15 +253,9 @@ func disjoint(writes, reads []region.Ref) bool {
 // GatherReduce pools every bag: out[t][b] = Σ rows (÷ bag length for Mean),
 // accumulated in float32 in bag order. An empty bag pools to zeros.
 func (k *cpuKernel) GatherReduce(ctx context.Context, req *kernel.GatherReduceRequest) (*kernel.Result, error) {
-	cfg, err := k.config()
+	cfg, err := k.begin(ctx, req == nil, "gather-reduce")
 	if err != nil {
 		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil gather-reduce request", plugin.ErrInvalidRequest)
 	}
 	views, err := k.view(req.Tables, req.Bags, req.Reduce, req.Out, "out")
 	if err != nil {
@@ -321,15 +331,9 @@ func checkUpdate(tables []kernel.Table, opt kernel.Optimizer, lr, eps float32) e
 // Scatter applies Grads to the pooled rows: expand-coalesce, then the
 // optimizer update once per unique row, each table on one goroutine.
 func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*kernel.Result, error) {
-	cfg, err := k.config()
+	cfg, err := k.begin(ctx, req == nil, "scatter")
 	if err != nil {
 		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil scatter request", plugin.ErrInvalidRequest)
 	}
 	if err := checkUpdate(req.Tables, req.Optimizer, req.LearningRate, req.Epsilon); err != nil {
 		return nil, fmt.Errorf("scatter: %w", err)
@@ -357,15 +361,9 @@ func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*k
 // ExpandCoalesce is Scatter's first half, leaving the coalesced rows and
 // gradients in req.Out.
 func (k *cpuKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoalesceRequest) (*kernel.CoalesceResult, error) {
-	cfg, err := k.config()
+	cfg, err := k.begin(ctx, req == nil, "expand-coalesce")
 	if err != nil {
 		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil expand-coalesce request", plugin.ErrInvalidRequest)
 	}
 	// The rows are not read: check the shapes, not the table regions.
 	views, err := k.viewTables(req.Tables, req.Bags, req.Reduce, req.Grads, "grads", true)
@@ -400,15 +398,9 @@ func (k *cpuKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoales
 // Apply is Scatter's second half: the optimizer update of each coalesced
 // row, in the order given.
 func (k *cpuKernel) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kernel.Result, error) {
-	cfg, err := k.config()
+	cfg, err := k.begin(ctx, req == nil, "apply")
 	if err != nil {
 		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil apply request", plugin.ErrInvalidRequest)
 	}
 	if err := checkUpdate(req.Tables, req.Optimizer, req.LearningRate, req.Epsilon); err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
