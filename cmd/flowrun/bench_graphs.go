@@ -332,14 +332,14 @@ func (r *benchRun) fill(res *results.Results) {
 // afterWarmup sets the run's modeled iteration time without its first
 // warmup batches, from its spans.
 func (r *benchRun) afterWarmup(g *graph.Graph, spans string, warmup int) error {
-	durations, batches, err := modeledDurations(spans)
+	times, err := modeledTimes(spans)
 	if err != nil {
 		return fmt.Errorf("modeled clock after warm-up: %w", err)
 	}
-	if len(durations) == 0 {
+	if len(times.Stage) == 0 {
 		return nil // nothing modeled
 	}
-	r.ModeledAfterWarmupMs, err = steadyModeledMs(g, durations, batches, warmup)
+	r.ModeledAfterWarmupMs, err = steadyModeledMs(g, times, warmup)
 	return err
 }
 

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/flowrun/flowrun/framework/runtime"
 )
 
 // Small runs of the shipped graphs: few, small batches (ScratchPipe's
@@ -144,14 +146,15 @@ func TestBenchWarmupMatchesRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, batches, err := modeledDurations(spans)
+		d, err := modeledTimes(spans)
 		if err != nil {
 			t.Fatal(err)
 		}
+		batches := d.Batches
 		if batches != 8 {
 			t.Fatalf("%s: %d batches in the spans, want 6 + 2 held-out", path, batches)
 		}
-		tl, lookahead, err := modeledTimeline(g, d, batches)
+		tl, lookahead, err := runtime.ScheduleModeled(g.Nodes, g.Config, d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -165,10 +168,10 @@ func TestBenchWarmupMatchesRuntime(t *testing.T) {
 		if lookahead > 0 {
 			tail = lookahead + 1
 		}
-		if _, err := steadyModeledMs(g, d, batches, batches-tail); err == nil {
+		if _, err := steadyModeledMs(g, d, batches-tail); err == nil {
 			t.Errorf("%s: a warm-up leaving no batch accepted", path)
 		}
-		if v, err := steadyModeledMs(g, d, batches, batches-tail-1); err != nil || v <= 0 {
+		if v, err := steadyModeledMs(g, d, batches-tail-1); err != nil || v <= 0 {
 			t.Errorf("%s: a warm-up leaving one batch: %v, %v", path, v, err)
 		}
 	}

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -74,6 +75,15 @@ type StageSpec struct {
 	// Lookahead is how many later batches the stage must have received
 	// before it processes a batch (ScratchPipe's plan: its future window).
 	Lookahead int
+	// Holds, when it names a resource, is how long the stage holds that
+	// resource on each batch, from the batch's start: the modeled time the
+	// stage charged to that device, where the stage's own time is the
+	// longest of its devices' (collect gathers the missed rows on the host
+	// while the GPU gathers the victims). A batch that holds a resource for
+	// 0 does not wait for it. Holds longer than the stage's time are cut to
+	// it. A resource of Resources not named here is held for the stage's
+	// whole time.
+	Holds map[string][]int64
 }
 
 // Scheduler schedules a graph's stages over its batches.
@@ -205,6 +215,16 @@ func build(stages []StageSpec) (*graph, error) {
 		if len(g.up[k]) == 0 && st.Lookahead > 0 {
 			return nil, fmt.Errorf("clock: stage %s: lookahead without an upstream stage", st.Name)
 		}
+		for r, h := range st.Holds {
+			if !slices.Contains(st.Resources, r) {
+				return nil, fmt.Errorf("clock: stage %s: holds %q, which is not one of its resources", st.Name, r)
+			}
+			for b, ns := range h {
+				if ns < 0 {
+					return nil, fmt.Errorf("clock: stage %s batch %d: negative hold of %s", st.Name, b, r)
+				}
+			}
+		}
 		used := map[int]bool{}
 		for _, r := range st.Resources {
 			if r == "" {
@@ -279,6 +299,10 @@ type Timeline struct {
 	// Start and End are [stage][batch].
 	Start, End [][]int64
 
+	// held[k][i][b] is when stage k began holding its i-th resource
+	// (g.uses[k][i]) on batch b.
+	held [][][]int64
+
 	g *graph
 }
 
@@ -329,6 +353,13 @@ func (t *Timeline) schedule() error {
 		}
 	}
 	free := make([]int64, len(t.g.resources)) // when each resource is next free
+	t.held = make([][][]int64, K)
+	for k := range K {
+		t.held[k] = make([][]int64, len(t.g.uses[k]))
+		for i := range t.g.uses[k] {
+			t.held[k][i] = make([]int64, n)
+		}
+	}
 	var cand []op
 	for k := range K {
 		for b := range n {
@@ -344,10 +375,7 @@ func (t *Timeline) schedule() error {
 		// older batch, then to the earlier stage.
 		best, bestStart := -1, int64(math.MaxInt64)
 		for i, o := range cand {
-			st := readyAt[o.k][o.b]
-			for _, r := range t.g.uses[o.k] {
-				st = max(st, free[r])
-			}
+			st := t.earliest(o, readyAt[o.k][o.b], free)
 			if best < 0 || st < bestStart || (st == bestStart && t.before(readyAt, o, cand[best])) {
 				best, bestStart = i, st
 			}
@@ -355,13 +383,8 @@ func (t *Timeline) schedule() error {
 		o := cand[best]
 		cand[best] = cand[len(cand)-1]
 		cand = cand[:len(cand)-1]
-		end := bestStart + t.Durations[o.k][o.b]
-		t.Start[o.k][o.b], t.End[o.k][o.b] = bestStart, end
-		if t.Durations[o.k][o.b] > 0 {
-			for _, r := range t.g.uses[o.k] {
-				free[r] = end
-			}
-		}
+		t.place(o, readyAt[o.k][o.b], free)
+		end := t.End[o.k][o.b]
 		done++
 		for _, a := range after[o.k*n+o.b] {
 			readyAt[a.k][a.b] = max(readyAt[a.k][a.b], end)
@@ -386,6 +409,77 @@ func (t *Timeline) schedule() error {
 		}
 	}
 	return nil
+}
+
+// hold is how long stage k holds resource r on batch b, and whether that
+// is a part of its time (Holds) rather than the whole of it.
+func (t *Timeline) hold(k, r, b int) (ns int64, part bool) {
+	d := t.Durations[k][b]
+	if h, ok := t.Stages[k].Holds[t.g.resources[r]]; ok {
+		if b < len(h) {
+			return min(h[b], d), true
+		}
+		return 0, true
+	}
+	return d, false
+}
+
+// begin is when o starts, its dependencies having ended at ready: once
+// every resource it holds for its whole time is free.
+func (t *Timeline) begin(o op, ready int64, free []int64) int64 {
+	for _, r := range t.g.uses[o.k] {
+		if h, part := t.hold(o.k, r, o.b); h > 0 && !part {
+			ready = max(ready, free[r])
+		}
+	}
+	return ready
+}
+
+// earliest is when o can start doing anything: its start, or, for a stage
+// whose every resource is held for a part of its time, the first moment
+// one of those parts can run.
+func (t *Timeline) earliest(o op, ready int64, free []int64) int64 {
+	s := t.begin(o, ready, free)
+	first, parts := int64(math.MaxInt64), false
+	for _, r := range t.g.uses[o.k] {
+		h, part := t.hold(o.k, r, o.b)
+		if h == 0 {
+			continue
+		}
+		if !part {
+			return s
+		}
+		parts = true
+		first = min(first, max(s, free[r]))
+	}
+	if !parts {
+		return s
+	}
+	return first
+}
+
+// place schedules o: it starts once its dependencies have ended and the
+// resources it holds for its whole time are free; each resource it holds
+// for a part of its time (Holds) takes that part as soon as the resource
+// frees, concurrently with the others (a fork and join inside the stage:
+// collect's host gather beside the GPU's victim gather); it ends after
+// its duration and after its last part.
+func (t *Timeline) place(o op, ready int64, free []int64) {
+	s := t.begin(o, ready, free)
+	end := s + t.Durations[o.k][o.b]
+	for i, r := range t.g.uses[o.k] {
+		h, part := t.hold(o.k, r, o.b)
+		at := s
+		if part {
+			at = max(s, free[r])
+		}
+		t.held[o.k][i][o.b] = at
+		if h > 0 {
+			free[r] = at + h
+			end = max(end, at+h)
+		}
+	}
+	t.Start[o.k][o.b], t.End[o.k][o.b] = s, end
 }
 
 // before orders operations that could start at the same time: the one

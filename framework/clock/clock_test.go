@@ -152,6 +152,44 @@ func TestSharedResourceSerialises(t *testing.T) {
 	}
 }
 
+// ScratchPipe's shape in small: collect spends 10 on the host and 1 on the
+// GPU at once, train 10 on the GPU and nothing on the host, though both
+// name both devices. Held for their whole times the two serialise (20 a
+// batch); held for what they charge, the GPU is the bottleneck at 11.
+func TestHolds(t *testing.T) {
+	const n = 40
+	stages, durs := chain(n, 10, 10)
+	for k := range stages {
+		stages[k].Resources = []string{"host", "gpu"}
+	}
+	whole := mustSchedule(t, Scheduler{}, stages, durs)
+	if got := whole.SteadyIteration(); got != 20 {
+		t.Fatalf("whole holds: steady iteration %v, want 20", got)
+	}
+	fill := func(v int64) []int64 {
+		h := make([]int64, n)
+		for b := range h {
+			h[b] = v
+		}
+		return h
+	}
+	stages[0].Holds = map[string][]int64{"host": fill(10), "gpu": fill(1)}
+	stages[1].Holds = map[string][]int64{"host": fill(0), "gpu": fill(10)}
+	tl := mustSchedule(t, Scheduler{}, stages, durs)
+	if err := verify(tl); err != nil {
+		t.Fatal(err)
+	}
+	if tl.ResourceBusy("gpu") != 11*n || tl.ResourceBusy("host") != 10*n {
+		t.Fatalf("busy gpu %d host %d, want %d and %d", tl.ResourceBusy("gpu"), tl.ResourceBusy("host"), 11*n, 10*n)
+	}
+	if name, _ := tl.Bottleneck(); name != "gpu" || tl.BoundIteration() != 11 {
+		t.Fatalf("bottleneck %s at %v, want gpu at 11", name, tl.BoundIteration())
+	}
+	if got := tl.SteadyIteration(); got < 11 || got > 11.5 {
+		t.Fatalf("steady iteration %v, want 11 (the GPU's share)\n%s", got, tl.Gantt(120))
+	}
+}
+
 // A diamond: src (1) feeds x (3) and y (2), which both feed sink (1).
 func TestDiamond(t *testing.T) {
 	stages := []StageSpec{
@@ -229,6 +267,8 @@ func TestRejects(t *testing.T) {
 		"cycle":         {[]StageSpec{{Name: "s"}, {Name: "a", Upstream: []string{"s", "b"}}, {Name: "b", Upstream: []string{"a"}}}, [][]int64{{1}, {1}, {1}}, Scheduler{}, "a, b form a cycle"},
 		"source ahead":  {[]StageSpec{{Name: "a", Lookahead: 1}}, [][]int64{{1}}, Scheduler{}, "lookahead without"},
 		"neg lookahead": {[]StageSpec{{Name: "a", Lookahead: -1}}, [][]int64{{1}}, Scheduler{}, "lookahead -1"},
+		"holds":         {[]StageSpec{{Name: "a", Resources: []string{"gpu"}, Holds: map[string][]int64{"host": {1}}}}, [][]int64{{1}}, Scheduler{}, `holds "host", which is not`},
+		"neg hold":      {[]StageSpec{{Name: "a", Resources: []string{"gpu"}, Holds: map[string][]int64{"gpu": {-1}}}}, [][]int64{{1}}, Scheduler{}, "negative hold"},
 		"empty res":     {[]StageSpec{{Name: "a", Resources: []string{""}}}, [][]int64{{1}}, Scheduler{}, "empty resource"},
 		"rows":          {stages, durs[:1], Scheduler{}, "durations for 1"},
 		"ragged":        {stages, [][]int64{{1, 1}, {1}}, Scheduler{}, "for 1"},
@@ -297,6 +337,16 @@ func TestRandomGraphs(t *testing.T) {
 			for _, res := range []string{"host", "gpu", "pcie"} {
 				if r.IntN(3) == 0 {
 					st.Resources = append(st.Resources, res)
+					if r.IntN(2) == 0 {
+						if st.Holds == nil {
+							st.Holds = map[string][]int64{}
+						}
+						h := make([]int64, n)
+						for b := range h {
+							h[b] = int64(r.IntN(60))
+						}
+						st.Holds[res] = h
+					}
 				}
 			}
 			if len(st.Upstream) > 0 && r.IntN(4) == 0 {
@@ -342,7 +392,8 @@ func TestRandomGraphs(t *testing.T) {
 func verify(tl *Timeline) error {
 	for k := range tl.Stages {
 		for b := range tl.Batches {
-			if tl.End[k][b]-tl.Start[k][b] != tl.Durations[k][b] || tl.Start[k][b] < 0 {
+			short := tl.End[k][b]-tl.Start[k][b] < tl.Durations[k][b]
+			if len(tl.Stages[k].Holds) == 0 && tl.End[k][b]-tl.Start[k][b] != tl.Durations[k][b] || short || tl.Start[k][b] < 0 {
 				return fmt.Errorf("%s batch %d: [%d, %d) for duration %d", tl.Stages[k].Name, b, tl.Start[k][b], tl.End[k][b], tl.Durations[k][b])
 			}
 			var err error
@@ -364,11 +415,15 @@ func verify(tl *Timeline) error {
 		}
 		var ivs []iv
 		for k, uses := range tl.g.uses {
-			for _, u := range uses {
+			for i, u := range uses {
 				if u == r {
 					for b := range tl.Batches {
-						if tl.Durations[k][b] > 0 {
-							ivs = append(ivs, iv{tl.Start[k][b], tl.End[k][b], fmt.Sprintf("%s batch %d", tl.Stages[k].Name, b)})
+						if h, _ := tl.hold(k, r, b); h > 0 {
+							at := tl.held[k][i][b]
+							if at < tl.Start[k][b] || at+h > tl.End[k][b] {
+								return fmt.Errorf("%s batch %d holds %s [%d, %d) outside [%d, %d)", tl.Stages[k].Name, b, tl.g.resources[r], at, at+h, tl.Start[k][b], tl.End[k][b])
+							}
+							ivs = append(ivs, iv{at, at + h, fmt.Sprintf("%s batch %d", tl.Stages[k].Name, b)})
 						}
 					}
 				}

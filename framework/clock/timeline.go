@@ -106,13 +106,17 @@ func (t *Timeline) Utilisation(k int) float64 {
 func (t *Timeline) Resources() []string { return append([]string(nil), t.g.resources...) }
 
 // ResourceBusy is the modeled time a device or link was occupied: the sum
-// of the times of the stages occupying it, which never overlap there.
+// of the times the stages held it (their Holds, or their whole times),
+// which never overlap there.
 func (t *Timeline) ResourceBusy(name string) int64 {
 	var s int64
 	for k, uses := range t.g.uses {
 		for _, r := range uses {
 			if t.g.resources[r] == name {
-				s += t.Busy(k)
+				for b := range t.Batches {
+					h, _ := t.hold(k, r, b)
+					s += h
+				}
 			}
 		}
 	}
@@ -246,10 +250,13 @@ func (t *Timeline) Gantt(width int) string {
 	for r, name := range t.g.resources {
 		var ops []span
 		for k, uses := range t.g.uses {
-			for _, u := range uses {
+			for i, u := range uses {
 				if u == r {
 					for b := range t.Batches {
-						ops = append(ops, span{t.Start[k][b], t.End[k][b], batchMark(k)})
+						if h, _ := t.hold(k, r, b); h > 0 {
+							at := t.held[k][i][b]
+							ops = append(ops, span{at, at + h, batchMark(k)})
+						}
 					}
 				}
 			}

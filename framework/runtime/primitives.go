@@ -41,6 +41,24 @@ func (n *node) addPrims(b *batch.Batch) {
 	}
 }
 
+// addDeviceTimes keeps the modeled time b's stage charged to each device,
+// by sequence, for the modeled clock's holds.
+func (n *node) addDeviceTimes(b *batch.Batch) {
+	for _, k := range b.StatNames() {
+		if !strings.HasPrefix(k, primDevice) || !strings.HasSuffix(k, "_ns") || int(b.Seq) >= len(n.modBySeq) {
+			continue
+		}
+		dev := strings.TrimSuffix(strings.TrimPrefix(k, primDevice), "_ns")
+		if n.devBySeq == nil {
+			n.devBySeq = make(map[string][]int64)
+		}
+		if n.devBySeq[dev] == nil {
+			n.devBySeq[dev] = make([]int64, len(n.modBySeq))
+		}
+		n.devBySeq[dev][b.Seq] = b.Stats[k]
+	}
+}
+
 // primitives turns the stages' sums into results; makespanNs (the modeled
 // clock's, 0 without one) turns device busy time into utilisation.
 func (r *run) primitives(makespanNs int64) []results.Primitives {

@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/flowrun/flowrun/framework/batch"
-	"github.com/flowrun/flowrun/framework/clock"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
@@ -263,7 +262,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	// The digest covers the touched rows of the host tables (with their
 	// IDs and optimizer state), then the dense model.
 	res := r.results(cfg, tables.Digest(dense), uses)
-	if err := r.modeledClock(res, cfg, buffers); err != nil {
+	if err := r.modeledClock(res, cfg); err != nil {
 		return nil, fail(err)
 	}
 	var makespan int64
@@ -461,37 +460,24 @@ func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUs
 // per-stage, per-batch times (DESIGN.md "Two clocks") and puts the modeled
 // iteration time and throughput in res. Nothing is modeled when no stage
 // charged a device.
-func (r *run) modeledClock(res *results.Results, cfg *config.Config, buffers int) error {
+func (r *run) modeledClock(res *results.Results, cfg *config.Config) error {
+	times := ModeledTimes{Batches: r.total, Stage: map[string][]int64{}, Device: map[string]map[string][]int64{}}
+	nodes := make([]graph.Node, len(r.nodes))
 	charged := false
-	producer := map[string]string{}
-	for _, n := range r.nodes {
+	for i, n := range r.nodes {
 		charged = charged || len(n.modNs) > 0
-		for _, out := range n.Out {
-			producer[out] = n.Name
+		nodes[i] = n.Node
+		times.Stage[n.Name] = n.modBySeq
+		if n.devBySeq != nil {
+			times.Device[n.Name] = n.devBySeq
 		}
 	}
 	if !charged || r.total == 0 {
 		return nil
 	}
-	specs := make([]clock.StageSpec, len(r.nodes))
-	durations := make([][]int64, len(r.nodes))
-	for i, n := range r.nodes {
-		specs[i] = clock.StageSpec{Name: n.Name, Resources: stageResources(n.Options)}
-		if n.In != "" {
-			specs[i].Upstream = []string{producer[n.In]}
-		}
-		if la, ok := n.stage.(stage.Lookahead); ok {
-			specs[i].Lookahead = la.Lookahead()
-		}
-		durations[i] = n.modBySeq
-	}
-	sched := clock.Scheduler{Mode: clock.Pipelined, Depth: buffers}
-	if cfg.Pipeline == config.Sequential {
-		sched = clock.Scheduler{Mode: clock.Sequential}
-	}
-	tl, err := sched.Schedule(specs, durations)
+	tl, _, err := ScheduleModeled(nodes, cfg, times)
 	if err != nil {
-		return fmt.Errorf("modeled clock: %w", err)
+		return err
 	}
 	sum := tl.Summary()
 	res.ModeledClock = &sum
@@ -502,19 +488,6 @@ func (r *run) modeledClock(res *results.Results, cfg *config.Config, buffers int
 	res.IterationMs.Modeled = iter / 1e6
 	if iter > 0 {
 		res.Throughput.ModeledSamplesPerS = float64(cfg.Dataset.BatchSize) / (iter / 1e9)
-	}
-	return nil
-}
-
-// stageResources are the devices and links a stage occupies on the modeled
-// clock: its config's ModeledResources when it says, else the devices it
-// names.
-func stageResources(options any) []string {
-	switch c := options.(type) {
-	case interface{ ModeledResources() []string }:
-		return c.ModeledResources()
-	case graph.DeviceUser:
-		return c.DeviceNames()
 	}
 	return nil
 }

@@ -80,6 +80,11 @@ type node struct {
 	// modBySeq is the modeled time per batch sequence, for the modeled
 	// clock's schedule (0 where the stage charged nothing).
 	modBySeq []int64
+	// devBySeq is, per graph device name, the modeled time the stage
+	// charged to that device per batch sequence (stage.DeviceStat): how
+	// long the modeled clock holds the device. Nil for a stage that
+	// charged no device.
+	devBySeq map[string][]int64
 	// prims sums the stage's per-primitive stats over its batches (see
 	// isPrimStat); primBatches counts the batches that reported any.
 	prims       map[string]int64
@@ -263,6 +268,7 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 			n.modBySeq[b.Seq] = ns
 		}
 	}
+	n.addDeviceTimes(b)
 	// The stage has made every write it declared for b: the hazard
 	// checker retires them before b moves on and the stage takes the next.
 	if err == nil && r.hazards != nil {

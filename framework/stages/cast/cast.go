@@ -130,8 +130,9 @@ func castStable(src, dst, castSrc, castDst, rows []int64) int {
 }
 
 type caster struct {
-	set stage.Settings
-	dev device.Device
+	set  stage.Settings
+	name string // the graph's device name
+	dev  device.Device
 }
 
 // sortPasses is the radix passes of Step 1 over the dataset's rows
@@ -185,19 +186,14 @@ func (c *caster) Process(ctx context.Context, b *batch.Batch) error {
 	b.SetStat("cast_lookups", lookups)
 	b.SetStat("unique_rows", unique)
 	if c.dev != nil {
-		var ns int64
-		res, err := c.dev.Cost(ctx, &device.CostRequest{Seq: b.Seq, Ops: []device.Op{
-			{Name: "read-index-pairs", Kind: device.Read, Bytes: 16 * lookups},
+		ns, err := stage.Charge(ctx, b, c.name, c.dev,
+			device.Op{Name: "read-index-pairs", Kind: device.Read, Bytes: 16 * lookups},
 			// The sort-by-key: each radix pass reads and writes the
 			// 8-byte (row, position) keys (Step 1).
-			{Name: "sort-by-key", Kind: device.Write, Bytes: int64(c.sortPasses()) * 2 * 8 * lookups},
-			{Name: "write-casted-pairs", Kind: device.Write, Bytes: 16*lookups + 8*unique},
-		}})
+			device.Op{Name: "sort-by-key", Kind: device.Write, Bytes: int64(c.sortPasses()) * 2 * 8 * lookups},
+			device.Op{Name: "write-casted-pairs", Kind: device.Write, Bytes: 16*lookups + 8*unique})
 		if err != nil {
-			return fmt.Errorf("device cost: %w", err)
-		}
-		for _, v := range res.ModeledNs {
-			ns += v
+			return err
 		}
 		b.SetStat("modeled_ns", ns)
 	}

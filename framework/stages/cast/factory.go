@@ -20,7 +20,7 @@ func NewFactory() stage.Factory {
 			if set.Layout == nil {
 				return nil, errors.New("cast needs the batch layout")
 			}
-			s := &caster{set: set}
+			s := &caster{set: set, name: c.Device}
 			if c.Device != "" {
 				var ok bool
 				if s.dev, ok = set.Devices[c.Device]; !ok {

@@ -32,6 +32,7 @@ import (
 
 type collector struct {
 	set       stage.Settings
+	cfg       *Config
 	host, dev device.Device
 
 	// Reused per table: the slot each staged row goes to, the row each
@@ -165,11 +166,11 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 	}
 
 	rowBytes := 4 * stride
-	hostNs, err := stage.Charge(ctx, b.Seq, c.host, device.Op{Name: "gather-missed-rows", Kind: device.Read, Bytes: staged * rowBytes})
+	hostNs, err := stage.Charge(ctx, b, c.cfg.Device, c.host, device.Op{Name: "gather-missed-rows", Kind: device.Read, Bytes: staged * rowBytes})
 	if err != nil {
 		return err
 	}
-	devNs, err := stage.Charge(ctx, b.Seq, c.dev, device.Op{Name: "gather-victims", Kind: device.Read, Bytes: nVictims * rowBytes})
+	devNs, err := stage.Charge(ctx, b, c.cfg.StorageDevice, c.dev, device.Op{Name: "gather-victims", Kind: device.Read, Bytes: nVictims * rowBytes})
 	if err != nil {
 		return err
 	}

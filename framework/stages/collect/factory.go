@@ -20,7 +20,7 @@ func NewFactory() stage.Factory {
 			if set.Tables == nil || set.Storage == nil || set.Layout == nil {
 				return nil, errors.New("collect needs the host tables, the Storage and the batch layout")
 			}
-			col := &collector{set: set}
+			col := &collector{set: set, cfg: c}
 			var ok bool
 			if col.host, ok = set.Devices[c.Device]; !ok {
 				return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)

@@ -14,8 +14,9 @@ import (
 )
 
 type exchanger struct {
-	set stage.Settings
-	dev device.Device
+	set  stage.Settings
+	name string // the graph's device name
+	dev  device.Device
 }
 
 func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
@@ -29,7 +30,7 @@ func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	}
 	toDevice := missed * rowBytes
 	toHost := b.Stats["victims"] * rowBytes
-	ns, err := stage.Charge(ctx, b.Seq, e.dev,
+	ns, err := stage.Charge(ctx, b, e.name, e.dev,
 		device.Op{Name: "rows-to-device", Kind: device.Transfer, Bytes: toDevice},
 		device.Op{Name: "victims-to-host", Kind: device.Transfer, Bytes: toHost})
 	if err != nil {

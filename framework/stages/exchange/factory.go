@@ -20,6 +20,6 @@ func NewFactory() stage.Factory {
 			if !ok {
 				return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
 			}
-			return &exchanger{set: set, dev: d}, nil
+			return &exchanger{set: set, name: c.Device, dev: d}, nil
 		})
 }

@@ -23,7 +23,7 @@ func NewFactory() stage.Factory {
 			if c.K > set.Layout.BatchSize {
 				return nil, fmt.Errorf("k: %d is more than the %d candidates of a batch (dataset.batch_size)", c.K, set.Layout.BatchSize)
 			}
-			f := &filter{set: set, k: c.K}
+			f := &filter{set: set, k: c.K, name: c.Device}
 			if c.Device != "" {
 				var ok bool
 				if f.dev, ok = set.Devices[c.Device]; !ok {

@@ -116,9 +116,10 @@ func NDCG(ranked []int64, labels []float32) (ndcg float64, ok bool) {
 }
 
 type filter struct {
-	set stage.Settings
-	k   int
-	dev device.Device
+	set  stage.Settings
+	k    int
+	name string // the graph's device name
+	dev  device.Device
 
 	mu         sync.Mutex
 	ndcgSum    float64
@@ -160,17 +161,12 @@ func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 		// One comparison per candidate, and log2 k more for each that
 		// enters the heap (bounded by every candidate).
 		cmp := int64(n) * int64(1+bits.Len(uint(f.k)))
-		res, err := f.dev.Cost(ctx, &device.CostRequest{Seq: b.Seq, Ops: []device.Op{
-			{Name: "read-scores", Kind: device.Read, Bytes: 4 * int64(n)},
-			{Name: "top-k", Kind: device.Compute, FLOPs: cmp},
-			{Name: "write-topk", Kind: device.Write, Bytes: 8 * int64(len(ranked))},
-		}})
+		ns, err := stage.Charge(ctx, b, f.name, f.dev,
+			device.Op{Name: "read-scores", Kind: device.Read, Bytes: 4 * int64(n)},
+			device.Op{Name: "top-k", Kind: device.Compute, FLOPs: cmp},
+			device.Op{Name: "write-topk", Kind: device.Write, Bytes: 8 * int64(len(ranked))})
 		if err != nil {
-			return fmt.Errorf("device cost: %w", err)
-		}
-		var ns int64
-		for _, v := range res.ModeledNs {
-			ns += v
+			return err
 		}
 		b.SetStat("modeled_ns", ns)
 	}

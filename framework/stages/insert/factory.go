@@ -20,7 +20,7 @@ func NewFactory() stage.Factory {
 			if set.Tables == nil || set.Storage == nil || set.Layout == nil {
 				return nil, errors.New("insert needs the host tables, the Storage and the batch layout")
 			}
-			ins := &inserter{set: set}
+			ins := &inserter{set: set, cfg: c}
 			var ok bool
 			if ins.dev, ok = set.Devices[c.Device]; !ok {
 				return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)

@@ -17,6 +17,7 @@ import (
 
 type inserter struct {
 	set       stage.Settings
+	cfg       *Config
 	dev, host device.Device
 }
 
@@ -77,11 +78,11 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 	}
 
 	rowBytes := 4 * stride
-	devNs, err := stage.Charge(ctx, b.Seq, in.dev, device.Op{Name: "fill-storage", Kind: device.Write, Bytes: nMiss * rowBytes})
+	devNs, err := stage.Charge(ctx, b, in.cfg.Device, in.dev, device.Op{Name: "fill-storage", Kind: device.Write, Bytes: nMiss * rowBytes})
 	if err != nil {
 		return err
 	}
-	hostNs, err := stage.Charge(ctx, b.Seq, in.host, device.Op{Name: "write-back-victims", Kind: device.Write, Bytes: nVictims * rowBytes})
+	hostNs, err := stage.Charge(ctx, b, in.cfg.HostDevice, in.host, device.Op{Name: "write-back-victims", Kind: device.Write, Bytes: nVictims * rowBytes})
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,18 @@ type Config struct {
 	// the batches whose [Collect] may run before b's [Insert] writes b's
 	// victims back. The loader runs this far ahead of plan, no further.
 	FutureWindow int `mapstructure:"future_window"`
+	// Device names the device that holds the policy's index (ScratchPipe's
+	// Hit-Map lives on the GPU): the IDs' copy to it and the index's
+	// queries and updates are charged to it. Empty charges nothing.
+	Device string `mapstructure:"device"`
+}
+
+// DeviceNames lists the devices the stage uses, for the graph's checks.
+func (c *Config) DeviceNames() []string {
+	if c.Device == "" {
+		return nil
+	}
+	return []string{c.Device}
 }
 
 // Validate checks the windows.

@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/flowrun/flowrun/framework/stage"
 )
@@ -20,6 +21,14 @@ func NewFactory() stage.Factory {
 			if set.Cache == nil {
 				return nil, errors.New("plan needs a cache plugin")
 			}
-			return &planner{set: set, cfg: cfg.(*Config)}, nil
+			c := cfg.(*Config)
+			p := &planner{set: set, cfg: c}
+			if c.Device != "" {
+				var ok bool
+				if p.dev, ok = set.Devices[c.Device]; !ok {
+					return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
+				}
+			}
+			return p, nil
 		})
 }

@@ -20,11 +20,13 @@ import (
 	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/device"
 )
 
 type planner struct {
 	set stage.Settings
 	cfg *Config
+	dev device.Device
 }
 
 // Lookahead is the future window: the runtime hands plan batch b once
@@ -85,11 +87,48 @@ func (p *planner) ProcessAhead(ctx context.Context, b *batch.Batch, next []*batc
 	b.SetStat("evictions", evictions)
 	b.SetStat("victims", res.Victims)
 	b.SetStat("future", int64(len(next)))
+	if err := p.charge(ctx, b, hits+misses, int64(len(next)), misses+evictions); err != nil {
+		return err
+	}
 	if !b.Eval {
 		p.set.Metrics.Add("cache.hits", float64(hits))
 		p.set.Metrics.Add("cache.misses", float64(misses))
 		p.set.Metrics.Add("cache.evictions", float64(evictions))
 	}
+	return nil
+}
+
+// Bytes the modeled plan charges per ID and per index entry: an ID is an
+// int64; a query or an update of the index (a hash map of ID → slot)
+// touches one 32-byte memory sector at a random place; a decision is a
+// slot (int64) and a hit flag (one byte).
+const (
+	idBytes       = 8
+	probeBytes    = 32
+	decisionBytes = 8 + 1
+)
+
+// charge charges the modeled time of b's plan to the stage's device, the
+// one that holds the policy's index (ScratchPipe's Hit-Map, on the GPU,
+// Sec. IV-D: "the GPU scratchpad's Hit-Map is queried"): the batch's IDs
+// copied to it, one index query per ID of b and of each of the future
+// batches it holds, the decisions written, and one index update per
+// placed miss and per eviction. A policy's own bookkeeping beyond its
+// index (ScratchPipe's Hold mask, a bit per slot and batch of the window)
+// is not charged: the plan stage cannot see it, and it is a few MB a batch.
+func (p *planner) charge(ctx context.Context, b *batch.Batch, ids, future, updates int64) error {
+	if p.dev == nil {
+		return nil
+	}
+	ns, err := stage.Charge(ctx, b, p.cfg.Device, p.dev,
+		device.Op{Name: "ids-to-device", Kind: device.Transfer, Bytes: idBytes * ids},
+		device.Op{Name: "index-query", Kind: device.Read, Bytes: probeBytes * ids * (1 + future)},
+		device.Op{Name: "write-decisions", Kind: device.Write, Bytes: decisionBytes * ids},
+		device.Op{Name: "index-update", Kind: device.Write, Bytes: probeBytes * updates})
+	if err != nil {
+		return err
+	}
+	b.SetStat("modeled_ns", ns)
 	return nil
 }
 

@@ -21,11 +21,12 @@ import (
 type scorer struct {
 	set       stage.Settings
 	reduce    kernel.Reduce
+	cfg       *Config
 	host, gpu device.Device
 }
 
 func newScorer(set stage.Settings, cfg *Config) (*scorer, error) {
-	s := &scorer{set: set}
+	s := &scorer{set: set, cfg: cfg}
 	if cfg.Reduce == "mean" {
 		s.reduce = kernel.Mean
 	}
@@ -71,11 +72,11 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return fmt.Errorf("model step: %w", err)
 	}
-	hostNs, err := stage.Charge(ctx, b.Seq, s.host, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead})
+	hostNs, err := stage.Charge(ctx, b, s.cfg.HostDevice, s.host, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead})
 	if err != nil {
 		return err
 	}
-	gpuNs, err := stage.Charge(ctx, b.Seq, s.gpu,
+	gpuNs, err := stage.Charge(ctx, b, s.cfg.ComputeDevice, s.gpu,
 		device.Op{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled.Length},
 		device.Op{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs})
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -199,25 +200,18 @@ var primOf = map[string]string{
 // modeled time to its primitive's modeled_prim_*_ns stat and the total to
 // the device's modeled_dev_*_ns.
 func (t *trainer) charge(ctx context.Context, b *batch.Batch, name string, d device.Device, ops []device.Op) (int64, error) {
-	if d == nil || len(ops) == 0 {
-		return 0, nil
-	}
-	res, err := d.Cost(ctx, &device.CostRequest{Seq: b.Seq, Ops: ops})
+	each, err := stage.ChargeEach(ctx, b, name, d, ops...)
 	if err != nil {
-		return 0, fmt.Errorf("device cost: %w", err)
+		return 0, err
 	}
 	var sum int64
-	for i, ns := range res.ModeledNs {
+	for i, ns := range each {
 		sum += ns
-		if i < len(ops) {
-			if p, ok := primOf[ops[i].Name]; ok {
-				stat := "modeled_prim_" + p + "_ns"
-				b.SetStat(stat, b.Stats[stat]+ns)
-			}
+		if p, ok := primOf[ops[i].Name]; ok {
+			stat := "modeled_prim_" + p + "_ns"
+			b.SetStat(stat, b.Stats[stat]+ns)
 		}
 	}
-	stat := "modeled_dev_" + name + "_ns"
-	b.SetStat(stat, b.Stats[stat]+sum)
 	return sum, nil
 }
 
