@@ -161,3 +161,26 @@ func TestCastRadixEqualsStableSort(t *testing.T) {
 		}
 	}
 }
+
+// On the GPU (the default, Sec. IV-B) the index is copied to the device
+// and the casted arrays back, over its link; on a device that holds the
+// index (transfer: false) only the casting itself is charged.
+func TestCastStageTransfer(t *testing.T) {
+	for _, transfer := range []bool{true, false} {
+		e := stagetest.New(t, stagetest.Options{})
+		s, err := stagetest.Create(t, NewFactory(), e.Set, func(c stage.Config) { c.(*Config).Transfer = transfer })
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := e.Batch(t, 0)
+		e.Load(t, b)
+		stagetest.Process(t, s, b)
+		cast, copies := b.Stats[ModeledPrimCast], b.Stats[ModeledPrimTransfer]
+		if cast <= 0 || b.Stats[stage.DeviceStat("gpu")] != b.Stats["modeled_ns"] || b.Stats["modeled_ns"] != cast+copies {
+			t.Errorf("transfer %v: stats %v", transfer, b.Stats)
+		}
+		if (copies > 0) != transfer {
+			t.Errorf("transfer %v: modeled transfer %d ns", transfer, copies)
+		}
+	}
+}

@@ -14,13 +14,13 @@ const Kind stage.Kind = "cast"
 // NewFactory returns the cast stage's factory.
 func NewFactory() stage.Factory {
 	return stage.NewFactory(Kind,
-		func() stage.Config { return &Config{Device: "gpu"} },
+		func() stage.Config { return &Config{Device: "gpu", Transfer: true} },
 		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
 			c := cfg.(*Config)
 			if set.Layout == nil {
 				return nil, errors.New("cast needs the batch layout")
 			}
-			s := &caster{set: set, name: c.Device}
+			s := &caster{set: set, name: c.Device, transfer: c.Transfer}
 			if c.Device != "" {
 				var ok bool
 				if s.dev, ok = set.Devices[c.Device]; !ok {

@@ -118,11 +118,18 @@ func TestTensorCastingGraphsEndWithNoCacheDigest(t *testing.T) {
 				}
 				// Fig. 12's breakdown: the backward coalescing is its own
 				// primitive, measured and modeled; Fig. 15's NMP utilisation.
-				var train *results.Primitives
+				var train, casting *results.Primitives
 				for i, p := range res.Primitives {
-					if p.Stage == "train" {
+					switch p.Stage {
+					case "train":
 						train = &res.Primitives[i]
+					case "cast":
+						casting = &res.Primitives[i]
 					}
+				}
+				// Fig. 12's red bar: the casting step, on the GPU.
+				if casted := !strings.Contains(g, "baseline"); casted && (casting == nil || casting.WallMs["cast"] <= 0 || casting.ModeledMs["cast"] <= 0 || casting.DeviceBusyMs["gpu"] <= 0) {
+					t.Errorf("%s: cast primitives %+v", g, casting)
 				}
 				if train == nil || train.WallMs["backward"] <= 0 || train.ModeledMs["backward"] <= 0 {
 					t.Errorf("%s: primitives %+v", g, res.Primitives)

@@ -155,12 +155,16 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 			return err
 		}
 	} else if t.cfg.Backward == BackwardCast {
-		gr, apply, unique, err := t.castBackward(ctx, b, tables, step.PooledGrad, lap)
+		apply, unique, err := t.castBackward(ctx, b, tables, step.PooledGrad, lap)
 		if err != nil {
 			return err
 		}
-		backOps = append(backOps, device.Op{Name: "cast-gather-reduce", Kind: device.Read, Bytes: gr.BytesRead + gr.BytesWritten})
-		ops = append(ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
+		n, err := t.lookups(b)
+		if err != nil {
+			return err
+		}
+		backOps = append(backOps, device.Op{Name: "cast-gather-reduce", Kind: device.Read, Bytes: t.castGatherReduceBytes(n, unique)})
+		ops = append(ops, device.Op{Name: OpApply, Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
 		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
 		b.SetStat("scatter_bytes", apply.BytesWritten)
 		b.SetStat("coalesced_rows", unique)
@@ -171,8 +175,12 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 		if err != nil {
 			return err
 		}
-		backOps = append(backOps, device.Op{Name: "expand-coalesce", Kind: device.Read, Bytes: t.expandCoalesceBytes(ec)})
-		ops = append(ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
+		n, err := t.lookups(b)
+		if err != nil {
+			return err
+		}
+		backOps = append(backOps, device.Op{Name: "expand-coalesce", Kind: device.Read, Bytes: t.expandCoalesceBytes(ec, n)})
+		ops = append(ops, device.Op{Name: OpApply, Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
 		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
 		b.SetStat("scatter_bytes", apply.BytesWritten)
 		t.set.Metrics.Append("loss", b.Seq, res.Loss)
