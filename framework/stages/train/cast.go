@@ -206,7 +206,8 @@ const OpApply = "apply"
 // the same bars for every graph.
 var primOf = map[string]string{
 	"gather-reduce": "gather", "cast-gather-reduce": "backward", "expand-coalesce": "backward",
-	"scatter": "scatter", OpApply: "scatter", "mlp": "mlp", "pooled-to-device": "transfer", "grads-to-host": "transfer",
+	"scatter": "scatter", OpApply: "scatter", "mlp": "mlp",
+	"pooled-to-device": "transfer", "grads-to-host": "transfer", "coalesced-to-update": "transfer",
 }
 
 // charge charges ops to d (the graph's device name) and adds each op's
@@ -258,10 +259,7 @@ func (t *trainer) backName() string {
 // what it replaces.
 func (t *trainer) expandCoalesceBytes(ec *kernel.CoalesceResult, lookups int64) int64 {
 	l := t.set.Layout
-	var unique int64
-	for _, c := range ec.Counts {
-		unique += c
-	}
+	unique := total(ec.Counts)
 	row := 4 * int64(l.Dim)
 	n := lookups
 	expand := int64(l.Tables)*int64(l.BatchSize)*row + n*row
@@ -280,6 +278,30 @@ func (t *trainer) castGatherReduceBytes(lookups, unique int64) int64 {
 	l := t.set.Layout
 	row := 4 * int64(l.Dim)
 	return lookups*(8+row) + 8*(unique+int64(l.Tables)) + unique*row
+}
+
+// handOff is the coalesced gradients' way from the device that coalesces
+// them to the one that applies them, where the two differ: Baseline(NMP)
+// of Tensor Casting's Sec. VI coalesces on the host CPU ("gradient
+// expand-coalesce being executed identically as baseline CPU-centric
+// system") and scatters near memory, so each unique row's coalesced
+// gradient and row ID cross the coalescing device's link. The paper does
+// not name that link; the backward device's own is charged.
+func (t *trainer) handOff(unique int64) []device.Op {
+	if t.cfg.BackwardDevice == "" || t.cfg.BackwardDevice == t.cfg.HostDevice {
+		return nil
+	}
+	row := 4 * int64(t.set.Layout.Dim)
+	return []device.Op{{Name: "coalesced-to-update", Kind: device.Transfer, Bytes: unique * (row + 8)}}
+}
+
+// total sums per-table counts.
+func total(counts []int64) int64 {
+	var n int64
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }
 
 // sortPasses is the radix passes of a sort by row over the dataset's rows

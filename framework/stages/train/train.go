@@ -164,6 +164,7 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 			return err
 		}
 		backOps = append(backOps, device.Op{Name: "cast-gather-reduce", Kind: device.Read, Bytes: t.castGatherReduceBytes(n, unique)})
+		backOps = append(backOps, t.handOff(unique)...)
 		ops = append(ops, device.Op{Name: OpApply, Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
 		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
 		b.SetStat("scatter_bytes", apply.BytesWritten)
@@ -180,6 +181,7 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 			return err
 		}
 		backOps = append(backOps, device.Op{Name: "expand-coalesce", Kind: device.Read, Bytes: t.expandCoalesceBytes(ec, n)})
+		backOps = append(backOps, t.handOff(total(ec.Counts))...)
 		ops = append(ops, device.Op{Name: OpApply, Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
 		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
 		b.SetStat("scatter_bytes", apply.BytesWritten)

@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Tensor Casting's evaluation (Sec. VI), modeled (docs/benchmarks-tensorcasting.md):
+# the four systems (graphs/tensorcasting-baseline-cpu.yaml = Baseline(CPU),
+# tensorcasting.yaml = Ours(CPU), tensorcasting-baseline-nmp.yaml =
+# Baseline(NMP), tensorcasting-nmp.yaml = Ours(NMP)) for RM1–RM4 (Table II,
+# dim 64) at batch 1024, 2048 and 4096 (Sec. V), on the paper profile
+# (Xeon E5-2698 v4 with ScratchPipe's calibrated factors, V100, Table I's
+# NMP pool). Each point runs once more with the host at its datasheet peak
+# (devices.host.options.peak=true), the bound of a tuned CPU software; the
+# Ours(NMP) graph has no host, so it runs only once.
+#
+# Reduced for a small shared VM: 4 training batches, no held-out batches,
+# 100 000 rows per table (the paper does not give table sizes), and
+# learning rates of 0.01 (at the graphs' rate of 10 RM1 and RM2 diverge).
+# The modeled time per batch depends on the batch's lookups, unique rows,
+# bytes and FLOPs, not on the number of batches; rows per table change the
+# unique rows (zipf 1.05, the graphs' locality).
+#
+#   scripts/bench-tensorcasting-paper.sh [OUT]        # run the sweep, then print the table
+#   scripts/bench-tensorcasting-paper.sh table [OUT]  # print the table of OUT's runs
+#
+# Environment: RMS (default "rm1 rm2 rm3 rm4"), SIZES ("1024 2048 4096"),
+# PEAK (1: also the peak-host runs; 0: not), FLOWRUN (bin/flowrun).
+# Writes OUT/RM-bSIZE.json and OUT/RM-bSIZE-peak.json (flowrun bench
+# --json; flowrun report draws them).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+table() {
+	python3 - "$1" <<'EOF'
+import glob, json, os, re, statistics, sys
+
+out = sys.argv[1]
+systems = [("tensorcasting-baseline-cpu", "Baseline(CPU)"), ("tensorcasting", "Ours(CPU)"),
+           ("tensorcasting-baseline-nmp", "Baseline(NMP)"), ("tensorcasting-nmp", "Ours(NMP)")]
+# rows[(variant, rm, batch)][graph] = figures, all modeled ms per batch
+rows = {}
+for path in sorted(glob.glob(os.path.join(out, "*.json"))):
+    m = re.fullmatch(r"(rm\d)-b(\d+)(-peak)?\.json", os.path.basename(path))
+    if not m:
+        continue
+    rm, batch, variant = m[1], int(m[2]), "peak" if m[3] else "calibrated"
+    rep = json.load(open(path))
+    for run in rep["runs"]:
+        if run.get("error"):
+            print(f"{path}: {run['graph']}: {run['error']}", file=sys.stderr)
+            continue
+        res = run["results"]
+        prims = {p["stage"]: p for p in res.get("primitives", [])}
+        tr, ca = prims.get("train", {}), prims.get("cast", {})
+        n = tr.get("batches") or 1
+        ms = lambda p, k: p.get("modeled_ms", {}).get(k, 0.0) / (p.get("batches") or 1)
+        it = run["iteration_ms"]["modeled"]
+        nmp = tr.get("modeled_device_busy_ms", {}).get("nmp", 0.0) / n
+        rows.setdefault((variant, rm, batch), {})[run["graph"]] = {
+            "it": it, "gather": ms(tr, "gather"), "backward": ms(tr, "backward"),
+            "cast": ms(ca, "cast"), "cast_copy": ms(ca, "transfer"), "scatter": ms(tr, "scatter"),
+            "mlp": ms(tr, "mlp"), "transfer": ms(tr, "transfer"),
+            "nmp_util": nmp / it if nmp else None,
+        }
+# Ours(NMP) names no host: its peak-host figures are its calibrated ones.
+for (variant, rm, batch), g in rows.items():
+    if variant == "peak" and "tensorcasting-nmp" not in g:
+        cal = rows.get(("calibrated", rm, batch), {}).get("tensorcasting-nmp")
+        if cal:
+            g["tensorcasting-nmp"] = cal
+
+def f(x, d=2):
+    return "–" if x is None or x == 0 else f"{x:.{d}f}"
+
+for variant in ("calibrated", "peak"):
+    keys = sorted(k for k in rows if k[0] == variant)
+    if not keys:
+        continue
+    print(f"\n### host {variant}: modeled ms per batch\n")
+    print("| model | batch | system | iteration | speedup | gather | backward | cast (gpu) | index copies | scatter | mlp | transfer | NMP util. |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    speed = {s: [] for _, s in systems}
+    util = {}
+    fig12 = []
+    for _, rm, batch in keys:
+        g = rows[(variant, rm, batch)]
+        base = g.get("tensorcasting-baseline-cpu")
+        for graph, name in systems:
+            r = g.get(graph)
+            if r is None:
+                continue
+            sp = base["it"] / r["it"] if base else None
+            if sp:
+                speed[name].append((rm, batch, sp))
+            if r["nmp_util"] is not None:
+                util.setdefault(name, []).append((rm, batch, r["nmp_util"]))
+            print(f"| {rm.upper()} | {batch} | {name} | {f(r['it'])} | {f(sp)}× | {f(r['gather'])} | {f(r['backward'])} | "
+                  f"{f(r['cast'])} | {f(r['cast_copy'])} | {f(r['scatter'])} | {f(r['mlp'])} | {f(r['transfer'])} | "
+                  f"{f(100 * r['nmp_util'], 1) + ' %' if r['nmp_util'] is not None else '–'} |")
+        if base:
+            for graph in ("tensorcasting", "tensorcasting-nmp"):
+                r = g.get(graph)
+                if r:
+                    fig12.append((rm, batch, graph, base["backward"] / (r["cast"] + r["backward"])))
+    print(f"\n### host {variant}: summary (modeled)\n")
+    for name in ("Ours(CPU)", "Baseline(NMP)", "Ours(NMP)"):
+        v = [s for _, _, s in speed[name]]
+        if v:
+            print(f"- {name} over Baseline(CPU): {min(v):.2f}–{max(v):.2f}×, mean {statistics.mean(v):.2f}×, "
+                  f"geomean {statistics.geometric_mean(v):.2f}× ({len(v)} points)")
+            for b in sorted({b for _, b, _ in speed[name]}):
+                w = [s for _, bb, s in speed[name] if bb == b]
+                print(f"  - batch {b}: {min(w):.2f}–{max(w):.2f}×, mean {statistics.mean(w):.2f}×")
+    oc = {(rm, b): s for rm, b, s in speed["Ours(CPU)"]}
+    bn = {(rm, b): s for rm, b, s in speed["Baseline(NMP)"]}
+    v = [oc[k] / bn[k] for k in oc if k in bn]
+    if v:
+        print(f"- Ours(CPU) over Baseline(NMP): {min(v):.2f}–{max(v):.2f}×, mean {statistics.mean(v):.2f}×")
+    for name, u in util.items():
+        for group in (("rm1", "rm2"), ("rm3", "rm4")):
+            w = [x for rm, _, x in u if rm in group]
+            if w:
+                print(f"- {name} NMP utilisation, {'/'.join(g.upper() for g in group)}: mean {100 * statistics.mean(w):.1f} % "
+                      f"({100 * min(w):.1f}–{100 * max(w):.1f} %)")
+    for graph, name in (("tensorcasting", "Ours(CPU)"), ("tensorcasting-nmp", "Ours(NMP)")):
+        w = [x for _, _, g, x in fig12 if g == graph]
+        if w:
+            print(f"- Fig. 12 right axis, expand-coalesce / (cast + casted gather-reduce), {name}: {min(w):.2f}–{max(w):.2f}×")
+EOF
+}
+
+if [[ ${1:-} == table ]]; then
+	table "${2:-bench-out/tensorcasting-paper}"
+	exit
+fi
+out=${1:-bench-out/tensorcasting-paper}
+flowrun=${FLOWRUN:-bin/flowrun}
+[[ -x $flowrun ]] || scripts/build.sh >/dev/null
+mkdir -p "$out"
+read -r -a rms <<<"${RMS:-rm1 rm2 rm3 rm4}"
+read -r -a sizes <<<"${SIZES:-1024 2048 4096}"
+common=(--set dataset.rows=100000 --set dataset.batches=4 --set dataset.eval_batches=0
+	--set stages.train.learning_rate=0.01 --set model.options.learning_rate=0.01 --set dataset.dim=64)
+for rm in "${rms[@]}"; do
+	# Table II: tables and gathers per table; the MLPs are the preset's.
+	case $rm in
+	rm1) shape=(--set dataset.tables=10 --set dataset.lookups=80) ;;
+	rm2) shape=(--set dataset.tables=40 --set dataset.lookups=80) ;;
+	rm3 | rm4) shape=(--set dataset.tables=10 --set dataset.lookups=20) ;;
+	*) echo "unknown model $rm" >&2; exit 2 ;;
+	esac
+	for b in "${sizes[@]}"; do
+		P=(--set model.options.preset="$rm" "${shape[@]}" "${common[@]}" --set dataset.batch_size="$b")
+		echo "== $rm batch $b" >&2
+		"$flowrun" bench graphs/tensorcasting-baseline-cpu.yaml graphs/tensorcasting.yaml \
+			graphs/tensorcasting-baseline-nmp.yaml graphs/tensorcasting-nmp.yaml \
+			"${P[@]}" --json --out "$out/$rm-b$b.json" >/dev/null
+		if [[ ${PEAK:-1} == 1 ]]; then
+			"$flowrun" bench graphs/tensorcasting-baseline-cpu.yaml graphs/tensorcasting.yaml \
+				graphs/tensorcasting-baseline-nmp.yaml \
+				"${P[@]}" --set devices.host.options.peak=true --json --out "$out/$rm-b$b-peak.json" >/dev/null
+		fi
+	done
+done
+table "$out"
