@@ -48,6 +48,9 @@ type Config struct {
 	// OpEfficiency sets the efficiency of the ops of a given name,
 	// merged over the profile's (e.g. {scatter: 0.05}).
 	OpEfficiency map[string]float64 `json:"op_efficiency"`
+	// OpOverheadMs sets the fixed modeled ms added to the ops of a given
+	// name, merged over the profile's (e.g. {train-step: 0}).
+	OpOverheadMs map[string]float64 `json:"op_overhead_ms"`
 	// Source replaces the citation of the profile's figures.
 	Source *string `json:"source"`
 }
@@ -113,6 +116,13 @@ func (c Config) apply(p Params) (Params, []string) {
 		maps.Copy(p.OpEfficiency, c.OpEfficiency)
 		changed = append(changed, "op_efficiency")
 	}
+	if len(c.OpOverheadMs) > 0 {
+		if p.OpOverheadMs == nil {
+			p.OpOverheadMs = map[string]float64{}
+		}
+		maps.Copy(p.OpOverheadMs, c.OpOverheadMs)
+		changed = append(changed, "op_overhead_ms")
+	}
 	switch {
 	case c.Source != nil:
 		p.Source = *c.Source
@@ -170,6 +180,14 @@ func Validate(p Params) error {
 			bad("op_efficiency::"+name, "must be in (0, 1]", e)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(p.OpOverheadMs)) {
+		if strings.TrimSpace(name) == "" {
+			bad("op_overhead_ms", "op names must not be empty", fmt.Sprintf("%q", name))
+		}
+		if v := p.OpOverheadMs[name]; !(v >= 0) || !finite(v) {
+			bad("op_overhead_ms::"+name, "must be ≥ 0", v)
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -211,6 +229,7 @@ func fields(spec Spec) []plugin.Field {
 		{Name: "link_efficiency", Type: "float", Default: eff(p.LinkEfficiency), Description: "sustained fraction of link_gbps, in (0, 1]"},
 		{Name: "compute_efficiency", Type: "float", Default: eff(p.ComputeEfficiency), Description: "sustained fraction of gflops, in (0, 1]"},
 		{Name: "op_efficiency", Type: "map", Default: describeOps(p.OpEfficiency), Description: "efficiency of the ops of a given name (scatter, gather-reduce, ...), merged over the profile's, in (0, 1]"},
+		{Name: "op_overhead_ms", Type: "map", Default: describeOps(p.OpOverheadMs), Description: "fixed modeled ms added to the ops of a given name (train-step: the training framework's per-step dispatch), merged over the profile's, ≥ 0"},
 		{Name: "source", Type: "string", Default: p.Source, Description: "citation for the figures (noted automatically when figures are overridden)"},
 	}
 }

@@ -7,7 +7,8 @@
 //	Transfer:     latency + bytes / (link · link_efficiency)
 //	Compute:      flops / (gflops · compute_efficiency)
 //
-// where an op named in op_efficiency uses that efficiency instead. With
+// where an op named in op_efficiency uses that efficiency instead, and an
+// op named in op_overhead_ms costs that much more. With
 // bandwidth in GB/s (1e9 bytes per second), bytes / GB/s is directly
 // nanoseconds. Every figure this package returns is modeled time on the
 // profiled hardware, never a measurement of the host flowrun runs on.
@@ -156,6 +157,7 @@ func Cost(p Params, op device.Op) (int64, error) {
 	default:
 		return 0, fmt.Errorf("%w: unknown op kind %d", plugin.ErrInvalidRequest, op.Kind)
 	}
+	ns += p.OpOverheadMs[op.Name] * 1e6
 	if ns >= math.MaxInt64 {
 		return 0, fmt.Errorf("%w: modeled time overflows (%g ns)", plugin.ErrInvalidRequest, ns)
 	}

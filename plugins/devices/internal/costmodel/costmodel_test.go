@@ -56,6 +56,39 @@ func TestCostFormulas(t *testing.T) {
 	}
 }
 
+// An op named in op_overhead_ms costs that much more, whatever its kind
+// and size; peak drops the overhead with the efficiencies.
+func TestOpOverhead(t *testing.T) {
+	ctx := context.Background()
+	ops := []device.Op{
+		{Name: "train-step", Kind: device.Compute},           // 1.5 ms
+		{Name: "train-step", Kind: device.Read, Bytes: 1000}, // 1.5 ms + 70
+		{Name: "gather", Kind: device.Read, Bytes: 1000},     // 70
+	}
+	d := newConfigured(t, `{"op_overhead_ms": {"train-step": 1.5}}`)
+	res, err := d.Cost(ctx, &device.CostRequest{Ops: ops})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{1_500_000, 1_500_070, 70}; !slices.Equal(res.ModeledNs, want) {
+		t.Fatalf("modeled ns %v, want %v", res.ModeledNs, want)
+	}
+	if p, _ := d.Params(ctx); !strings.Contains(p.Source, "op_overhead_ms") {
+		t.Errorf("source %q does not note the override", p.Source)
+	}
+	peak := New(Spec{Name: "t", Default: "p", Profiles: map[string]Params{
+		"p": {Profile: testProfile, OpOverheadMs: map[string]float64{"train-step": 2}}}})
+	for opts, want := range map[string]int64{`{}`: 2_000_000, `{"peak": true}`: 0} {
+		if err := peak.Configure(ctx, plugin.Setup{Options: json.RawMessage(opts)}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := peak.Cost(ctx, &device.CostRequest{Ops: ops[:1]})
+		if err != nil || res.ModeledNs[0] != want {
+			t.Errorf("options %s: %v, %v; want %d ns", opts, res, err, want)
+		}
+	}
+}
+
 func TestOptionsOverrideProfile(t *testing.T) {
 	ctx := context.Background()
 	d := newConfigured(t, `{"bandwidth_gbps": 200, "efficiency": 1, "name": "faster part"}`)
@@ -83,6 +116,7 @@ func TestRejectsOptions(t *testing.T) {
 		`{"latency_ns": -1}`, `{"gflops": -2}`, `{"capacity_bytes": -1}`, `{"name": " "}`, `{"bandwith_gbps": 1}`,
 		`{"profile": "nope"}`, `{"link": "pcie9"}`, `{"link_efficiency": 0}`, `{"compute_efficiency": 2}`,
 		`{"op_efficiency": {"scatter": 0}}`, `{"op_efficiency": {"": 0.5}}`, `{"peak": "yes"}`,
+		`{"op_overhead_ms": {"train-step": -1}}`, `{"op_overhead_ms": {"": 1}}`,
 	} {
 		d := New(testSpec())
 		err := d.Configure(context.Background(), plugin.Setup{Options: json.RawMessage(opts)})
@@ -185,7 +219,7 @@ func TestProfileLinkAndEfficiencies(t *testing.T) {
 	p, _ = d.Params(ctx)
 	if p.LinkGBps != 64 || p.Efficiency != 1 || p.LinkEfficiency != 1 || p.ComputeEfficiency != 0.5 ||
 		len(p.OpEfficiency) != 1 || p.OpEfficiency["gather"] != 0.25 || !strings.Contains(p.Name, "gen5") ||
-		!strings.HasSuffix(p.Source, "; peak figures (every efficiency 1); overridden by options: compute_efficiency, op_efficiency") {
+		!strings.HasSuffix(p.Source, "; peak figures (every efficiency 1, no op overhead); overridden by options: compute_efficiency, op_efficiency") {
 		t.Fatalf("params %+v", p)
 	}
 	// The catalogue is never written through a device's options.

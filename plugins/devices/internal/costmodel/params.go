@@ -25,6 +25,12 @@ type Params struct {
 	// from its kind's, e.g. the host's "scatter", whose counted bytes
 	// leave out the expanded gradients a baseline framework moves.
 	OpEfficiency map[string]float64
+	// OpOverheadMs adds a fixed modeled time, in ms, to every op of these
+	// names, beside its bytes or FLOPs: a per-call cost of the software
+	// that issues it, e.g. the training framework's per-step dispatch and
+	// synchronisation ("train-step"), which no bandwidth or arithmetic
+	// figure contains. Calibrated, like the efficiencies.
+	OpOverheadMs map[string]float64
 }
 
 // Link is a named host↔device interconnect.
@@ -74,8 +80,8 @@ func (p Params) withLink(key string) Params {
 // peak is p at its datasheet figures: every efficiency factor 1.
 func (p Params) peak() Params {
 	p.Efficiency, p.LinkEfficiency, p.ComputeEfficiency = 1, 1, 1
-	p.OpEfficiency = nil
-	p.Source += "; peak figures (every efficiency 1)"
+	p.OpEfficiency, p.OpOverheadMs = nil, nil
+	p.Source += "; peak figures (every efficiency 1, no op overhead)"
 	return p
 }
 
@@ -83,6 +89,7 @@ func (p Params) peak() Params {
 // a catalogue entry.
 func (p Params) clone() Params {
 	p.OpEfficiency = maps.Clone(p.OpEfficiency)
+	p.OpOverheadMs = maps.Clone(p.OpOverheadMs)
 	return p
 }
 
