@@ -201,12 +201,19 @@ const (
 // read and write of its device.
 const OpApply = "apply"
 
+// OpTrainStep is the op every training batch charges to the compute
+// device for the training framework's fixed cost per step (dispatch,
+// kernel launches, synchronisation): no bytes and no FLOPs, so it costs
+// only what the device's op_overhead_ms says (docs/devices.md,
+// "Calibration").
+const OpTrainStep = "train-step"
+
 // primOf names the primitive a charged op belongs to. The update is the
 // scatter primitive however it is charged, so that Fig. 12's breakdown has
 // the same bars for every graph.
 var primOf = map[string]string{
 	"gather-reduce": "gather", "cast-gather-reduce": "backward", "expand-coalesce": "backward",
-	"scatter": "scatter", OpApply: "scatter", "mlp": "mlp",
+	"scatter": "scatter", OpApply: "scatter", "mlp": "mlp", OpTrainStep: "step",
 	"pooled-to-device": "transfer", "grads-to-host": "transfer", "coalesced-to-update": "transfer",
 }
 

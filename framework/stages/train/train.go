@@ -149,6 +149,12 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 		{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled.Length},
 		{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs},
 	}
+	if !b.Eval {
+		// The training framework's fixed cost per step, priced by the
+		// compute device's op_overhead_ms (0 unless a profile or the
+		// graph sets one).
+		gpuOps = append(gpuOps, device.Op{Name: OpTrainStep, Kind: device.Compute})
+	}
 	b.SetStat("gather_bytes", gather.BytesRead)
 	if b.Eval {
 		if err := t.keepScores(b); err != nil {
