@@ -101,6 +101,32 @@ func TestGenFileRunsToTheDemoDigest(t *testing.T) {
 	}
 }
 
+// flowrun validate opens a graph's batch file: a missing file, or one of
+// another shape, is a graph error (exit 2) at the dataset key to change.
+func TestValidateOpensTheBatchFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	frb := filepath.Join(dir, "demo.frb")
+	mustFlowrun(t, "gen", demo, "--out", frb)
+	mustFlowrun(t, "validate", demo, "--set", "dataset.kind=file", "--set", "dataset.path="+frb)
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"dataset.path=" + filepath.Join(dir, "missing.frb")}, "dataset::path: no batch file"},
+		{[]string{"dataset.path=" + frb, "dataset.tables=3"}, "dataset::tables: the file " + frb + " has 4 tables, the graph 3"},
+	} {
+		args := []string{"validate", demo, "--set", "dataset.kind=file"}
+		for _, set := range c.sets {
+			args = append(args, "--set", set)
+		}
+		r := flowrun(t, args...)
+		if r.err == nil || !strings.Contains(r.stdout+r.stderr+r.err.Error(), c.want) {
+			t.Errorf("flowrun %s: %v\n%s%s\nwant %q", strings.Join(args, " "), r.err, r.stdout, r.stderr, c.want)
+		}
+	}
+}
+
 // Bad arguments are usage errors; bad input names its file and line and
 // leaves no output.
 func TestConvertErrors(t *testing.T) {

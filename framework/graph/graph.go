@@ -17,11 +17,13 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/data"
 )
 
 // Kinds knows the stage kinds.
@@ -160,10 +162,32 @@ func Build(cfg *config.Config, src *config.Source, kinds Kinds, plugins Plugins)
 	b.nodesAndSubjects()
 	order := b.sort()
 	b.checkScratchpad(order)
+	b.checkDatasetFile()
 	if err := errors.Join(b.errs...); err != nil {
 		return nil, src.Annotate(err)
 	}
 	return b.result(order), nil
+}
+
+// checkDatasetFile opens a batch file named by dataset.path (dataset.kind
+// file) and checks it against the dataset section, as the load stage will
+// at run time, so that flowrun validate catches a missing file or a
+// mismatched shape before a run. The errors are placed at the dataset key
+// to change.
+func (b *builder) checkDatasetFile() {
+	d := b.cfg.Dataset
+	if d.Kind != "file" || d.Path == "" {
+		return
+	}
+	f, err := data.Open(d.Path, d)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			err = config.At("dataset::path", fmt.Errorf("no batch file %s (make one with flowrun gen or flowrun convert)", d.Path))
+		}
+		b.errs = append(b.errs, err)
+		return
+	}
+	f.Close()
 }
 
 // endpoint is one end of a subject: the stage and where the subject is
