@@ -42,3 +42,48 @@ for loc in "${localities[@]}"; do
 	"$flowrun" bench graphs/static-cache.yaml "${P[@]}" "${static[@]}" \
 		--set dataset.locality="$loc" --set dataset.batches="$batches" --warmup "$warmup" --out "$out/$loc-static.json"
 done
+
+# One bench report over the localities (a sweep point each), runs in the
+# order static, no-cache, straw-man, ScratchPipe, speedups over the static
+# cache as Fig. 13 normalises them: OUT/paper.json, for flowrun report.
+# Then the table of docs/benchmarks.md, modeled after warm-up, beside
+# Table I.
+python3 - "$out" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+table1 = {"random": 47.82, "low": 44.70, "medium": 29.68, "high": 26.34}
+merged, rows = None, []
+for loc in ["random", "low", "medium", "high"]:
+    paths = [os.path.join(out, f"{loc}-static.json"), os.path.join(out, f"{loc}.json")]
+    if not all(os.path.exists(p) for p in paths):
+        continue
+    static, rest = (json.load(open(p)) for p in paths)
+    runs = static["runs"] + rest["runs"]
+    if merged is None:
+        merged = dict(rest, graphs=[static["graphs"][0]] + rest["graphs"], baseline=static["baseline"],
+                      sweep=[{"key": "dataset.locality", "values": []}], runs=[], warmup=rest["warmup"])
+    merged["sweep"][0]["values"].append(loc)
+    base = runs[0]
+    ms = {}
+    for r in runs:
+        r["point"] = [f"dataset.locality={loc}"]
+        m, bm = r.get("modeled_after_warmup_ms", 0), base.get("modeled_after_warmup_ms", 0)
+        r["speedup"] = {"wall": base["iteration_ms"]["wall"] / r["iteration_ms"]["wall"],
+                        "modeled": bm / m if m > 0 and bm > 0 else 0}
+        ms[r["graph"]] = m
+        merged["runs"].append(r)
+    merged["digests_equal"] = merged.get("digests_equal", True) and len({r["digest"] for r in runs}) == 1
+    rows.append((loc, ms))
+if merged is None:
+    sys.exit(0)
+merged["warmup"] = 0  # each locality has its own warm-up; the runs carry their figures
+for r in merged["runs"]:
+    r["iteration_ms"]["modeled"] = r.get("modeled_after_warmup_ms", r["iteration_ms"]["modeled"])
+json.dump(merged, open(os.path.join(out, "paper.json"), "w"), indent=1)
+print("modeled ms per batch after warm-up (V100 + PCIe gen3 + Xeon E5-2698 v4)")
+print(f"{'locality':9} {'no-cache':>9} {'static':>8} {'strawman':>9} {'scratchpipe':>12} {'Table I':>8} {'diff':>7} {'vs static':>10} {'vs no-cache':>12}")
+for loc, ms in rows:
+    sp = ms["scratchpipe"]
+    print(f"{loc:9} {ms['no-cache']:9.2f} {ms['static-cache']:8.2f} {ms['strawman']:9.2f} {sp:12.2f} {table1[loc]:8.2f} "
+          f"{100 * (sp / table1[loc] - 1):+6.0f}% {ms['static-cache'] / sp:9.2f}× {ms['no-cache'] / sp:11.2f}×")
+PY
