@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/hazard"
+	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/internal/stagetest"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -81,6 +82,47 @@ func TestPlanSendsTheFutureWindow(t *testing.T) {
 	}
 	if err := p.ProcessAhead(context.Background(), bs[1], bs[:1]); err == nil {
 		t.Error("a future batch before the planned one was accepted")
+	}
+}
+
+// With a device, plan charges the index's work to it: a modeled time per
+// batch that grows with the IDs and the future window, recorded as the
+// stage's modeled_ns and under the device for the modeled clock. Without
+// one it charges nothing.
+func TestPlanChargesItsDevice(t *testing.T) {
+	// plan charges batch 0 of a fresh environment, with or without a
+	// device and a future window of batch 1.
+	charge := func(device string, future bool) *batch.Batch {
+		e := stagetest.New(t, stagetest.Options{CacheRows: 16})
+		s, err := stagetest.Create(t, NewFactory(), e.Set, func(c stage.Config) { c.(*Config).Device = device })
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, next := e.Batch(t, 0), e.Batch(t, 1)
+		e.Load(t, b)
+		e.Load(t, next)
+		var ahead []*batch.Batch
+		if future {
+			ahead = append(ahead, next)
+		}
+		if err := s.(*planner).ProcessAhead(context.Background(), b, ahead); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if b := charge("", false); b.Stats["modeled_ns"] != 0 || b.Stats[stage.DeviceStat("gpu")] != 0 {
+		t.Errorf("plan without a device charged %v", b.Stats)
+	}
+	b := charge("gpu", false)
+	alone := b.Stats["modeled_ns"]
+	if alone <= 0 || b.Stats[stage.DeviceStat("gpu")] != alone {
+		t.Fatalf("modeled %d ns, gpu %d ns: want the same figure > 0", alone, b.Stats[stage.DeviceStat("gpu")])
+	}
+	if ahead := charge("gpu", true).Stats["modeled_ns"]; ahead <= alone {
+		t.Errorf("with a future window of one batch %d ns, without %d ns: want more", ahead, alone)
+	}
+	if got := (&Config{Device: "gpu"}).DeviceNames(); !slices.Equal(got, []string{"gpu"}) {
+		t.Errorf("device names %v", got)
 	}
 }
 
