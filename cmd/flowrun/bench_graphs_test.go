@@ -202,3 +202,43 @@ func TestBenchWarmup(t *testing.T) {
 		t.Errorf("table:\n%s", r.stdout)
 	}
 }
+
+// The modeled clock holds each device for what the stages charged to it:
+// in ScratchPipe's graph the host's busy time is the host work collect,
+// insert and train charged (results' per-stage device times), not the
+// whole time of every stage that names the host; and holding each device
+// for its part makes the pipeline no slower.
+func TestModeledClockHoldsWhatWasCharged(t *testing.T) {
+	t.Parallel()
+	graph := scratchPipeGraphs()[3]
+	res := runResults(t, graph, benchSmall...)
+	charged := map[string]float64{}
+	for _, p := range res.Primitives {
+		if p.Stage == "exchange" {
+			continue // charged to the gpu, held on the link (link:gpu)
+		}
+		for dev, ms := range p.DeviceBusyMs {
+			charged[dev] += ms * 1e6
+		}
+	}
+	if res.ModeledClock == nil || len(res.ModeledClock.Resources) == 0 {
+		t.Fatalf("no modeled clock resources: %+v", res.ModeledClock)
+	}
+	var named float64 // the whole time of every stage naming the host
+	for _, s := range res.ModeledClock.Stages {
+		if s.Name == "collect" || s.Name == "insert" || s.Name == "train" {
+			named += float64(s.BusyNs)
+		}
+	}
+	for _, u := range res.ModeledClock.Resources {
+		if u.Name != "host" && u.Name != "gpu" {
+			continue
+		}
+		if diff := float64(u.BusyNs) - charged[u.Name]; diff > 1e3 || diff < -1e3 {
+			t.Errorf("%s busy %d ns on the modeled clock, %.0f ns charged to it", u.Name, u.BusyNs, charged[u.Name])
+		}
+		if float64(u.BusyNs) >= named {
+			t.Errorf("%s busy %d ns: as long as the stages naming it (%.0f ns)", u.Name, u.BusyNs, named)
+		}
+	}
+}
