@@ -171,7 +171,7 @@ func (h *Host) Cache(ctx context.Context, ref string) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tracedCache{impl: impl, tr: tr}, nil
+	return &tracedCache{tracedBase{impl, tr}, impl}, nil
 }
 
 // Kernel resolves ref to a kernel.
@@ -180,7 +180,7 @@ func (h *Host) Kernel(ctx context.Context, ref string) (kernel.Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tracedKernel{impl: impl, tr: tr}, nil
+	return &tracedKernel{tracedBase{impl, tr}, impl}, nil
 }
 
 // Model resolves ref to a model.
@@ -189,7 +189,7 @@ func (h *Host) Model(ctx context.Context, ref string) (model.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tracedModel{impl: impl, tr: tr}, nil
+	return &tracedModel{tracedBase{impl, tr}, impl}, nil
 }
 
 // Device resolves ref to a device.
@@ -198,7 +198,7 @@ func (h *Host) Device(ctx context.Context, ref string) (device.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tracedDevice{impl: impl, tr: tr}, nil
+	return &tracedDevice{tracedBase{impl, tr}, impl}, nil
 }
 
 // resolve makes the plugin ref names, in process or as a subprocess, and

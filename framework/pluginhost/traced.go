@@ -22,113 +22,93 @@ type spans struct {
 	attrs  []attribute.KeyValue
 }
 
-func (s *spans) start(ctx context.Context, method string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return s.tracer.Start(ctx, s.prefix+method,
+// traced runs one plugin call f inside a span named after method, with
+// attrs; done, if not nil, adds attributes from a successful call's result
+// (which it must check for nil); an error is recorded on the span.
+func traced[R any](ctx context.Context, s *spans, method string, f func(context.Context) (R, error), done func(trace.Span, R), attrs ...attribute.KeyValue) (R, error) {
+	ctx, span := s.tracer.Start(ctx, s.prefix+method,
 		trace.WithSpanKind(s.kind),
 		trace.WithAttributes(s.attrs...),
 		trace.WithAttributes(attrs...))
-}
-
-// end records err on span, if any, and ends it.
-func end(span trace.Span, err error) {
+	defer span.End()
+	res, err := f(ctx)
+	if err == nil && done != nil {
+		done(span, res)
+	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}
-	span.End()
+	return res, err
 }
 
 func seq(n uint64) attribute.KeyValue { return attribute.Int64("flowrun.batch.seq", int64(n)) }
 
-func traceInfo(ctx context.Context, s *spans, b plugin.Base) (plugin.Info, error) {
-	ctx, span := s.start(ctx, "Info")
-	i, err := b.Info(ctx)
-	end(span, err)
-	return i, err
+// tracedBase traces the two calls every plugin has.
+type tracedBase struct {
+	base plugin.Base
+	tr   *spans
 }
 
-func traceConfigure(ctx context.Context, s *spans, b plugin.Base, setup plugin.Setup) error {
-	ctx, span := s.start(ctx, "Configure", attribute.String("flowrun.run_id", setup.RunID))
-	err := b.Configure(ctx, setup)
-	end(span, err)
+func (b tracedBase) Info(ctx context.Context) (plugin.Info, error) {
+	return traced(ctx, b.tr, "Info", b.base.Info, nil)
+}
+
+func (b tracedBase) Configure(ctx context.Context, setup plugin.Setup) error {
+	_, err := traced(ctx, b.tr, "Configure", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, b.base.Configure(ctx, setup)
+	}, nil, attribute.String("flowrun.run_id", setup.RunID))
 	return err
 }
 
 type tracedCache struct {
+	tracedBase
 	impl cache.Cache
-	tr   *spans
-}
-
-func (c *tracedCache) Info(ctx context.Context) (plugin.Info, error) {
-	return traceInfo(ctx, c.tr, c.impl)
-}
-func (c *tracedCache) Configure(ctx context.Context, s plugin.Setup) error {
-	return traceConfigure(ctx, c.tr, c.impl, s)
 }
 
 func (c *tracedCache) Plan(ctx context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	ctx, span := c.tr.start(ctx, "Plan", seq(req.Seq))
-	res, err := c.impl.Plan(ctx, req)
-	if res != nil {
-		var st cache.TableStats
-		for _, t := range res.Tables {
-			st.Hits += t.Hits
-			st.Misses += t.Misses
-			st.Evictions += t.Evictions
-		}
-		span.SetAttributes(
-			attribute.Int64("flowrun.cache.hits", st.Hits),
-			attribute.Int64("flowrun.cache.misses", st.Misses),
-			attribute.Int64("flowrun.cache.evictions", st.Evictions))
-	}
-	end(span, err)
-	return res, err
+	return traced(ctx, c.tr, "Plan", func(ctx context.Context) (*cache.PlanResult, error) { return c.impl.Plan(ctx, req) },
+		func(span trace.Span, res *cache.PlanResult) {
+			if res == nil {
+				return
+			}
+			var st cache.TableStats
+			for _, t := range res.Tables {
+				st.Hits += t.Hits
+				st.Misses += t.Misses
+				st.Evictions += t.Evictions
+			}
+			span.SetAttributes(
+				attribute.Int64("flowrun.cache.hits", st.Hits),
+				attribute.Int64("flowrun.cache.misses", st.Misses),
+				attribute.Int64("flowrun.cache.evictions", st.Evictions))
+		}, seq(req.Seq))
 }
 
 type tracedKernel struct {
+	tracedBase
 	impl kernel.Kernel
-	tr   *spans
-}
-
-func (k *tracedKernel) Info(ctx context.Context) (plugin.Info, error) {
-	return traceInfo(ctx, k.tr, k.impl)
-}
-func (k *tracedKernel) Configure(ctx context.Context, s plugin.Setup) error {
-	return traceConfigure(ctx, k.tr, k.impl, s)
 }
 
 func (k *tracedKernel) GatherReduce(ctx context.Context, req *kernel.GatherReduceRequest) (*kernel.Result, error) {
-	ctx, span := k.tr.start(ctx, "GatherReduce")
-	res, err := k.impl.GatherReduce(ctx, req)
-	kernelResult(span, res)
-	end(span, err)
-	return res, err
+	return traced(ctx, k.tr, "GatherReduce", func(ctx context.Context) (*kernel.Result, error) { return k.impl.GatherReduce(ctx, req) }, kernelResult)
 }
 
 func (k *tracedKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*kernel.Result, error) {
-	ctx, span := k.tr.start(ctx, "Scatter")
-	res, err := k.impl.Scatter(ctx, req)
-	kernelResult(span, res)
-	end(span, err)
-	return res, err
+	return traced(ctx, k.tr, "Scatter", func(ctx context.Context) (*kernel.Result, error) { return k.impl.Scatter(ctx, req) }, kernelResult)
 }
 
 func (k *tracedKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoalesceRequest) (*kernel.CoalesceResult, error) {
-	ctx, span := k.tr.start(ctx, "ExpandCoalesce")
-	res, err := k.impl.ExpandCoalesce(ctx, req)
-	if res != nil {
-		kernelResult(span, &res.Result)
-	}
-	end(span, err)
-	return res, err
+	return traced(ctx, k.tr, "ExpandCoalesce", func(ctx context.Context) (*kernel.CoalesceResult, error) { return k.impl.ExpandCoalesce(ctx, req) },
+		func(span trace.Span, res *kernel.CoalesceResult) {
+			if res != nil {
+				kernelResult(span, &res.Result)
+			}
+		})
 }
 
 func (k *tracedKernel) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kernel.Result, error) {
-	ctx, span := k.tr.start(ctx, "Apply")
-	res, err := k.impl.Apply(ctx, req)
-	kernelResult(span, res)
-	end(span, err)
-	return res, err
+	return traced(ctx, k.tr, "Apply", func(ctx context.Context) (*kernel.Result, error) { return k.impl.Apply(ctx, req) }, kernelResult)
 }
 
 func kernelResult(span trace.Span, res *kernel.Result) {
@@ -142,56 +122,34 @@ func kernelResult(span trace.Span, res *kernel.Result) {
 }
 
 type tracedModel struct {
+	tracedBase
 	impl model.Model
-	tr   *spans
-}
-
-func (m *tracedModel) Info(ctx context.Context) (plugin.Info, error) {
-	return traceInfo(ctx, m.tr, m.impl)
-}
-func (m *tracedModel) Configure(ctx context.Context, s plugin.Setup) error {
-	return traceConfigure(ctx, m.tr, m.impl, s)
 }
 
 func (m *tracedModel) Step(ctx context.Context, req *model.StepRequest) (*model.StepResult, error) {
-	ctx, span := m.tr.start(ctx, "Step", seq(req.Seq), attribute.Bool("flowrun.model.train", req.Train))
-	res, err := m.impl.Step(ctx, req)
-	if res != nil {
-		span.SetAttributes(attribute.Float64("flowrun.model.loss", res.Loss), attribute.Int64("flowrun.flops", res.FLOPs))
-	}
-	end(span, err)
-	return res, err
+	return traced(ctx, m.tr, "Step", func(ctx context.Context) (*model.StepResult, error) { return m.impl.Step(ctx, req) },
+		func(span trace.Span, res *model.StepResult) {
+			if res == nil {
+				return
+			}
+			span.SetAttributes(attribute.Float64("flowrun.model.loss", res.Loss), attribute.Int64("flowrun.flops", res.FLOPs))
+		}, seq(req.Seq), attribute.Bool("flowrun.model.train", req.Train))
 }
 
 func (m *tracedModel) Digest(ctx context.Context) ([]byte, error) {
-	ctx, span := m.tr.start(ctx, "Digest")
-	d, err := m.impl.Digest(ctx)
-	end(span, err)
-	return d, err
+	return traced(ctx, m.tr, "Digest", m.impl.Digest, nil)
 }
 
 type tracedDevice struct {
+	tracedBase
 	impl device.Device
-	tr   *spans
-}
-
-func (d *tracedDevice) Info(ctx context.Context) (plugin.Info, error) {
-	return traceInfo(ctx, d.tr, d.impl)
-}
-func (d *tracedDevice) Configure(ctx context.Context, s plugin.Setup) error {
-	return traceConfigure(ctx, d.tr, d.impl, s)
 }
 
 func (d *tracedDevice) Profile(ctx context.Context) (device.Profile, error) {
-	ctx, span := d.tr.start(ctx, "Profile")
-	p, err := d.impl.Profile(ctx)
-	end(span, err)
-	return p, err
+	return traced(ctx, d.tr, "Profile", d.impl.Profile, nil)
 }
 
 func (d *tracedDevice) Cost(ctx context.Context, req *device.CostRequest) (*device.CostResult, error) {
-	ctx, span := d.tr.start(ctx, "Cost", seq(req.Seq), attribute.Int("flowrun.device.ops", len(req.Ops)))
-	res, err := d.impl.Cost(ctx, req)
-	end(span, err)
-	return res, err
+	return traced(ctx, d.tr, "Cost", func(ctx context.Context) (*device.CostResult, error) { return d.impl.Cost(ctx, req) },
+		nil, seq(req.Seq), attribute.Int("flowrun.device.ops", len(req.Ops)))
 }
