@@ -5,9 +5,12 @@
 # Baseline(NMP), tensorcasting-nmp.yaml = Ours(NMP)) for RM1–RM4 (Table II,
 # dim 64) at batch 1024, 2048 and 4096 (Sec. V), on the paper profile
 # (Xeon E5-2698 v4 with ScratchPipe's calibrated factors, V100, Table I's
-# NMP pool). Each point runs once more with the host at its datasheet peak
-# (devices.host.options.peak=true), the bound of a tuned CPU software; the
-# Ours(NMP) graph has no host, so it runs only once.
+# NMP pool). Variants (VARIANTS): calibrated (the graphs as shipped), peak
+# (the host at its datasheet figures, devices.host.options.peak=true: the
+# bound of a tuned CPU software; Ours(NMP) has no host, so its calibrated
+# figures stand for it) and step15 (ScratchPipe's calibrated 15 ms
+# training-step overhead on the GPU, which the Tensor Casting graphs leave
+# at 0: docs/devices.md, "Calibration").
 #
 # Reduced for a small shared VM: 4 training batches, no held-out batches,
 # 100 000 rows per table (the paper does not give table sizes), and
@@ -20,9 +23,9 @@
 #   scripts/bench-tensorcasting-paper.sh table [OUT]  # print the table of OUT's runs
 #
 # Environment: RMS (default "rm1 rm2 rm3 rm4"), SIZES ("1024 2048 4096"),
-# PEAK (1: also the peak-host runs; 0: not), FLOWRUN (bin/flowrun).
-# Writes OUT/RM-bSIZE.json and OUT/RM-bSIZE-peak.json (flowrun bench
-# --json; flowrun report draws them).
+# VARIANTS ("calibrated peak"), FLOWRUN (bin/flowrun). Writes
+# OUT/RM-bSIZE.json, OUT/RM-bSIZE-peak.json and OUT/RM-bSIZE-step15.json
+# (flowrun bench --json; flowrun report draws them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,10 +39,10 @@ systems = [("tensorcasting-baseline-cpu", "Baseline(CPU)"), ("tensorcasting", "O
 # rows[(variant, rm, batch)][graph] = figures, all modeled ms per batch
 rows = {}
 for path in sorted(glob.glob(os.path.join(out, "*.json"))):
-    m = re.fullmatch(r"(rm\d)-b(\d+)(-peak)?\.json", os.path.basename(path))
+    m = re.fullmatch(r"(rm\d)-b(\d+)(?:-(peak|step15))?\.json", os.path.basename(path))
     if not m:
         continue
-    rm, batch, variant = m[1], int(m[2]), "peak" if m[3] else "calibrated"
+    rm, batch, variant = m[1], int(m[2]), m[3] or "calibrated"
     rep = json.load(open(path))
     for run in rep["runs"]:
         if run.get("error"):
@@ -51,11 +54,12 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
         n = tr.get("batches") or 1
         ms = lambda p, k: p.get("modeled_ms", {}).get(k, 0.0) / (p.get("batches") or 1)
         it = run["iteration_ms"]["modeled"]
+        step = ms(tr, "step")
         nmp = tr.get("modeled_device_busy_ms", {}).get("nmp", 0.0) / n
         rows.setdefault((variant, rm, batch), {})[run["graph"]] = {
             "it": it, "gather": ms(tr, "gather"), "backward": ms(tr, "backward"),
             "cast": ms(ca, "cast"), "cast_copy": ms(ca, "transfer"), "scatter": ms(tr, "scatter"),
-            "mlp": ms(tr, "mlp"), "transfer": ms(tr, "transfer"),
+            "mlp": ms(tr, "mlp"), "step": step, "transfer": ms(tr, "transfer"),
             "nmp_util": nmp / it if nmp else None,
         }
 # Ours(NMP) names no host: its peak-host figures are its calibrated ones.
@@ -68,13 +72,17 @@ for (variant, rm, batch), g in rows.items():
 def f(x, d=2):
     return "–" if x is None or x == 0 else f"{x:.{d}f}"
 
-for variant in ("calibrated", "peak"):
+titles = {"calibrated": "the graphs as shipped (calibrated host)", "peak": "host at its datasheet peak",
+          "step15": "with a 15 ms training-step overhead on the GPU"}
+for variant in ("calibrated", "peak", "step15"):
     keys = sorted(k for k in rows if k[0] == variant)
     if not keys:
         continue
-    print(f"\n### host {variant}: modeled ms per batch\n")
-    print("| model | batch | system | iteration | speedup | gather | backward | cast (gpu) | index copies | scatter | mlp | transfer | NMP util. |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"\n### {titles[variant]}: modeled ms per batch\n")
+    step = any(r.get("step") for k in keys for r in rows[k].values())
+    print("| model | batch | system | iteration | speedup | gather | backward | cast (gpu) | index copies | scatter | mlp |"
+          + (" step |" if step else "") + " transfer | NMP util. |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if step else "") + "---|---|")
     speed = {s: [] for _, s in systems}
     util = {}
     fig12 = []
@@ -91,14 +99,15 @@ for variant in ("calibrated", "peak"):
             if r["nmp_util"] is not None:
                 util.setdefault(name, []).append((rm, batch, r["nmp_util"]))
             print(f"| {rm.upper()} | {batch} | {name} | {f(r['it'])} | {f(sp)}× | {f(r['gather'])} | {f(r['backward'])} | "
-                  f"{f(r['cast'])} | {f(r['cast_copy'])} | {f(r['scatter'])} | {f(r['mlp'])} | {f(r['transfer'])} | "
+                  f"{f(r['cast'])} | {f(r['cast_copy'])} | {f(r['scatter'])} | {f(r['mlp'])} | "
+                  + (f"{f(r['step'])} | " if step else "") + f"{f(r['transfer'])} | "
                   f"{f(100 * r['nmp_util'], 1) + ' %' if r['nmp_util'] is not None else '–'} |")
         if base:
             for graph in ("tensorcasting", "tensorcasting-nmp"):
                 r = g.get(graph)
                 if r:
                     fig12.append((rm, batch, graph, base["backward"] / (r["cast"] + r["backward"])))
-    print(f"\n### host {variant}: summary (modeled)\n")
+    print(f"\n### {titles[variant]}: summary (modeled)\n")
     for name in ("Ours(CPU)", "Baseline(NMP)", "Ours(NMP)"):
         v = [s for _, _, s in speed[name]]
         if v:
@@ -135,6 +144,7 @@ flowrun=${FLOWRUN:-bin/flowrun}
 mkdir -p "$out"
 read -r -a rms <<<"${RMS:-rm1 rm2 rm3 rm4}"
 read -r -a sizes <<<"${SIZES:-1024 2048 4096}"
+read -r -a variants <<<"${VARIANTS:-calibrated peak}"
 common=(--set dataset.rows=100000 --set dataset.batches=4 --set dataset.eval_batches=0
 	--set stages.train.learning_rate=0.01 --set model.options.learning_rate=0.01 --set dataset.dim=64)
 for rm in "${rms[@]}"; do
@@ -147,15 +157,18 @@ for rm in "${rms[@]}"; do
 	esac
 	for b in "${sizes[@]}"; do
 		P=(--set model.options.preset="$rm" "${shape[@]}" "${common[@]}" --set dataset.batch_size="$b")
-		echo "== $rm batch $b" >&2
-		"$flowrun" bench graphs/tensorcasting-baseline-cpu.yaml graphs/tensorcasting.yaml \
-			graphs/tensorcasting-baseline-nmp.yaml graphs/tensorcasting-nmp.yaml \
-			"${P[@]}" --json --out "$out/$rm-b$b.json" >/dev/null
-		if [[ ${PEAK:-1} == 1 ]]; then
-			"$flowrun" bench graphs/tensorcasting-baseline-cpu.yaml graphs/tensorcasting.yaml \
-				graphs/tensorcasting-baseline-nmp.yaml \
-				"${P[@]}" --set devices.host.options.peak=true --json --out "$out/$rm-b$b-peak.json" >/dev/null
-		fi
+		for v in "${variants[@]}"; do
+			echo "== $rm batch $b $v" >&2
+			graphs=(graphs/tensorcasting-baseline-cpu.yaml graphs/tensorcasting.yaml
+				graphs/tensorcasting-baseline-nmp.yaml graphs/tensorcasting-nmp.yaml)
+			case $v in
+			calibrated) V=() suffix= ;;
+			peak) V=(--set devices.host.options.peak=true) suffix=-peak graphs=("${graphs[@]:0:3}") ;;
+			step15) V=(--set devices.gpu.options.op_overhead_ms.train-step=15) suffix=-step15 ;;
+			*) echo "unknown variant $v" >&2; exit 2 ;;
+			esac
+			"$flowrun" bench "${graphs[@]}" "${P[@]}" "${V[@]}" --json --out "$out/$rm-b$b$suffix.json" >/dev/null
+		done
 	done
 done
 table "$out"
