@@ -73,6 +73,18 @@ func printSummary(w io.Writer, r *results.Results) {
 		thr += fmt.Sprintf("   %s samples/s modeled", thousands(r.Throughput.ModeledSamplesPerS))
 	}
 	line("throughput", "%s", thr)
+	label := "primitives"
+	for _, p := range r.Primitives {
+		if len(p.ModeledMs) == 0 || p.Batches == 0 {
+			continue
+		}
+		parts := make([]string, 0, len(p.ModeledMs))
+		for _, k := range sortedKeysBy(p.ModeledMs) {
+			parts = append(parts, fmt.Sprintf("%s %.3f", k, p.ModeledMs[k]/float64(p.Batches)))
+		}
+		line(label, "%s, modeled ms/batch over its %d batches: %s", p.Stage, p.Batches, strings.Join(parts, ", "))
+		label = ""
+	}
 	if c := r.Cache; c != nil {
 		line("cache", "%s, %s rows/table: hit rate %.1f%% (%s hits, %s misses, %s evictions)",
 			c.Plugin, thousands(float64(c.Rows)), 100*c.HitRate,
@@ -122,6 +134,13 @@ func printSummary(w io.Writer, r *results.Results) {
 		line("plugins", "%s", p)
 	}
 	line("digest", "%s", r.Digest)
+}
+
+// sortedKeysBy lists m's keys, largest value first (then by name).
+func sortedKeysBy(m map[string]float64) []string {
+	keys := sortedKeys(m)
+	sort.SliceStable(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
+	return keys
 }
 
 // batchCounts says how many batches ran: training and held-out ones for a

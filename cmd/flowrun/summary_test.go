@@ -42,6 +42,8 @@ func fixedResults() *results.Results {
 			},
 		},
 		Throughput: results.Throughput{WallSamplesPerS: 33860.4, ModeledSamplesPerS: 11457443.6},
+		Primitives: []results.Primitives{{Stage: "train", Batches: 48,
+			ModeledMs: map[string]float64{"gather": 0.48, "mlp": 0.24, "step": 0.96}}},
 		Cache: &results.Cache{
 			Plugin: "builtin:lru", Rows: 5000, Hits: 231399, Misses: 96281, Evictions: 70108, HitRate: 0.70617,
 			LinkBytes: map[string]int64{"to_host": 4486912, "to_device": 6161984},
@@ -80,7 +82,7 @@ func TestSummaryInference(t *testing.T) {
 	r := fixedResults()
 	ndcg := 0.2987
 	r.Stages = []results.Stage{{Name: "score", Kind: "score", Batches: 20}, {Name: "filter", Kind: "filter", Batches: 20}}
-	r.Batches, r.EvalBatches, r.Cache, r.ModeledClock, r.Plugins = 20, 0, nil, nil, nil
+	r.Batches, r.EvalBatches, r.Cache, r.ModeledClock, r.Plugins, r.Primitives = 20, 0, nil, nil, nil, nil
 	r.IterationMs.Modeled, r.Throughput.ModeledSamplesPerS = 0, 0
 	r.Metrics = results.Metrics{NDCG: &ndcg, Extra: map[string]float64{"ndcg_k": 32, "ndcg_queries": 20}}
 	var b bytes.Buffer
