@@ -401,13 +401,11 @@ func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUs
 		EvalBatches: r.total - cfg.Dataset.Batches, Digest: digest, Plugins: uses,
 		WallMs: float64(wall.Nanoseconds()) / 1e6, Started: r.started,
 	}
-	var modeledPerBatch float64
 	for _, n := range r.nodes {
 		s := results.Stage{Name: n.Name, Kind: n.Kind, Batches: len(n.wallNs), WallMs: results.PercentilesOf(n.wallNs)}
 		if len(n.modNs) > 0 {
 			p := results.PercentilesOf(n.modNs)
 			s.ModeledMs = &p
-			modeledPerBatch += p.Mean
 		}
 		res.Stages = append(res.Stages, s)
 	}
@@ -416,7 +414,6 @@ func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUs
 		res.IterationMs.Wall = res.WallMs / float64(max(r.total, 1))
 		res.Throughput.WallSamplesPerS = samples * float64(max(r.total, 1)) / wall.Seconds()
 	}
-	_ = modeledPerBatch
 	series, totals, values := r.metrics.Snapshot()
 	if pts := series["loss"]; len(pts) > 0 {
 		rp := make([]results.Point, len(pts))
@@ -481,10 +478,8 @@ func (r *run) modeledClock(res *results.Results, cfg *config.Config) error {
 	}
 	sum := tl.Summary()
 	res.ModeledClock = &sum
+	// With one batch SteadyIteration is the makespan.
 	iter := tl.SteadyIteration()
-	if r.total < 2 {
-		iter = tl.MeanIteration()
-	}
 	res.IterationMs.Modeled = iter / 1e6
 	if iter > 0 {
 		res.Throughput.ModeledSamplesPerS = float64(cfg.Dataset.BatchSize) / (iter / 1e9)
