@@ -122,25 +122,12 @@ func openInput(path string, stdin io.Reader) (io.Reader, string, int64, func(), 
 func printBatchFile(w io.Writer, path string, h *data.Header) {
 	var size string
 	if st, err := os.Stat(path); err == nil {
-		size = ", " + humanBytes(float64(st.Size()))
+		size = ", " + bytesIEC(st.Size())
 	}
 	fmt.Fprintf(w, "wrote      %s: %d %s samples, %d tables × %d lookups, %d dense features%s\n",
 		path, h.Samples, h.Source, h.Tables, h.Lookups, h.Dense, size)
 	fmt.Fprintf(w, "dataset    kind: file, path: %s, tables: %d, lookups: %d, dense_features: %d, rows: %d\n",
 		path, h.Tables, h.Lookups, h.Dense, h.MaxRows())
-}
-
-func humanBytes(f float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	i := 0
-	for f >= 1024 && i < len(units)-1 {
-		f /= 1024
-		i++
-	}
-	if i == 0 {
-		return fmt.Sprintf("%.0f B", f)
-	}
-	return fmt.Sprintf("%.1f %s", f, units[i])
 }
 
 // countingReader reports the bytes read through it.
@@ -185,15 +172,15 @@ func (p *byteProgress) add(n int) {
 		return
 	}
 	p.last = now
-	rate := humanBytes(float64(p.done)/now.Sub(p.start).Seconds()) + "/s"
+	rate := bytesIEC(int64(float64(p.done)/now.Sub(p.start).Seconds())) + "/s"
 	if p.total <= 0 {
-		fmt.Fprintf(p.w, "\rread %s  %s ", humanBytes(float64(p.done)), rate)
+		fmt.Fprintf(p.w, "\rread %s  %s ", bytesIEC(p.done), rate)
 		return
 	}
 	const width = 30
 	filled := min(width, int(float64(p.done)/float64(p.total)*width))
 	fmt.Fprintf(p.w, "\r[%s%s] %s of %s  %s ", strings.Repeat("=", filled), strings.Repeat(" ", width-filled),
-		humanBytes(float64(p.done)), humanBytes(float64(p.total)), rate)
+		bytesIEC(p.done), bytesIEC(p.total), rate)
 }
 
 func (p *byteProgress) finish() {
