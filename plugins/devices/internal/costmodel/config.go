@@ -81,17 +81,27 @@ func (c Config) resolve(spec Spec) (Params, error) {
 	if c.Peak != nil && *c.Peak {
 		p = p.peak()
 	}
-	p, _ = c.apply(p)
-	return p, nil
+	return c.apply(p), nil
 }
 
-// apply returns p with c's figure overrides, and the option names it
-// overrode (other than name and source) in a fixed order.
-func (c Config) apply(p Params) (Params, []string) {
+// apply returns p with c's figure overrides. Overriding a figure (name and
+// source aside) is noted in the Source, naming the options in a fixed order.
+func (c Config) apply(p Params) Params {
 	var changed []string
 	setF := func(dst *float64, v *float64, key string) {
 		if v != nil {
 			*dst = *v
+			changed = append(changed, key)
+		}
+	}
+	// mergeOps merges an op map over the profile's; p's maps are its own
+	// (resolve cloned them), so the catalogue is never written.
+	mergeOps := func(dst *map[string]float64, v map[string]float64, key string) {
+		if len(v) > 0 {
+			if *dst == nil {
+				*dst = map[string]float64{}
+			}
+			maps.Copy(*dst, v)
 			changed = append(changed, key)
 		}
 	}
@@ -109,20 +119,8 @@ func (c Config) apply(p Params) (Params, []string) {
 	setF(&p.Efficiency, c.Efficiency, "efficiency")
 	setF(&p.LinkEfficiency, c.LinkEfficiency, "link_efficiency")
 	setF(&p.ComputeEfficiency, c.ComputeEfficiency, "compute_efficiency")
-	if len(c.OpEfficiency) > 0 {
-		if p.OpEfficiency == nil {
-			p.OpEfficiency = map[string]float64{}
-		}
-		maps.Copy(p.OpEfficiency, c.OpEfficiency)
-		changed = append(changed, "op_efficiency")
-	}
-	if len(c.OpOverheadMs) > 0 {
-		if p.OpOverheadMs == nil {
-			p.OpOverheadMs = map[string]float64{}
-		}
-		maps.Copy(p.OpOverheadMs, c.OpOverheadMs)
-		changed = append(changed, "op_overhead_ms")
-	}
+	mergeOps(&p.OpEfficiency, c.OpEfficiency, "op_efficiency")
+	mergeOps(&p.OpOverheadMs, c.OpOverheadMs, "op_overhead_ms")
 	switch {
 	case c.Source != nil:
 		p.Source = *c.Source
@@ -131,7 +129,7 @@ func (c Config) apply(p Params) (Params, []string) {
 		// part's alone.
 		p.Source += "; overridden by options: " + strings.Join(changed, ", ")
 	}
-	return p, changed
+	return p
 }
 
 // Validate checks a cost model and joins every problem found. A device
@@ -172,22 +170,19 @@ func Validate(p Params) error {
 	if p.ComputeEfficiency != 0 && !fraction(p.ComputeEfficiency) {
 		bad("compute_efficiency", "must be in (0, 1]", p.ComputeEfficiency)
 	}
-	for _, name := range slices.Sorted(maps.Keys(p.OpEfficiency)) {
-		if strings.TrimSpace(name) == "" {
-			bad("op_efficiency", "op names must not be empty", fmt.Sprintf("%q", name))
-		}
-		if e := p.OpEfficiency[name]; !fraction(e) {
-			bad("op_efficiency::"+name, "must be in (0, 1]", e)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(p.OpOverheadMs)) {
-		if strings.TrimSpace(name) == "" {
-			bad("op_overhead_ms", "op names must not be empty", fmt.Sprintf("%q", name))
-		}
-		if v := p.OpOverheadMs[name]; !(v >= 0) || !finite(v) {
-			bad("op_overhead_ms::"+name, "must be ≥ 0", v)
+	// ops checks an op map: named ops, each value ok (else msg).
+	ops := func(key string, m map[string]float64, ok func(float64) bool, msg string) {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if strings.TrimSpace(name) == "" {
+				bad(key, "op names must not be empty", fmt.Sprintf("%q", name))
+			}
+			if v := m[name]; !ok(v) {
+				bad(key+"::"+name, msg, v)
+			}
 		}
 	}
+	ops("op_efficiency", p.OpEfficiency, fraction, "must be in (0, 1]")
+	ops("op_overhead_ms", p.OpOverheadMs, func(v float64) bool { return v >= 0 && finite(v) }, "must be ≥ 0")
 	return errors.Join(errs...)
 }
 

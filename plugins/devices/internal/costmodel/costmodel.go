@@ -1,7 +1,7 @@
 // Package costmodel is the analytical cost model the built-in memory
-// devices (cpu-dram, hbm) share: a device is one of its named profiles
-// (Params: datasheet peaks, a link from Links, efficiency factors), and
-// the modeled time of an operation is
+// devices (cpu-dram, hbm, nmp-dimm) share: a device is one of its named
+// profiles (Params: datasheet peaks, a link from Links, efficiency
+// factors), and the modeled time of an operation is
 //
 //	Read, Write:  latency + bytes / (bandwidth · efficiency)
 //	Transfer:     latency + bytes / (link · link_efficiency)

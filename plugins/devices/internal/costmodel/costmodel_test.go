@@ -76,8 +76,9 @@ func TestOpOverhead(t *testing.T) {
 	if p, _ := d.Params(ctx); !strings.Contains(p.Source, "op_overhead_ms") {
 		t.Errorf("source %q does not note the override", p.Source)
 	}
+	catalogue := map[string]float64{"train-step": 2}
 	peak := New(Spec{Name: "t", Default: "p", Profiles: map[string]Params{
-		"p": {Profile: testProfile, OpOverheadMs: map[string]float64{"train-step": 2}}}})
+		"p": {Profile: testProfile, OpOverheadMs: catalogue}}})
 	for opts, want := range map[string]int64{`{}`: 2_000_000, `{"peak": true}`: 0} {
 		if err := peak.Configure(ctx, plugin.Setup{Options: json.RawMessage(opts)}); err != nil {
 			t.Fatal(err)
@@ -86,6 +87,22 @@ func TestOpOverhead(t *testing.T) {
 		if err != nil || res.ModeledNs[0] != want {
 			t.Errorf("options %s: %v, %v; want %d ns", opts, res, err, want)
 		}
+	}
+	// op_overhead_ms merges over the profile's, as op_efficiency does, and
+	// never writes into the catalogue.
+	if err := peak.Configure(ctx, plugin.Setup{Options: json.RawMessage(`{"op_overhead_ms": {"h2d": 0.5}}`)}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := peak.Params(ctx)
+	if len(p.OpOverheadMs) != 2 || p.OpOverheadMs["train-step"] != 2 || p.OpOverheadMs["h2d"] != 0.5 {
+		t.Errorf("merged op_overhead_ms %v", p.OpOverheadMs)
+	}
+	if len(catalogue) != 1 {
+		t.Errorf("options leaked into the profile catalogue: %v", catalogue)
+	}
+	p.OpOverheadMs["train-step"] = 9
+	if again, _ := peak.Params(ctx); again.OpOverheadMs["train-step"] != 2 {
+		t.Error("Params shares its op_overhead_ms map with the device")
 	}
 }
 

@@ -85,8 +85,8 @@ func (p Params) peak() Params {
 	return p
 }
 
-// clone gives p its own OpEfficiency map, so that options never write into
-// a catalogue entry.
+// clone gives p its own op maps (OpEfficiency, OpOverheadMs), so that
+// options never write into a catalogue entry.
 func (p Params) clone() Params {
 	p.OpEfficiency = maps.Clone(p.OpEfficiency)
 	p.OpOverheadMs = maps.Clone(p.OpOverheadMs)
@@ -107,7 +107,8 @@ func (p Params) efficiency(op device.Op) float64 {
 	return p.Efficiency
 }
 
-// describeOps renders OpEfficiency for a field default, e.g. "scatter=0.033".
+// describeOps renders an op map (OpEfficiency, OpOverheadMs) for a field
+// default, e.g. "{scatter=0.0356}".
 func describeOps(m map[string]float64) string {
 	if len(m) == 0 {
 		return "{}"
