@@ -328,6 +328,21 @@ func checkUpdate(tables []kernel.Table, opt kernel.Optimizer, lr, eps float32) e
 	return nil
 }
 
+// maxCoalescedRows bounds the tables that Scatter and ExpandCoalesce take:
+// expand's sort keys hold a row id in 32 bits (row<<32 | bag), so a larger
+// id would wrap and merge with another row's gradients.
+const maxCoalescedRows = 1 << 32
+
+// checkCoalescedRows refuses a table whose row ids do not fit a sort key.
+func checkCoalescedRows(tables []kernel.Table) error {
+	for t, tab := range tables {
+		if tab.Rows > maxCoalescedRows {
+			return fmt.Errorf("%w: table %d: %d rows; expand-coalesce takes at most 2³² rows a table", plugin.ErrInvalidRequest, t, tab.Rows)
+		}
+	}
+	return nil
+}
+
 // Scatter applies Grads to the pooled rows: expand-coalesce, then the
 // optimizer update once per unique row, each table on one goroutine.
 func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*kernel.Result, error) {
@@ -336,6 +351,9 @@ func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*k
 		return nil, err
 	}
 	if err := checkUpdate(req.Tables, req.Optimizer, req.LearningRate, req.Epsilon); err != nil {
+		return nil, fmt.Errorf("scatter: %w", err)
+	}
+	if err := checkCoalescedRows(req.Tables); err != nil {
 		return nil, fmt.Errorf("scatter: %w", err)
 	}
 	views, err := k.view(req.Tables, req.Bags, req.Reduce, req.Grads, "grads")
@@ -364,6 +382,9 @@ func (k *cpuKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoales
 	cfg, err := k.begin(ctx, req == nil, "expand-coalesce")
 	if err != nil {
 		return nil, err
+	}
+	if err := checkCoalescedRows(req.Tables); err != nil {
+		return nil, fmt.Errorf("expand-coalesce: %w", err)
 	}
 	// The rows are not read: check the shapes, not the table regions.
 	views, err := k.viewTables(req.Tables, req.Bags, req.Reduce, req.Grads, "grads", true)

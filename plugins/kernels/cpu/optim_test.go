@@ -277,6 +277,17 @@ func TestOptimizerRejects(t *testing.T) {
 	if _, err := k.Apply(ctx, &kernel.ApplyRequest{Tables: tables, Coalesced: c, LearningRate: 1}); !errors.Is(err, plugin.ErrInvalidRequest) {
 		t.Errorf("apply to a row beyond the table: %v", err)
 	}
+	// Row ids past 2³² do not fit expand's sort keys: rows 1 and 2³²+1
+	// would be coalesced as one.
+	huge := []kernel.Table{{Rows: 1<<32 + 2, Dim: 1}}
+	hugeBags := kernel.Bags{Batch: 2, Indices: a.Int64s([]int64{1, 1<<32 + 1}), IndexStart: []int64{0}, Offsets: a.Int64s([]int64{0, 1, 2})}
+	hugeOut := kernel.Coalesced{Rows: a.Alloc(16), Grads: a.Alloc(8), RowStart: []int64{0}, GradStart: []int64{0}}
+	if _, err := k.ExpandCoalesce(ctx, &kernel.ExpandCoalesceRequest{Tables: huge, Bags: hugeBags, Grads: a.Float32s([]float32{1, 2}), Out: hugeOut}); !errors.Is(err, plugin.ErrInvalidRequest) {
+		t.Errorf("expand-coalesce of a table of 2³²+2 rows: %v", err)
+	}
+	if _, err := k.Scatter(ctx, &kernel.ScatterRequest{Tables: huge, Bags: hugeBags, Grads: a.Float32s([]float32{1, 2}), LearningRate: 1}); !errors.Is(err, plugin.ErrInvalidRequest) {
+		t.Errorf("scatter to a table of 2³²+2 rows: %v", err)
+	}
 	two := []kernel.Table{tables[0], tables[0]}
 	overlapping := kernel.Coalesced{Rows: a.Alloc(64), Grads: a.Alloc(64), RowStart: []int64{0, 1}, GradStart: []int64{0, 4}}
 	if _, err := k.ExpandCoalesce(ctx, &kernel.ExpandCoalesceRequest{
