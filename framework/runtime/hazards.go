@@ -3,7 +3,6 @@ package runtime
 import (
 	"fmt"
 
-	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/hazard"
 )
@@ -45,10 +44,10 @@ func ParseHazardMode(s string) (HazardMode, error) {
 // the graph has no Storage (then no stage reads what another writes).
 //
 // Strict mode holds the run to the pipeline the runtime builds: the stage
-// kinds in topological order (a chain, each kind once), credits batches
-// queued per edge, and, pipelined, at most nodes+credits batches past the
-// plan stage (the batch pool less the lookahead buffers); sequential, one.
-func newHazardChecker(mode HazardMode, g *graph.Graph, storage bool, credits int) (*hazard.Checker, error) {
+// kinds in topological order (a chain, each kind once), nats.credits
+// batches queued per edge, and at most the batch pool less the lookahead
+// buffers past the plan stage (stages+credits pipelined, one sequential).
+func newHazardChecker(mode HazardMode, g *graph.Graph, storage bool) (*hazard.Checker, error) {
 	if mode == HazardsOff || !storage {
 		return nil, nil
 	}
@@ -64,11 +63,7 @@ func newHazardChecker(mode HazardMode, g *graph.Graph, storage bool, credits int
 		seen[n.Kind] = n.Name
 		order = append(order, n.Kind)
 	}
-	depth := len(g.Nodes) + credits
-	if g.Config.Pipeline == config.Sequential {
-		depth = 1
-	}
-	c, err := hazard.NewStrict(hazard.Strict{Order: order, Queue: credits, Depth: depth})
+	c, err := hazard.NewStrict(hazard.Strict{Order: order, Queue: g.Config.NATS.Credits, Depth: poolBuffers(g.Config, len(g.Nodes), 0)})
 	if err != nil {
 		return nil, fmt.Errorf("--check-hazards: %w", err)
 	}

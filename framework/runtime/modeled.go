@@ -62,11 +62,11 @@ func ScheduleModeled(nodes []graph.Node, cfg *config.Config, t ModeledTimes) (*c
 			}
 		}
 	}
-	sched := clock.Scheduler{Mode: clock.Pipelined, Depth: len(nodes) + cfg.NATS.Credits + lookahead}
+	mode := clock.Pipelined
 	if cfg.Pipeline == config.Sequential {
-		sched = clock.Scheduler{Mode: clock.Sequential}
+		mode = clock.Sequential
 	}
-	tl, err := sched.Schedule(specs, durations)
+	tl, err := clock.Scheduler{Mode: mode, Depth: poolBuffers(cfg, len(nodes), lookahead)}.Schedule(specs, durations)
 	if err != nil {
 		return nil, 0, fmt.Errorf("modeled clock: %w", err)
 	}

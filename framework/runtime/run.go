@@ -117,7 +117,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	// Every stage holds one batch and every edge queues its credits (0: a
 	// hand-off, the lockstep pipeline ScratchPipe's windows assume).
 	credits := cfg.NATS.Credits
-	if r.hazards, err = newHazardChecker(opts.CheckHazards, g, storage != nil, credits); err != nil {
+	if r.hazards, err = newHazardChecker(opts.CheckHazards, g, storage != nil); err != nil {
 		return nil, fail(err)
 	}
 	if opts.CheckHazards != HazardsOff && r.hazards == nil {
@@ -161,21 +161,13 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		}
 	}()
 
-	// Enough buffers for every stage to hold one batch and every edge to
-	// queue its credits; more would only add memory, not overlap. A
-	// sequential graph has one buffer, so one batch is in flight.
-	// Stages that look ahead hold that many more batches.
 	ahead := 0
 	for _, n := range r.nodes {
 		if la, ok := n.stage.(stage.Lookahead); ok {
 			ahead += la.Lookahead()
 		}
 	}
-	buffers := len(r.nodes) + credits + ahead
-	if cfg.Pipeline == config.Sequential {
-		buffers = 1 + ahead
-	}
-	if r.pool, err = batch.NewPool(layout, buffers); err != nil {
+	if r.pool, err = batch.NewPool(layout, poolBuffers(cfg, len(r.nodes), ahead)); err != nil {
 		return nil, fail(err)
 	}
 	defer r.pool.Close()
@@ -273,6 +265,19 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	res.HostRSSPeakBytes, res.Memory = memory(tables, storage, storageDevice(g), r.pool)
 	root.SetAttributes(attribute.String("flowrun.digest", res.Digest))
 	return res, nil
+}
+
+// poolBuffers is the size of the batch pool, the bound on batches in
+// flight: enough buffers for every stage to hold one batch and every edge
+// to queue its credits (more would only add memory, not overlap), or one
+// in a sequential graph; plus the batches the stages that look ahead
+// hold. The modeled clock and the strict hazard checker assume the same
+// bound.
+func poolBuffers(cfg *config.Config, stages, lookahead int) int {
+	if cfg.Pipeline == config.Sequential {
+		return 1 + lookahead
+	}
+	return stages + cfg.NATS.Credits + lookahead
 }
 
 // newStorage creates the run's Storage, one table of cache.size rows per
