@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -588,7 +589,7 @@ func hitRateFigure(benches []*benchReport) (figure, bool) {
 	maxX := 0.0
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
 	for _, s := range all {
-		slices.SortFunc(s.pts, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+		slices.SortFunc(s.pts, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 		l, pts, err := plotter.NewLinePoints(s.pts)
 		if err != nil {
 			continue
@@ -635,16 +636,6 @@ func sweepAxis(sweep []benchSweep) string {
 		}
 	}
 	return ""
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // lossFigure draws each run's training loss per batch. Runs whose curves

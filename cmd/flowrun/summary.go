@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/flowrun/flowrun/framework/results"
@@ -91,7 +93,7 @@ func printSummary(w io.Writer, r *results.Results) {
 			thousands(float64(c.Hits)), thousands(float64(c.Misses)), thousands(float64(c.Evictions)))
 		if len(c.LinkBytes) > 0 {
 			links := make([]string, 0, len(c.LinkBytes))
-			for _, k := range sortedKeys(c.LinkBytes) {
+			for _, k := range slices.Sorted(maps.Keys(c.LinkBytes)) {
 				links = append(links, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_", " "), bytesIEC(c.LinkBytes[k])))
 			}
 			line("", "moved %s", strings.Join(links, ", "))
@@ -138,8 +140,8 @@ func printSummary(w io.Writer, r *results.Results) {
 
 // sortedKeysBy lists m's keys, largest value first (then by name).
 func sortedKeysBy(m map[string]float64) []string {
-	keys := sortedKeys(m)
-	sort.SliceStable(keys, func(i, j int) bool { return m[keys[i]] > m[keys[j]] })
+	keys := slices.Sorted(maps.Keys(m))
+	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(m[b], m[a]) })
 	return keys
 }
 
@@ -250,15 +252,6 @@ func bytesIEC(n int64) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i-1])
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // table lays out rows in columns two spaces apart; align has one letter
