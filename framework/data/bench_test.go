@@ -21,12 +21,7 @@ func BenchmarkFillScratchPipe(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			a := Arrays{
-				IDs:     make([]int64, d.Tables*d.BatchSize*d.Lookups),
-				Offsets: make([]int64, d.Tables*(d.BatchSize+1)),
-				Dense:   make([]float32, d.BatchSize*d.DenseFeatures),
-				Labels:  make([]float32, d.BatchSize),
-			}
+			a := NewArrays(d)
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if err := s.Fill(uint64(i), false, a); err != nil {
@@ -67,12 +62,7 @@ func BenchmarkFileFillScratchPipe(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer f.Close()
-	a := Arrays{
-		IDs:     make([]int64, d.Tables*d.BatchSize*d.Lookups),
-		Offsets: make([]int64, d.Tables*(d.BatchSize+1)),
-		Dense:   make([]float32, d.BatchSize*d.DenseFeatures),
-		Labels:  make([]float32, d.BatchSize),
-	}
+	a := NewArrays(d)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if err := f.Fill(uint64(i%4), false, a); err != nil {

@@ -124,7 +124,7 @@ func TestConvertCriteoRoundTrip(t *testing.T) {
 	defer f.Close()
 	r := NewCriteoReader(bytes.NewReader(tsv.Bytes()), "train.txt")
 	for b := uint64(0); b < 3; b++ {
-		a := newArrays(d)
+		a := NewArrays(d)
 		if err := f.Fill(b, b == 2, a); err != nil {
 			t.Fatal(err)
 		}

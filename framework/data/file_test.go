@@ -24,15 +24,6 @@ func writeSynthetic(t *testing.T, seed uint64, d config.Dataset) string {
 	return path
 }
 
-func newArrays(d config.Dataset) Arrays {
-	return Arrays{
-		IDs:     make([]int64, d.Tables*d.BatchSize*d.Lookups),
-		Offsets: make([]int64, d.Tables*(d.BatchSize+1)),
-		Dense:   make([]float32, d.BatchSize*d.DenseFeatures),
-		Labels:  make([]float32, d.BatchSize),
-	}
-}
-
 // A file written from the synthetic generator gives back, batch for batch,
 // what the generator makes: training batches from the front, held-out
 // ones from the back, in any order.
@@ -54,7 +45,7 @@ func TestFileRoundTripsSyntheticBatches(t *testing.T) {
 	}
 	for _, seq := range []uint64{4, 0, 6, 2, 5, 1, 3} {
 		eval := seq >= uint64(d.Batches)
-		want, got := newArrays(d), newArrays(d)
+		want, got := NewArrays(d), NewArrays(d)
 		if err := syn.Fill(seq, eval, want); err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +75,7 @@ func TestFileEpochsSkipTheHeldOutTail(t *testing.T) {
 	if f.TrainBatches() != 3 {
 		t.Fatalf("TrainBatches = %d, want 3", f.TrainBatches())
 	}
-	a, b := newArrays(d), newArrays(d)
+	a, b := NewArrays(d), NewArrays(d)
 	f.Fill(1, false, a)
 	f.Fill(4, false, b)
 	if !slices.Equal(a.IDs, b.IDs) {
@@ -94,7 +85,7 @@ func TestFileEpochsSkipTheHeldOutTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	syn, _ := NewSynthetic(1, d)
-	want := newArrays(d)
+	want := NewArrays(d)
 	syn.Fill(3, true, want)
 	if !slices.Equal(want.IDs, b.IDs) {
 		t.Error("held-out batch 7 of the longer run is not the file's last batch")
@@ -191,7 +182,7 @@ func TestFillRejectsBadRecords(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer f.Close()
-			err = f.Fill(0, false, newArrays(d))
+			err = f.Fill(0, false, NewArrays(d))
 			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), bad) ||
 				!strings.Contains(err.Error(), "offset "+strconv.FormatInt(off, 10)) {
 				t.Fatalf("err = %v, want %s, offset %d and %q", err, bad, off, c.want)
@@ -240,7 +231,7 @@ func FuzzBatchFile(f *testing.F) {
 		}
 		defer fl.Close()
 		for seq := uint64(0); seq < 3; seq++ {
-			if err := fl.Fill(seq, seq == 2, newArrays(d)); err != nil && !strings.Contains(err.Error(), path) {
+			if err := fl.Fill(seq, seq == 2, NewArrays(d)); err != nil && !strings.Contains(err.Error(), path) {
 				t.Fatalf("error %q does not name the file", err)
 			}
 		}

@@ -26,12 +26,7 @@ func WriteSynthetic(path string, seed uint64, d config.Dataset, progress func(do
 	if err != nil {
 		return nil, err
 	}
-	a := Arrays{
-		IDs:     make([]int64, d.Tables*d.BatchSize*d.Lookups),
-		Offsets: make([]int64, d.Tables*(d.BatchSize+1)),
-		Dense:   make([]float32, d.BatchSize*d.DenseFeatures),
-		Labels:  make([]float32, d.BatchSize),
-	}
+	a := NewArrays(d)
 	ids := make([]int64, d.Tables*d.Lookups)
 	total := d.Batches + d.EvalBatches
 	perTable := d.BatchSize * d.Lookups

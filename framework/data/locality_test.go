@@ -54,11 +54,7 @@ func measureShares(t *testing.T, locality string, rows int64, batches int, tops 
 			rankOf[tb][s.permute(r, s.permAdd[tb])] = int64(r)
 		}
 	}
-	a := Arrays{
-		IDs:     make([]int64, d.Tables*d.BatchSize*d.Lookups),
-		Offsets: make([]int64, d.Tables*(d.BatchSize+1)),
-		Labels:  make([]float32, d.BatchSize),
-	}
+	a := NewArrays(d)
 	per := d.BatchSize * d.Lookups
 	byRank, bySort = make([]float64, len(tops)), make([]float64, len(tops))
 	total := float64(batches * per * d.Tables)

@@ -77,7 +77,7 @@ func TestConvertMovieLens(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	a := newArrays(d)
+	a := NewArrays(d)
 	if err := f.Fill(0, false, a); err != nil {
 		t.Fatal(err)
 	}

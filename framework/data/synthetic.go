@@ -98,6 +98,16 @@ type Arrays struct {
 	Labels  []float32 // [sample]
 }
 
+// NewArrays allocates arrays that hold exactly one batch of d.
+func NewArrays(d config.Dataset) Arrays {
+	return Arrays{
+		IDs:     make([]int64, d.Tables*d.BatchSize*d.Lookups),
+		Offsets: make([]int64, d.Tables*(d.BatchSize+1)),
+		Dense:   make([]float32, d.BatchSize*d.DenseFeatures),
+		Labels:  make([]float32, d.BatchSize),
+	}
+}
+
 // check reports whether a has room for a batch of d.
 func (a Arrays) check(d config.Dataset, seq uint64) error {
 	if len(a.IDs) < d.Tables*d.BatchSize*d.Lookups || len(a.Offsets) < d.Tables*(d.BatchSize+1) ||

@@ -15,12 +15,7 @@ func dataset(locality string) config.Dataset {
 func fill(t *testing.T, s *Synthetic, seq uint64, eval bool) Arrays {
 	t.Helper()
 	d := s.d
-	a := Arrays{
-		IDs:     make([]int64, d.Tables*d.BatchSize*d.Lookups),
-		Offsets: make([]int64, d.Tables*(d.BatchSize+1)),
-		Dense:   make([]float32, d.BatchSize*d.DenseFeatures),
-		Labels:  make([]float32, d.BatchSize),
-	}
+	a := NewArrays(d)
 	if err := s.Fill(seq, eval, a); err != nil {
 		t.Fatal(err)
 	}
