@@ -274,7 +274,7 @@ func (k *cpuKernel) GatherReduce(ctx context.Context, req *kernel.GatherReduceRe
 	for t := range views {
 		results[t] = gatherCounts(&views[t], req.Reduce)
 	}
-	return sum(results, len(views), req.Bags.Batch), nil
+	return sum(results, offsetBytes(len(views), req.Bags.Batch)), nil
 }
 
 // gatherCounts is what pooling a table reads, writes and computes.
@@ -293,9 +293,10 @@ func gatherCounts(v *tableView, reduce kernel.Reduce) kernel.Result {
 	return res
 }
 
-// sum adds the per-table results and the offsets array every table read.
-func sum(results []kernel.Result, tables, batch int) *kernel.Result {
-	total := &kernel.Result{BytesRead: int64(tables) * int64(batch+1) * 8}
+// sum adds the per-table results and read, the bytes read for all tables
+// (the bag offsets: see offsetBytes).
+func sum(results []kernel.Result, read int64) *kernel.Result {
+	total := &kernel.Result{BytesRead: read}
 	for _, r := range results {
 		total.BytesRead += r.BytesRead
 		total.BytesWritten += r.BytesWritten
@@ -303,6 +304,10 @@ func sum(results []kernel.Result, tables, batch int) *kernel.Result {
 	}
 	return total
 }
+
+// offsetBytes is the size of the offsets array, which every table's bags
+// read: batch+1 int64s a table.
+func offsetBytes(tables, batch int) int64 { return int64(tables) * int64(batch+1) * 8 }
 
 // checkUpdate validates an optimizer step's parameters against the tables
 // it updates: the optimizer is known, the learning rate and ε finite, and
@@ -373,7 +378,7 @@ func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*k
 		defer scratchPool.Put(s)
 		results[t] = expandCoalesceApply(&views[t], req.Reduce, coalesce, u, s)
 	})
-	return sum(results, len(views), req.Bags.Batch), nil
+	return sum(results, offsetBytes(len(views), req.Bags.Batch)), nil
 }
 
 // ExpandCoalesce is Scatter's first half, leaving the coalesced rows and
@@ -413,7 +418,7 @@ func (k *cpuKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoales
 		res.BytesWritten = int64(unique) * (8 + 4*int64(e.dim))
 		counts[t], results[t] = int64(unique), res
 	})
-	return &kernel.CoalesceResult{Result: *sum(results, len(views), req.Bags.Batch), Counts: counts}, nil
+	return &kernel.CoalesceResult{Result: *sum(results, offsetBytes(len(views), req.Bags.Batch)), Counts: counts}, nil
 }
 
 // Apply is Scatter's second half: the optimizer update of each coalesced
@@ -454,13 +459,7 @@ func (k *cpuKernel) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kerne
 		tab := req.Tables[t]
 		results[t] = u.apply(data[t], tab.Dim, tab.RowStride(), in[t].rows, len(in[t].rows), in[t].grads)
 	})
-	total := &kernel.Result{}
-	for _, r := range results {
-		total.BytesRead += r.BytesRead
-		total.BytesWritten += r.BytesWritten
-		total.FLOPs += r.FLOPs
-	}
-	return total, nil
+	return sum(results, 0), nil
 }
 
 // coalescedBlock is one table's block of a Coalesced: n rows and their
