@@ -3,6 +3,7 @@ package data
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -173,13 +174,7 @@ func ConvertMovieLens(r io.Reader, name, out string, opt ConvertOptions) (*Heade
 	nMovies := number(func(r *rec) *int32 { return &r.movie })
 	ids = nil
 	slices.SortStableFunc(recs, func(a, b rec) int {
-		switch {
-		case a.ts != b.ts:
-			return cmpInt(a.ts, b.ts)
-		case a.user != b.user:
-			return cmpInt(int64(a.user), int64(b.user))
-		}
-		return cmpInt(int64(a.movie), int64(b.movie))
+		return cmp.Or(cmp.Compare(a.ts, b.ts), cmp.Compare(a.user, b.user), cmp.Compare(a.movie, b.movie))
 	})
 
 	fold := func(n int) int64 {
@@ -219,14 +214,4 @@ func ConvertMovieLens(r io.Reader, name, out string, opt ConvertOptions) (*Heade
 	}
 	h.Samples = w.Samples()
 	return &h, nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
