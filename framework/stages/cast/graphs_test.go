@@ -1,70 +1,28 @@
 package cast_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flowrun/framework/bus"
-	"github.com/flowrun/flowrun/framework/config"
-	"github.com/flowrun/flowrun/framework/graph"
-	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/cast"
+	"github.com/flowrun/flowrun/framework/stages/internal/stagetest"
 	"github.com/flowrun/flowrun/framework/stages/load"
 	"github.com/flowrun/flowrun/framework/stages/train"
-	"github.com/flowrun/flowrun/plugins/caches/none"
-	"github.com/flowrun/flowrun/plugins/devices/cpudram"
-	"github.com/flowrun/flowrun/plugins/devices/hbm"
-	"github.com/flowrun/flowrun/plugins/devices/nmpdimm"
-	"github.com/flowrun/flowrun/plugins/kernels/cpu"
-	"github.com/flowrun/flowrun/plugins/models/dlrm"
-	"github.com/flowrun/flowrun/sdk/cache"
-	"github.com/flowrun/flowrun/sdk/device"
-	"github.com/flowrun/flowrun/sdk/kernel"
-	"github.com/flowrun/flowrun/sdk/model"
 )
 
-// runGraph runs a shipped graph in process, wired as `flowrun run` wires
-// it, with the stage kinds and built-in plugins these graphs use.
+// runGraph runs a shipped graph in process with the stage kinds these
+// graphs use, and fails the test if it does not run to the end.
 func runGraph(t *testing.T, name string, sets ...string) *results.Results {
 	t.Helper()
 	kinds, err := stage.NewRegistry(load.NewFactory(), cast.NewFactory(), train.NewFactory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, src, err := config.Load("../../../graphs/"+name+".yaml", sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := graph.Build(cfg, src, kinds, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, err := pluginhost.New(pluginhost.Settings{Builtins: pluginhost.Builtins{
-		Caches:  map[string]func() cache.Cache{"none": none.New},
-		Kernels: map[string]func() kernel.Kernel{"cpu": cpu.New},
-		Models:  map[string]func() model.Model{"dlrm": dlrm.New},
-		Devices: map[string]func() device.Device{"cpu-dram": cpudram.New, "hbm": hbm.New, "nmp-dimm": nmpdimm.New},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Close()
-	srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	conn, err := bus.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	res, err := runtime.Run(context.Background(), runtime.Options{Graph: g, Stages: kinds, Plugins: host, Bus: conn})
+	res, err := stagetest.RunGraph(t, kinds, "../../../graphs/"+name+".yaml", runtime.HazardsOff, sets...)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

@@ -1,17 +1,14 @@
 package insert_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/hazard"
-	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
@@ -20,23 +17,11 @@ import (
 	"github.com/flowrun/flowrun/framework/stages/exchange"
 	"github.com/flowrun/flowrun/framework/stages/filter"
 	"github.com/flowrun/flowrun/framework/stages/insert"
+	"github.com/flowrun/flowrun/framework/stages/internal/stagetest"
 	"github.com/flowrun/flowrun/framework/stages/load"
 	"github.com/flowrun/flowrun/framework/stages/plan"
 	"github.com/flowrun/flowrun/framework/stages/score"
 	"github.com/flowrun/flowrun/framework/stages/train"
-	"github.com/flowrun/flowrun/plugins/caches/lru"
-	"github.com/flowrun/flowrun/plugins/caches/none"
-	"github.com/flowrun/flowrun/plugins/caches/scratchpipe"
-	"github.com/flowrun/flowrun/plugins/caches/static"
-	"github.com/flowrun/flowrun/plugins/devices/cpudram"
-	"github.com/flowrun/flowrun/plugins/devices/hbm"
-	"github.com/flowrun/flowrun/plugins/kernels/cpu"
-	"github.com/flowrun/flowrun/plugins/models/dlrm"
-	"github.com/flowrun/flowrun/plugins/models/logreg"
-	"github.com/flowrun/flowrun/sdk/cache"
-	"github.com/flowrun/flowrun/sdk/device"
-	"github.com/flowrun/flowrun/sdk/kernel"
-	"github.com/flowrun/flowrun/sdk/model"
 )
 
 const graphs = "../../../graphs/"
@@ -66,39 +51,10 @@ func build(t *testing.T, name string, sets ...string) (*graph.Graph, error) {
 	return graph.Build(cfg, src, kinds(t), nil)
 }
 
-// runGraph runs a shipped graph in process, wired as `flowrun run` wires
-// it: every stage kind, the built-in plugins, an embedded NATS server.
+// runGraph runs a shipped graph in process with every stage kind.
 func runGraph(t *testing.T, name string, hazards runtime.HazardMode, sets ...string) (*results.Results, error) {
 	t.Helper()
-	g, err := build(t, name, sets...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, err := pluginhost.New(pluginhost.Settings{Builtins: pluginhost.Builtins{
-		Caches: map[string]func() cache.Cache{
-			"lru": lru.New, "none": none.New, "scratchpipe": scratchpipe.New, "static": static.New,
-		},
-		Kernels: map[string]func() kernel.Kernel{"cpu": cpu.New},
-		Models:  map[string]func() model.Model{"logreg": logreg.New, "dlrm": dlrm.New},
-		Devices: map[string]func() device.Device{"cpu-dram": cpudram.New, "hbm": hbm.New},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Close()
-	srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	conn, err := bus.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	return runtime.Run(context.Background(), runtime.Options{
-		Graph: g, Stages: kinds(t), Plugins: host, Bus: conn, CheckHazards: hazards,
-	})
+	return stagetest.RunGraph(t, kinds(t), graphs+name+".yaml", hazards, sets...)
 }
 
 // small shrinks the shipped graphs' dataset so that a run takes a tenth of

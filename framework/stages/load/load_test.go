@@ -2,74 +2,34 @@ package load_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/data"
 	"github.com/flowrun/flowrun/framework/data/datatest"
-	"github.com/flowrun/flowrun/framework/graph"
-	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/exchange"
+	"github.com/flowrun/flowrun/framework/stages/internal/stagetest"
 	"github.com/flowrun/flowrun/framework/stages/load"
 	"github.com/flowrun/flowrun/framework/stages/plan"
 	"github.com/flowrun/flowrun/framework/stages/train"
-	"github.com/flowrun/flowrun/plugins/caches/lru"
-	"github.com/flowrun/flowrun/plugins/devices/cpudram"
-	"github.com/flowrun/flowrun/plugins/devices/hbm"
-	"github.com/flowrun/flowrun/plugins/kernels/cpu"
-	"github.com/flowrun/flowrun/plugins/models/logreg"
-	"github.com/flowrun/flowrun/sdk/cache"
-	"github.com/flowrun/flowrun/sdk/device"
-	"github.com/flowrun/flowrun/sdk/kernel"
-	"github.com/flowrun/flowrun/sdk/model"
 )
 
-// runGraph runs a graph file in process, wired as `flowrun run` wires it:
-// the stage kinds it needs, the built-in plugins, an embedded NATS server.
+// runGraph runs a graph file in process with the stage kinds the graphs
+// of these tests use.
 func runGraph(t *testing.T, path string, sets ...string) (*results.Results, error) {
 	t.Helper()
 	kinds, err := stage.NewRegistry(load.NewFactory(), plan.NewFactory(), exchange.NewFactory(), train.NewFactory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, src, err := config.Load(path, sets)
-	if err != nil {
-		return nil, err
-	}
-	g, err := graph.Build(cfg, src, kinds, nil)
-	if err != nil {
-		return nil, err
-	}
-	host, err := pluginhost.New(pluginhost.Settings{Builtins: pluginhost.Builtins{
-		Caches:  map[string]func() cache.Cache{"lru": lru.New},
-		Kernels: map[string]func() kernel.Kernel{"cpu": cpu.New},
-		Models:  map[string]func() model.Model{"logreg": logreg.New},
-		Devices: map[string]func() device.Device{"cpu-dram": cpudram.New, "hbm": hbm.New},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer host.Close()
-	srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown()
-	conn, err := bus.Connect(srv.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	return runtime.Run(context.Background(), runtime.Options{Graph: g, Stages: kinds, Plugins: host, Bus: conn})
+	return stagetest.RunGraph(t, kinds, path, runtime.HazardsOff, sets...)
 }
 
 // The shipped demo graph trains on a file that flowrun gen wrote from it

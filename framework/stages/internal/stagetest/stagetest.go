@@ -2,10 +2,12 @@
 // unit tests need: the Settings a stage is handed (a tiny dataset, host
 // tables, a batch layout, optionally Storage, and in-process plugins
 // configured through plugin.Setup exactly as the runtime configures them),
-// batches in their own buffers, and the plan a cache policy makes for one.
+// batches in their own buffers, and the plan a cache policy makes for one;
+// and, for the tests that run whole graphs, RunGraph.
 //
 // It is for tests only. It imports plugins/ (the built-in plugins) and
-// framework/ packages below the stage kinds, never a stage kind itself.
+// framework/ packages below the stage kinds, never a stage kind itself: a
+// test hands RunGraph the kinds its graphs use.
 package stagetest
 
 import (
@@ -16,16 +18,28 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/data"
+	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/framework/pluginhost"
+	"github.com/flowrun/flowrun/framework/results"
+	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/plugins/caches/lru"
+	"github.com/flowrun/flowrun/plugins/caches/none"
+	"github.com/flowrun/flowrun/plugins/caches/scratchpipe"
+	"github.com/flowrun/flowrun/plugins/caches/static"
 	"github.com/flowrun/flowrun/plugins/devices/cpudram"
 	"github.com/flowrun/flowrun/plugins/devices/hbm"
+	"github.com/flowrun/flowrun/plugins/devices/nmpdimm"
 	"github.com/flowrun/flowrun/plugins/kernels/cpu"
+	"github.com/flowrun/flowrun/plugins/models/dlrm"
 	"github.com/flowrun/flowrun/plugins/models/logreg"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
 )
@@ -282,4 +296,46 @@ func Create(t testing.TB, f stage.Factory, set stage.Settings, edit func(stage.C
 		return nil, err
 	}
 	return f.Create(context.Background(), set, cfg)
+}
+
+// RunGraph runs the graph file at path, with sets applied as --set does,
+// in process and wired as `flowrun run` wires it: the stage kinds given,
+// the built-in plugins the shipped graphs name, an embedded NATS server,
+// hazards as --check-hazards. It returns the error of loading, building or
+// running the graph.
+func RunGraph(t testing.TB, kinds stage.Registry, path string, hazards runtime.HazardMode, sets ...string) (*results.Results, error) {
+	t.Helper()
+	cfg, src, err := config.Load(path, sets)
+	if err != nil {
+		return nil, err
+	}
+	g, err := graph.Build(cfg, src, kinds, nil)
+	if err != nil {
+		return nil, err
+	}
+	host, err := pluginhost.New(pluginhost.Settings{Builtins: pluginhost.Builtins{
+		Caches: map[string]func() cache.Cache{
+			"lru": lru.New, "none": none.New, "scratchpipe": scratchpipe.New, "static": static.New,
+		},
+		Kernels: map[string]func() kernel.Kernel{"cpu": cpu.New},
+		Models:  map[string]func() model.Model{"logreg": logreg.New, "dlrm": dlrm.New},
+		Devices: map[string]func() device.Device{"cpu-dram": cpudram.New, "hbm": hbm.New, "nmp-dimm": nmpdimm.New},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	conn, err := bus.Connect(srv.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return runtime.Run(context.Background(), runtime.Options{
+		Graph: g, Stages: kinds, Plugins: host, Bus: conn, CheckHazards: hazards,
+	})
 }
