@@ -3,6 +3,7 @@ package kerneltest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -61,19 +62,7 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel
 			before := f.rows()
 			want := referencePool(f, before, kernel.Sum)
 			for round := range 2 {
-				f.fill(f.pooled, float32(math.NaN()))
-				res, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Reduce: kernel.Sum, Out: f.pooled})
-				if err != nil {
-					t.Fatalf("GatherReduce: %v", err)
-				}
-				checkResult(t, res)
-				got := f.floats(f.pooled)
-				for i := range want {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("round %d: table %d bag %d dim %d: got %v, want %v bit for bit (float32 accumulation in bag order)",
-							round, i/(batchSize*dim), i/dim%batchSize, i%dim, got[i], want[i])
-					}
-				}
+				checkPooledBits(t, fmt.Sprintf("round %d", round), gatherReduce(t, ctx, k, f, kernel.Sum), want)
 			}
 			if !slices.EqualFunc(before, f.rows(), slices.Equal) {
 				t.Error("GatherReduce changed the tables")
@@ -83,13 +72,7 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel
 		t.Run("GatherReduceMean", func(t *testing.T) {
 			k, f := configured(t), newFixture(t, 2)
 			want := referencePool(f, f.rows(), kernel.Mean)
-			f.fill(f.pooled, float32(math.NaN()))
-			res, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Reduce: kernel.Mean, Out: f.pooled})
-			if err != nil {
-				t.Fatalf("GatherReduce: %v", err)
-			}
-			checkResult(t, res)
-			got := f.floats(f.pooled)
+			got := gatherReduce(t, ctx, k, f, kernel.Mean)
 			for i := range want {
 				if !near(got[i], want[i]) || (want[i] == 0 && got[i] != 0) {
 					t.Fatalf("table %d bag %d dim %d: got %v, want %v", i/(batchSize*dim), i/dim%batchSize, i%dim, got[i], want[i])
@@ -155,18 +138,7 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel
 					t.Fatalf("Scatter: %v", err)
 				}
 				checkResult(t, res)
-				got := f.rows()
-				for ti := range shapes {
-					for i := range want[ti] {
-						row, d := int64(i/dim), i%dim
-						if want[ti][i] == before[ti][i] && got[ti][i] != before[ti][i] {
-							t.Fatalf("table %d row %d dim %d: no bag names it, yet it changed from %v to %v", ti, row, d, before[ti][i], got[ti][i])
-						}
-						if !near(got[ti][i], want[ti][i]) {
-							t.Fatalf("table %d row %d dim %d: got %v, want %v (was %v)", ti, row, d, got[ti][i], want[ti][i], before[ti][i])
-						}
-					}
-				}
+				compareRows(t, "SGD", f.rows(), want, before, dim)
 			})
 		}
 
@@ -198,6 +170,31 @@ func invalid(t *testing.T, what string, call func(*fixture) error) {
 	f := newFixture(t, 9)
 	if err := call(f); !errors.Is(err, plugin.ErrInvalidRequest) {
 		t.Errorf("%s: err = %v, want plugin.ErrInvalidRequest", what, err)
+	}
+}
+
+// gatherReduce pools f's bags with k into f.pooled, which it first fills
+// with NaN so that an output left unwritten shows, checks the Result and
+// returns the pooled floats.
+func gatherReduce(t *testing.T, ctx context.Context, k kernel.Kernel, f *fixture, reduce kernel.Reduce) []float32 {
+	t.Helper()
+	f.fill(f.pooled, float32(math.NaN()))
+	res, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Reduce: reduce, Out: f.pooled})
+	if err != nil {
+		t.Fatalf("GatherReduce: %v", err)
+	}
+	checkResult(t, res)
+	return f.floats(f.pooled)
+}
+
+// checkPooledBits checks pooled floats against the reference bit for bit.
+func checkPooledBits(t *testing.T, what string, got, want []float32) {
+	t.Helper()
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("%s: table %d bag %d dim %d: got %v, want %v bit for bit (float32 accumulation in bag order)",
+				what, i/(batchSize*dim), i/dim%batchSize, i%dim, got[i], want[i])
+		}
 	}
 }
 

@@ -20,17 +20,8 @@ func runStrideContract(t *testing.T, ctx context.Context, ops []string, configur
 	if slices.Contains(ops, kernel.OpGatherReduce) {
 		t.Run("GatherReduceStride", func(t *testing.T) {
 			k, f := configured(t), newStridedFixture(t, 11, stride)
-			before := f.rows()
-			want := referencePool(f, before, kernel.Sum)
-			if _, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: f.tables, Bags: f.bags, Reduce: kernel.Sum, Out: f.pooled}); err != nil {
-				t.Fatalf("GatherReduce: %v", err)
-			}
-			got := f.floats(f.pooled)
-			for i := range want {
-				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-					t.Fatalf("stride %d: table %d bag %d dim %d: got %v, want %v", stride, i/(batchSize*dim), i/dim%batchSize, i%dim, got[i], want[i])
-				}
-			}
+			want := referencePool(f, f.rows(), kernel.Sum)
+			checkPooledBits(t, fmt.Sprintf("stride %d", stride), gatherReduce(t, ctx, k, f, kernel.Sum), want)
 		})
 	}
 	if slices.Contains(ops, kernel.OpScatter) {
@@ -93,11 +84,10 @@ func runOptimizerContract(t *testing.T, ctx context.Context, ops []string, confi
 // position order, and Apply after ExpandCoalesce is Scatter.
 func runSplitContract(t *testing.T, ctx context.Context, ops []string, configured func(*testing.T) kernel.Kernel) {
 	hasEC, hasApply := slices.Contains(ops, kernel.OpExpandCoalesce), slices.Contains(ops, kernel.OpApply)
-	coalesced := func(f *fixture) kernel.Coalesced { return f.coalesced }
 	if !hasEC {
 		t.Run("ExpandCoalesceUnsupported", func(t *testing.T) {
 			f := newFixture(t, 15)
-			_, err := configured(t).ExpandCoalesce(ctx, &kernel.ExpandCoalesceRequest{Tables: f.tables, Bags: f.bags, Grads: f.pooled, Out: coalesced(f)})
+			_, err := configured(t).ExpandCoalesce(ctx, &kernel.ExpandCoalesceRequest{Tables: f.tables, Bags: f.bags, Grads: f.pooled, Out: f.coalesced})
 			if !errors.Is(err, plugin.ErrUnsupported) {
 				t.Fatalf("ExpandCoalesce not in Info.Ops: err = %v, want plugin.ErrUnsupported", err)
 			}
@@ -106,7 +96,7 @@ func runSplitContract(t *testing.T, ctx context.Context, ops []string, configure
 	if !hasApply {
 		t.Run("ApplyUnsupported", func(t *testing.T) {
 			f := newFixture(t, 16)
-			c := coalesced(f)
+			c := f.coalesced
 			c.Counts = make([]int64, len(f.tables))
 			_, err := configured(t).Apply(ctx, &kernel.ApplyRequest{Tables: f.tables, Coalesced: c, LearningRate: learningRate})
 			if !errors.Is(err, plugin.ErrUnsupported) {
@@ -124,7 +114,7 @@ func runSplitContract(t *testing.T, ctx context.Context, ops []string, configure
 			for i := range grads {
 				grads[i] = float32(math.Sin(float64(i) / 3))
 			}
-			c := coalesced(f)
+			c := f.coalesced
 			res, err := k.ExpandCoalesce(ctx, &kernel.ExpandCoalesceRequest{Tables: f.tables, Bags: f.bags, Reduce: reduce, Grads: f.pooled, Out: c})
 			if err != nil {
 				t.Fatalf("ExpandCoalesce: %v", err)
