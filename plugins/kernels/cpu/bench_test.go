@@ -49,22 +49,18 @@ func benchView(stride int) *tableView {
 	return v
 }
 
-func impls() map[string]struct {
+// impl is one set of the kernel's loops.
+type impl struct {
 	pool     pooler
 	coalesce bagPooler
 	avx2     bool
-} {
-	m := map[string]struct {
-		pool     pooler
-		coalesce bagPooler
-		avx2     bool
-	}{"go": {poolGo, coalesceGo, false}}
+}
+
+// impls are the loops this CPU can run, by the impl option's name.
+func impls() map[string]impl {
+	m := map[string]impl{ImplGo: {poolGo, coalesceGo, false}}
 	if haveAVX2 {
-		m["avx2"] = struct {
-			pool     pooler
-			coalesce bagPooler
-			avx2     bool
-		}{poolAVX2, coalesceAVX2, true}
+		m[ImplAVX2] = impl{poolAVX2, coalesceAVX2, true}
 	}
 	return m
 }

@@ -147,7 +147,7 @@ func referenceScatter(b *batch, grads []float32, reduce kernel.Reduce, lr float3
 
 func randomBatch(rng *rand.Rand, tables, batchSize, rows int) *batch {
 	b := &batch{}
-	for t := range tables {
+	for range tables {
 		dim := 1 + rng.IntN(8)
 		data := make([]float32, rows*dim)
 		for i := range data {
@@ -160,7 +160,6 @@ func randomBatch(rng *rand.Rand, tables, batchSize, rows int) *batch {
 			}
 		}
 		b.rows, b.dims, b.bags = append(b.rows, data), append(b.dims, dim), append(b.bags, bags)
-		_ = t
 	}
 	return b
 }
