@@ -44,41 +44,63 @@ type CriteoSample struct {
 // and the line (`train.txt:1234: field 15 (C1): ...`); it never panics on
 // any input.
 type CriteoReader struct {
+	lineReader
+}
+
+// NewCriteoReader reads the TSV in r; name (a file name) prefixes errors.
+func NewCriteoReader(r io.Reader, name string) *CriteoReader {
+	return &CriteoReader{newLineReader(r, name)}
+}
+
+// Next parses the next sample into s. It returns io.EOF after the last
+// line, and after any error returns that error again.
+func (c *CriteoReader) Next(s *CriteoSample) error {
+	line, err := c.next()
+	if err != nil {
+		return err
+	}
+	if err := ParseCriteoLine(line, s); err != nil {
+		return c.fail(err)
+	}
+	return nil
+}
+
+// lineReader is what the text formats' readers share: lines counted for
+// messages (`train.txt:1234: ...`), and the first error kept, so that every
+// later call returns it again.
+type lineReader struct {
 	name string
 	r    *bufio.Reader
 	line int
 	err  error
 }
 
-// NewCriteoReader reads the TSV in r; name (a file name) prefixes errors.
-func NewCriteoReader(r io.Reader, name string) *CriteoReader {
-	return &CriteoReader{name: name, r: bufio.NewReaderSize(r, maxLine)}
+func newLineReader(r io.Reader, name string) lineReader {
+	return lineReader{name: name, r: bufio.NewReaderSize(r, maxLine)}
 }
 
-// Line is the number of the line Next read last.
-func (c *CriteoReader) Line() int { return c.line }
+// next returns the next line, or io.EOF after the last one, or the error
+// of an earlier call.
+func (l *lineReader) next() ([]byte, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	line, err := readLine(l.r)
+	l.line++
+	switch {
+	case err == io.EOF:
+		l.err = io.EOF
+		return nil, io.EOF
+	case err != nil:
+		return nil, l.fail(err)
+	}
+	return line, nil
+}
 
-// Next parses the next sample into s. It returns io.EOF after the last
-// line, and after any error returns that error again.
-func (c *CriteoReader) Next(s *CriteoSample) error {
-	if c.err != nil {
-		return c.err
-	}
-	line, err := readLine(c.r)
-	c.line++
-	if err != nil {
-		if err == io.EOF {
-			c.err = io.EOF
-		} else {
-			c.err = fmt.Errorf("%s:%d: %w", c.name, c.line, err)
-		}
-		return c.err
-	}
-	if err := ParseCriteoLine(line, s); err != nil {
-		c.err = fmt.Errorf("%s:%d: %w", c.name, c.line, err)
-		return c.err
-	}
-	return nil
+// fail keeps err, placed at the line read last, as the reader's error.
+func (l *lineReader) fail(err error) error {
+	l.err = fmt.Errorf("%s:%d: %w", l.name, l.line, err)
+	return l.err
 }
 
 // errLineTooLong is the error of a line longer than maxLine.

@@ -1,7 +1,6 @@
 package data
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"fmt"
@@ -28,30 +27,22 @@ type Rating struct {
 // MovieLensReader reads MovieLens ratings. Its errors name the input and
 // the line; it never panics on any input.
 type MovieLensReader struct {
-	name string
-	r    *bufio.Reader
-	sep  []byte
-	line int
-	err  error
+	lineReader
+	sep []byte
 }
 
 // NewMovieLensReader reads ratings from r; name prefixes errors.
 func NewMovieLensReader(r io.Reader, name string) *MovieLensReader {
-	return &MovieLensReader{name: name, r: bufio.NewReaderSize(r, maxLine)}
+	return &MovieLensReader{lineReader: newLineReader(r, name)}
 }
 
-// Next parses the next rating into x; io.EOF after the last.
+// Next parses the next rating into x; io.EOF after the last, and after any
+// error that error again.
 func (m *MovieLensReader) Next(x *Rating) error {
-	for m.err == nil {
-		line, err := readLine(m.r)
-		m.line++
+	for {
+		line, err := m.next()
 		if err != nil {
-			if err == io.EOF {
-				m.err = io.EOF
-			} else {
-				m.err = fmt.Errorf("%s:%d: %w", m.name, m.line, err)
-			}
-			break
+			return err
 		}
 		if m.sep == nil {
 			switch {
@@ -67,12 +58,10 @@ func (m *MovieLensReader) Next(x *Rating) error {
 			}
 		}
 		if err := m.parse(line, x); err != nil {
-			m.err = fmt.Errorf("%s:%d: %w", m.name, m.line, err)
-			break
+			return m.fail(err)
 		}
 		return nil
 	}
-	return m.err
 }
 
 func (m *MovieLensReader) parse(line []byte, x *Rating) error {
