@@ -25,38 +25,42 @@ func isPrimStat(k string) bool {
 		(strings.HasPrefix(k, primWall) || strings.HasPrefix(k, primModeled) || strings.HasPrefix(k, primDevice))
 }
 
+// addPrims sums b's per-primitive stats into the stage's, for results'
+// primitives, and keeps by sequence the modeled time b's stage charged to
+// each device, for the modeled clock's holds.
 func (n *node) addPrims(b *batch.Batch) {
-	any := false
-	for _, k := range b.StatNames() {
-		if isPrimStat(k) {
-			if n.prims == nil {
-				n.prims = make(map[string]int64)
+	reported := false
+	for k, v := range b.Stats {
+		if !isPrimStat(k) {
+			continue
+		}
+		if n.prims == nil {
+			n.prims = make(map[string]int64)
+		}
+		n.prims[k] += v
+		reported = true
+		if dev, ok := primName(k, primDevice); ok && int(b.Seq) < len(n.modBySeq) {
+			if n.devBySeq == nil {
+				n.devBySeq = make(map[string][]int64)
 			}
-			n.prims[k] += b.Stats[k]
-			any = true
+			if n.devBySeq[dev] == nil {
+				n.devBySeq[dev] = make([]int64, len(n.modBySeq))
+			}
+			n.devBySeq[dev][b.Seq] = v
 		}
 	}
-	if any {
+	if reported {
 		n.primBatches++
 	}
 }
 
-// addDeviceTimes keeps the modeled time b's stage charged to each device,
-// by sequence, for the modeled clock's holds.
-func (n *node) addDeviceTimes(b *batch.Batch) {
-	for _, k := range b.StatNames() {
-		if !strings.HasPrefix(k, primDevice) || !strings.HasSuffix(k, "_ns") || int(b.Seq) >= len(n.modBySeq) {
-			continue
-		}
-		dev := strings.TrimSuffix(strings.TrimPrefix(k, primDevice), "_ns")
-		if n.devBySeq == nil {
-			n.devBySeq = make(map[string][]int64)
-		}
-		if n.devBySeq[dev] == nil {
-			n.devBySeq[dev] = make([]int64, len(n.modBySeq))
-		}
-		n.devBySeq[dev][b.Seq] = b.Stats[k]
+// primName is NAME of the stat prefixNAME_ns, and whether k is one.
+func primName(k, prefix string) (string, bool) {
+	name, ok := strings.CutPrefix(k, prefix)
+	if !ok {
+		return "", false
 	}
+	return strings.CutSuffix(name, "_ns")
 }
 
 // primitives turns the stages' sums into results; makespanNs (the modeled
@@ -76,11 +80,9 @@ func (r *run) primitives(makespanNs int64) []results.Primitives {
 		sort.Strings(keys)
 		for _, k := range keys {
 			ms := float64(n.prims[k]) / 1e6
-			switch {
-			case strings.HasPrefix(k, primModeled):
-				p.ModeledMs[strings.TrimSuffix(strings.TrimPrefix(k, primModeled), "_ns")] = ms
-			case strings.HasPrefix(k, primDevice):
-				dev := strings.TrimSuffix(strings.TrimPrefix(k, primDevice), "_ns")
+			if name, ok := primName(k, primModeled); ok {
+				p.ModeledMs[name] = ms
+			} else if dev, ok := primName(k, primDevice); ok {
 				if p.DeviceBusyMs == nil {
 					p.DeviceBusyMs = map[string]float64{}
 				}
@@ -91,8 +93,8 @@ func (r *run) primitives(makespanNs int64) []results.Primitives {
 					}
 					p.DeviceUtilisation[dev] = float64(n.prims[k]) / float64(makespanNs)
 				}
-			default:
-				p.WallMs[strings.TrimSuffix(strings.TrimPrefix(k, primWall), "_ns")] = ms
+			} else if name, ok := primName(k, primWall); ok {
+				p.WallMs[name] = ms
 			}
 		}
 		out = append(out, p)

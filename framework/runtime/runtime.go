@@ -82,8 +82,8 @@ type node struct {
 	modBySeq []int64
 	// devBySeq is, per graph device name, the modeled time the stage
 	// charged to that device per batch sequence (stage.DeviceStat): how
-	// long the modeled clock holds the device. Nil for a stage that
-	// charged no device.
+	// long the modeled clock holds the device (kept by addPrims). Nil for
+	// a stage that charged no device.
 	devBySeq map[string][]int64
 	// prims sums the stage's per-primitive stats over its batches (see
 	// isPrimStat); primBatches counts the batches that reported any.
@@ -251,9 +251,8 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 	defer span.End()
 	// Modeled time is per stage; every other stat travels downstream for
 	// the stages that need it (exchange reads plan's misses).
-	delete(b.Stats, "modeled_ns")
-	for _, k := range b.StatNames() {
-		if isPrimStat(k) {
+	for k := range b.Stats {
+		if k == "modeled_ns" || isPrimStat(k) {
 			delete(b.Stats, k)
 		}
 	}
@@ -268,7 +267,6 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 			n.modBySeq[b.Seq] = ns
 		}
 	}
-	n.addDeviceTimes(b)
 	// The stage has made every write it declared for b: the hazard
 	// checker retires them before b moves on and the stage takes the next.
 	if err == nil && r.hazards != nil {
