@@ -259,7 +259,7 @@ func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep,
 				// No sweep made it invalid: the graph or --set is wrong.
 				return nil, err
 			case err != nil:
-				p.run.Graph = graphName(path)
+				p.run.Graph = fileStem(path)
 				p.run.Error = err.Error()
 			default:
 				p.run.Graph, p.g = g.Config.Name, g
@@ -308,9 +308,9 @@ func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep,
 	return rep, nil
 }
 
-// graphName is a graph's name when its file cannot be decoded: the file's
-// base name without .yaml.
-func graphName(path string) string {
+// fileStem is a file's base name without its extension: a graph's name
+// when its file cannot be decoded, a report's label for an input file.
+func fileStem(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }
 

@@ -152,17 +152,22 @@ func readReportInputs(paths []string) (*reportInput, error) {
 		in.runs = append(in.runs, reportRun{Label: res.Graph, Res: res, File: path})
 	}
 	// With several files, a run without a sweep point says which file it
-	// is from; runs of one graph from one file get their position.
+	// is from; runs that still share a label get their file, unless they
+	// have it already, then their position.
+	withFile := func(r reportRun) string { return fmt.Sprintf("%s (%s)", r.Label, fileStem(r.File)) }
 	if len(paths) > 1 {
 		for i, r := range in.runs {
 			if !strings.Contains(r.Label, "=") {
-				in.runs[i].Label = fmt.Sprintf("%s (%s)", r.Label, strings.TrimSuffix(filepath.Base(r.File), filepath.Ext(r.File)))
+				in.runs[i].Label = withFile(r)
 			}
 		}
 	}
 	for _, tag := range []func(r reportRun, n int) string{
 		func(r reportRun, _ int) string {
-			return fmt.Sprintf("%s (%s)", r.Label, strings.TrimSuffix(filepath.Base(r.File), filepath.Ext(r.File)))
+			if strings.HasSuffix(r.Label, " ("+fileStem(r.File)+")") {
+				return r.Label
+			}
+			return withFile(r)
 		},
 		func(r reportRun, n int) string { return fmt.Sprintf("%s #%d", r.Label, n) },
 	} {
