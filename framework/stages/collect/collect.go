@@ -35,9 +35,13 @@ type collector struct {
 	cfg       *Config
 	host, dev device.Device
 
-	// Reused per table: the slot each staged row goes to, the row each
-	// slot is given, the victim index of each evicted row.
-	slotOf, rowIn, victim map[int64]int64
+	// Reused across batches (the runtime calls Process one batch at a
+	// time), cleared per table: the slot each staged row goes to, the row
+	// each slot is given.
+	slotOf, rowIn map[int64]int64
+	// victimOf[t] is the victim index of each evicted row of table t,
+	// reused across batches.
+	victimOf []map[int64]int64
 }
 
 // arrays are the batch arrays collect reads and writes.
@@ -90,7 +94,9 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 
 	// Victims first: their Storage rows are the freshest copy, also of a
 	// victim the same batch misses again.
-	victims := make([]map[int64]int64, l.Tables)
+	for _, m := range c.victimOf {
+		clear(m)
+	}
 	for i := range nVictims {
 		t, row, slot := a.victims[3*i], a.victims[3*i+1], a.victims[3*i+2]
 		if !st.ValidSlot(int(t), slot) {
@@ -100,15 +106,9 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 			return fmt.Errorf("batch %d: victim %d: plan evicts row %d of table %d from slot %d, which holds row %d", b.Seq, i, row, t, slot, held)
 		}
 		copy(a.victimRows[i*stride:(i+1)*stride], st.Row(int(t), slot))
-		if victims[t] == nil {
-			victims[t] = map[int64]int64{}
-		}
-		victims[t][row] = i
+		c.victimOf[t][row] = i
 	}
 
-	if c.slotOf == nil {
-		c.slotOf, c.rowIn = map[int64]int64{}, map[int64]int64{}
-	}
 	var staged, bypassed int64
 	start := l.IndexStart()
 	for t := range l.Tables {
@@ -146,7 +146,7 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 			}
 			c.slotOf[row] = slot
 			dst := a.missRows[staged*stride : (staged+1)*stride]
-			if v, ok := victims[t][row]; ok {
+			if v, ok := c.victimOf[t][row]; ok {
 				copy(dst, a.victimRows[v*stride:(v+1)*stride])
 			} else {
 				copy(dst, tabs.Row(t, row))

@@ -20,7 +20,11 @@ func NewFactory() stage.Factory {
 			if set.Tables == nil || set.Storage == nil || set.Layout == nil {
 				return nil, errors.New("collect needs the host tables, the Storage and the batch layout")
 			}
-			col := &collector{set: set, cfg: c}
+			col := &collector{set: set, cfg: c, slotOf: map[int64]int64{}, rowIn: map[int64]int64{},
+				victimOf: make([]map[int64]int64, set.Layout.Tables)}
+			for t := range col.victimOf {
+				col.victimOf[t] = map[int64]int64{}
+			}
 			var ok bool
 			if col.host, ok = set.Devices[c.Device]; !ok {
 				return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
