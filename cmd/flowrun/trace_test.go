@@ -54,14 +54,8 @@ type span struct {
 // It returns the run's results.
 func checkTrace(t *testing.T, graph string, args ...string) *results.Results {
 	t.Helper()
-	dir := t.TempDir()
-	spansFile := filepath.Join(dir, "spans.jsonl")
-	out := filepath.Join(dir, "r.json")
-	mustFlowrun(t, append([]string{"run", graph, "-q", "--trace", "file:" + spansFile, "--out", out}, args...)...)
-	res, err := results.Read(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spansFile := filepath.Join(t.TempDir(), "spans.jsonl")
+	res := runResults(t, graph, append([]string{"--trace", "file:" + spansFile}, args...)...)
 	cfg, _, err := config.Load(graph, nil)
 	if err != nil {
 		t.Fatal(err)
