@@ -6,16 +6,6 @@ import (
 	goplugin "github.com/hashicorp/go-plugin"
 )
 
-// Keys under which each kind is served and dispensed in a go-plugin
-// PluginSet. They are the kinds' names, so a host dispenses a kind with
-// client.Dispense(string(kind)).
-const (
-	KeyCache  = string(KindCache)
-	KeyKernel = string(KindKernel)
-	KeyModel  = string(KindModel)
-	KeyDevice = string(KindDevice)
-)
-
 // Valid reports whether k is one of the four plugin kinds.
 func (k Kind) Valid() bool {
 	switch k {
@@ -34,8 +24,9 @@ func ParseKind(s string) (Kind, error) {
 }
 
 // VersionedPlugins builds the go-plugin versioned plugin map that serves (in
-// a plugin binary) or dispenses (in a host) the given plugins, keyed by kind,
-// at APIVersion. A plugin binary passes exactly one kind; a host passes every
+// a plugin binary) or dispenses (in a host) the given plugins at APIVersion,
+// each under its kind's name, so a host dispenses a kind with
+// client.Dispense(string(kind)). A plugin binary passes exactly one kind; a host passes every
 // kind it may dispense. Adding a protocol version later means adding an
 // entry here, so hosts and plugins of different SDK versions negotiate the
 // newest one both speak.
