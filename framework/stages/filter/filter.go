@@ -101,13 +101,10 @@ func NDCG(ranked []int64, labels []float32) (ndcg float64, ok bool) {
 	for i, c := range ranked {
 		dcg += float64(labels[c]) / math.Log2(float64(i+2))
 	}
-	// The ideal list puts the highest labels first.
-	ideal := make([]float32, len(labels))
-	copy(ideal, labels)
-	idx := make([]int64, len(ranked))
+	// The ideal list puts the highest labels first (TopK only reads them).
 	var idcg float64
-	for i, c := range TopK(ideal, len(ranked), idx) {
-		idcg += float64(ideal[c]) / math.Log2(float64(i+2))
+	for i, c := range TopK(labels, len(ranked), make([]int64, len(ranked))) {
+		idcg += float64(labels[c]) / math.Log2(float64(i+2))
 	}
 	if !(idcg > 0) {
 		return 0, false

@@ -64,6 +64,9 @@ func TestNDCG(t *testing.T) {
 	if v, ok := NDCG([]int64{0, 1}, labels); !ok || math.Abs(v-want) > 1e-12 {
 		t.Errorf("one hit at position 2: %v, want %v", v, want)
 	}
+	if !slices.Equal(labels, []float32{0, 1, 0, 1}) {
+		t.Errorf("NDCG changed the labels: %v", labels)
+	}
 	if _, ok := NDCG([]int64{0, 2}, []float32{0, 0, 0, 0}); ok {
 		t.Error("NDCG defined with no relevant candidate")
 	}
