@@ -6,17 +6,19 @@
 # straw-man and ScratchPipe graphs in one bench, the static cache in its
 # own (it profiles the batches before the timed ones). Writes
 # OUT/LOCALITY.json and OUT/LOCALITY-static.json (flowrun report draws
-# them). Slow: each batch takes seconds of wall time.
+# them). Slow: each batch takes seconds of wall time. FLOWRUN: a flowrun
+# binary to use (default: build bin/flowrun).
 #
 #   scripts/bench-scratchpipe-paper.sh [OUT] [LOCALITY...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench-out/scratchpipe-paper}
-shift || true
-localities=("${@:-random low medium high}")
-read -r -a localities <<<"${localities[*]}"
+localities=(random low medium high)
+if (($# > 1)); then localities=("${@:2}"); fi
+# flowrun as the tree is now, unless FLOWRUN names a binary: the figures
+# must come from the current code, and no plugin binary is needed.
 flowrun=${FLOWRUN:-bin/flowrun}
-[[ -x $flowrun ]] || scripts/build.sh >/dev/null
+[[ -n ${FLOWRUN:-} ]] || go build -o "$flowrun" ./cmd/flowrun
 mkdir -p "$out"
 P=(--set model.options.preset=scratchpipe --set dataset.dim=128 --set dataset.lookups=20
    --set dataset.batch_size=2048 --set dataset.rows=10000000 --set dataset.eval_batches=0
