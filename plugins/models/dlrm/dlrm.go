@@ -26,6 +26,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/flowrun/flowrun/plugins/internal/modelmath"
 	"github.com/flowrun/flowrun/plugins/internal/shm"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -138,26 +139,17 @@ func (m *dlrm) layers() []*layer {
 // of the same seed (a kernel initialising rows from it, say).
 const seedDomain = 0x646c726d // "dlrm"
 
-// splitmix64 is the i-th output of the splitmix64 generator seeded with
-// seed: each parameter's initial value depends only on (seed, its position
-// in canonical order), not on how many values were drawn before it.
-func splitmix64(seed, i uint64) uint64 {
-	z := seed + (i+1)*0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
 // initParams draws every weight and bias in canonical order (layer, W
-// row-major, then b). DLRM's reference draws W from N(0, 2/(in+out)) and b
-// from N(0, 1/out); these are the uniform distributions with the same
-// variances: W ~ U(±√(6/(in+out))) (Xavier/Glorot uniform), b ~ U(±√(3/out)).
+// row-major, then b) from modelmath.Uniform's stream. DLRM's reference
+// draws W from N(0, 2/(in+out)) and b from N(0, 1/out); these are the
+// uniform distributions with the same variances: W ~ U(±√(6/(in+out)))
+// (Xavier/Glorot uniform), b ~ U(±√(3/out)).
 func initParams(seed uint64, layers []*layer) {
 	seed ^= seedDomain
 	var i uint64
 	draw := func(xs []float32, limit float64) {
 		for k := range xs {
-			u := float64(splitmix64(seed, i)>>11) / (1 << 53) // [0, 1)
+			u := modelmath.Uniform(seed, i)
 			xs[k] = float32((2*u - 1) * limit)
 			i++
 		}
@@ -205,7 +197,6 @@ func (m *dlrm) workspace(B int) *workspace {
 }
 
 // step is one batch, mapped and checked.
-// step is a checked request's arrays.
 type step = shm.Step
 
 func (m *dlrm) view(req *model.StepRequest) (*step, error) {
@@ -232,7 +223,7 @@ func (m *dlrm) Step(ctx context.Context, req *model.StepRequest) (*model.StepRes
 	}
 	ws := m.workspace(s.Batch)
 	logits := m.forward(s, ws)
-	loss := m.lossAndGrad(s, logits, ws.ga)
+	loss := modelmath.Loss(logits, s.Labels, s.Scores, ws.ga)
 	res := &model.StepResult{Loss: loss, FLOPs: m.flops(s.Batch, req.Train)}
 	if req.Train {
 		m.backward(s, ws)
@@ -260,23 +251,6 @@ func (m *dlrm) forward(s *step, ws *workspace) []float32 {
 		h = ws.top[i]
 	}
 	return h[:B]
-}
-
-// lossAndGrad writes the scores, puts d(mean loss)/d(logit) into dz [B]
-// and returns the mean loss, computed in float64 from the logits.
-func (m *dlrm) lossAndGrad(s *step, logits, dz []float32) float64 {
-	B := s.Batch
-	var loss float64
-	for i, z := range logits {
-		p := sigmoid(z)
-		if s.Scores != nil {
-			s.Scores[i] = p
-		}
-		y := s.Labels[i]
-		loss += bceWithLogit(float64(z), float64(y))
-		dz[i] = (p - y) / float32(B)
-	}
-	return loss / float64(B)
 }
 
 // backward runs the gradient from dz (in ws.ga) down the top MLP, through
@@ -337,23 +311,6 @@ func (m *dlrm) flops(B int, train bool) int64 {
 	return f
 }
 
-// sigmoid is computed in float64 and rounded once, in the form that cannot
-// overflow for either sign of z.
-func sigmoid(z float32) float32 {
-	if z >= 0 {
-		return float32(1 / (1 + math.Exp(-float64(z))))
-	}
-	e := math.Exp(float64(z))
-	return float32(e / (1 + e))
-}
-
-// bceWithLogit is the binary cross-entropy of label y for logit z,
-// log(1+e^z) - y·z, written so that it neither overflows nor loses the
-// small-probability tail to rounding.
-func bceWithLogit(z, y float64) float64 {
-	return max(z, 0) - y*z + math.Log1p(math.Exp(-math.Abs(z)))
-}
-
 // Digest is a sha256 over every layer's W (row-major [out][in]) then b, in
 // canonical layer order (bottom first to last, then top first to last),
 // followed, for Adagrad, by the state G in the same order; each value a
@@ -365,23 +322,15 @@ func (m *dlrm) Digest(context.Context) ([]byte, error) {
 		return nil, plugin.ErrNotConfigured
 	}
 	h := sha256.New()
-	var buf []byte
-	put := func(xs []float32) {
-		buf = buf[:0]
-		for _, x := range xs {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(x))
-		}
-		h.Write(buf)
-	}
 	layers := m.layers()
 	for _, l := range layers {
-		put(l.w)
-		put(l.b)
+		binary.Write(h, binary.LittleEndian, l.w) // a hash's Write never fails
+		binary.Write(h, binary.LittleEndian, l.b)
 	}
 	if m.cfg.Optimizer == "adagrad" {
 		for _, l := range layers {
-			put(l.accW)
-			put(l.accB)
+			binary.Write(h, binary.LittleEndian, l.accW)
+			binary.Write(h, binary.LittleEndian, l.accB)
 		}
 	}
 	return h.Sum(nil), nil

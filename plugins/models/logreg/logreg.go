@@ -21,6 +21,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/flowrun/flowrun/plugins/internal/modelmath"
 	"github.com/flowrun/flowrun/plugins/internal/shm"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -95,30 +96,20 @@ func (m *logreg) Configure(_ context.Context, setup plugin.Setup) error {
 	return nil
 }
 
-// splitmix64 is the i-th output of the splitmix64 generator seeded with
-// seed. Being counter based, each weight's initial value depends only on
-// (seed, index), not on how many values were drawn before it.
-func splitmix64(seed, i uint64) uint64 {
-	z := seed + (i+1)*0x9e3779b97f4a7c15
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
-}
-
 // initWeights draws each weight uniformly from [-1/√n, 1/√n), the usual
-// initialisation of a linear layer with n inputs.
+// initialisation of a linear layer with n inputs, from modelmath.Uniform's
+// stream.
 func initWeights(seed uint64, n int) []float32 {
 	w := make([]float32, n)
 	scale := 1 / math.Sqrt(float64(n))
 	for i := range w {
-		u := float64(splitmix64(seed, uint64(i))>>11) / (1 << 53) // [0, 1)
+		u := modelmath.Uniform(seed, uint64(i))
 		w[i] = float32((2*u - 1) * scale)
 	}
 	return w
 }
 
 // step is one batch, mapped and checked.
-// step is a checked request's arrays.
 type step = shm.Step
 
 func (m *logreg) view(req *model.StepRequest) (*step, error) {
@@ -151,25 +142,19 @@ func (m *logreg) Step(ctx context.Context, req *model.StepRequest) (*model.StepR
 	F := int64(len(m.weights))
 	res := &model.StepResult{}
 
-	// Forward: z = b + w·x, p = sigmoid(z). dz holds d(mean loss)/dz.
+	// Forward: z = b + w·x, p = sigmoid(z); dz (holding z first) gets
+	// d(mean loss)/dz.
 	dz := make([]float32, B)
 	x := make([]float32, F)
-	var loss float64
 	for i := range B {
 		m.features(s, i, x)
 		z := m.bias
 		for f, w := range m.weights {
 			z += float32(w * x[f])
 		}
-		p := sigmoid(z)
-		if s.Scores != nil {
-			s.Scores[i] = p
-		}
-		y := s.Labels[i]
-		loss += bceWithLogit(float64(z), float64(y))
-		dz[i] = (p - y) / float32(B)
+		dz[i] = z
 	}
-	res.Loss = loss / float64(B)
+	res.Loss = modelmath.Loss(dz, s.Labels, s.Scores, dz)
 	res.FLOPs = int64(B) * (2*F + 4 + 2)
 	if !req.Train {
 		return res, nil
@@ -229,23 +214,6 @@ func (m *logreg) features(s *step, i int, x []float32) {
 	copy(x[at:], s.Dense[i*m.dense:(i+1)*m.dense])
 }
 
-// sigmoid is computed in float64 and rounded once, in the form that cannot
-// overflow for either sign of z.
-func sigmoid(z float32) float32 {
-	if z >= 0 {
-		return float32(1 / (1 + math.Exp(-float64(z))))
-	}
-	e := math.Exp(float64(z))
-	return float32(e / (1 + e))
-}
-
-// bceWithLogit is the binary cross-entropy of label y for logit z,
-// log(1+e^z) - y·z, written so that it neither overflows nor loses the
-// small-probability tail to rounding.
-func bceWithLogit(z, y float64) float64 {
-	return max(z, 0) - y*z + math.Log1p(math.Exp(-math.Abs(z)))
-}
-
 // Digest is a sha256 over the weights, in feature order, then the bias,
 // each as a little-endian IEEE-754 float32. SGD has no optimizer state.
 func (m *logreg) Digest(context.Context) ([]byte, error) {
@@ -255,11 +223,7 @@ func (m *logreg) Digest(context.Context) ([]byte, error) {
 		return nil, plugin.ErrNotConfigured
 	}
 	h := sha256.New()
-	buf := make([]byte, 0, 4*(len(m.weights)+1))
-	for _, w := range m.weights {
-		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(w))
-	}
-	buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(m.bias))
-	h.Write(buf)
+	binary.Write(h, binary.LittleEndian, m.weights) // a hash's Write never fails
+	binary.Write(h, binary.LittleEndian, m.bias)
 	return h.Sum(nil), nil
 }
