@@ -60,14 +60,15 @@ func newBatch(t testing.TB, seq uint64, ids [][]int64) *batch {
 
 // reset fills the outputs with values no policy may leave there.
 func (b *batch) reset() {
-	for i := range b.slots() {
-		b.slots()[i] = unwrittenSlot
+	slots, hits, victims := b.slots(), b.hits(), b.victims()
+	for i := range slots {
+		slots[i] = unwrittenSlot
 	}
-	for i := range b.hits() {
-		b.hits()[i] = unwrittenHit
+	for i := range hits {
+		hits[i] = unwrittenHit
 	}
-	for i := range b.victims() {
-		b.victims()[i] = unwrittenSlot
+	for i := range victims {
+		victims[i] = unwrittenSlot
 	}
 }
 
