@@ -73,7 +73,7 @@ func BenchmarkDemoOverhead(b *testing.B) {
 }
 
 // runTimed runs the graph at path as `flowrun run` does (plugin host,
-// embedded NATS, no tracing) and returns the time from the first batch out
+// embedded NATS, a P per stage, no tracing) and returns the time from the first batch out
 // of the graph to the last, and the number of batches in that interval.
 func runTimed(b *testing.B, path string) (time.Duration, int) {
 	b.Helper()
@@ -96,6 +96,7 @@ func runTimed(b *testing.B, path string) (time.Duration, int) {
 		b.Fatal(err)
 	}
 	defer conn.Close()
+	defer stageProcs(len(g.Nodes))()
 
 	var (
 		mu          sync.Mutex
