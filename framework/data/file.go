@@ -9,7 +9,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
@@ -432,9 +431,6 @@ func (fl *File) TrainBatches() uint64 { return fl.nTrain }
 
 // Close closes the file.
 func (fl *File) Close() error { return fl.f.Close() }
-
-// Name is the file's path, for messages.
-func (fl *File) Name() string { return filepath.Clean(fl.path) }
 
 // Fill reads batch seq into a: training batch seq modulo the file's
 // training batches, or, when eval, held-out batch seq − dataset.batches
