@@ -146,12 +146,10 @@ func Binary(t testing.TB, kind plugin.Kind, path string, host goplugin.Plugin) a
 }
 
 // Describe runs "path describe" and checks that the binary says it is a
-// plugin of kind speaking this SDK's API version, with a name.
+// plugin of kind speaking this SDK's API version, with a name. RunBinary
+// has checked the binary (CheckBinary) first.
 func Describe(t testing.TB, kind plugin.Kind, path string) plugin.Info {
 	t.Helper()
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("plugin binary: %v", err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
