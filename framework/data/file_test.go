@@ -76,17 +76,26 @@ func TestFileEpochsSkipTheHeldOutTail(t *testing.T) {
 		t.Fatalf("TrainBatches = %d, want 3", f.TrainBatches())
 	}
 	a, b := NewArrays(d), NewArrays(d)
-	f.Fill(1, false, a)
-	f.Fill(4, false, b)
+	if err := f.Fill(1, false, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Fill(4, false, b); err != nil {
+		t.Fatal(err)
+	}
 	if !slices.Equal(a.IDs, b.IDs) {
 		t.Error("batch 4 is not batch 1 again")
 	}
 	if err := f.Fill(7, true, b); err != nil {
 		t.Fatal(err)
 	}
-	syn, _ := NewSynthetic(1, d)
+	syn, err := NewSynthetic(1, d)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := NewArrays(d)
-	syn.Fill(3, true, want)
+	if err := syn.Fill(3, true, want); err != nil {
+		t.Fatal(err)
+	}
 	if !slices.Equal(want.IDs, b.IDs) {
 		t.Error("held-out batch 7 of the longer run is not the file's last batch")
 	}
