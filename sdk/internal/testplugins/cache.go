@@ -71,19 +71,19 @@ func (c *LRU) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult
 		return nil, fmt.Errorf("%w: %d table offsets for %d tables", plugin.ErrInvalidRequest, len(req.TableOffsets), len(c.tables))
 	}
 	n := req.TableOffsets[len(c.tables)]
-	idsB, err := c.bytes(req.IDs, 8*n, "ids")
+	idsB, err := mapAtLeast(&c.mem, req.IDs, 8*n, "ids")
 	if err != nil {
 		return nil, err
 	}
-	slotsB, err := c.bytes(req.Slots, 8*n, "slots")
+	slotsB, err := mapAtLeast(&c.mem, req.Slots, 8*n, "slots")
 	if err != nil {
 		return nil, err
 	}
-	hits, err := c.bytes(req.Hits, n, "hits")
+	hits, err := mapAtLeast(&c.mem, req.Hits, n, "hits")
 	if err != nil {
 		return nil, err
 	}
-	victimsB, err := c.bytes(req.Victims, 24*n, "victims")
+	victimsB, err := mapAtLeast(&c.mem, req.Victims, 24*n, "victims")
 	if err != nil {
 		return nil, err
 	}
@@ -161,10 +161,6 @@ func (tab *lruTable) victimSlot(now int64) int64 {
 		}
 	}
 	return best
-}
-
-func (c *LRU) bytes(ref region.Ref, want int64, what string) ([]byte, error) {
-	return mapAtLeast(&c.mem, ref, want, what)
 }
 
 // mapAtLeast maps ref and checks it holds at least want bytes; every
