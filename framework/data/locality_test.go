@@ -141,6 +141,57 @@ func TestLocalitySharesDoNotDependOnTableSize(t *testing.T) {
 	}
 }
 
+// Tensor Casting's Fig. 5(b): how many unique rows a table of 10 million
+// rows gathers per sample (10 lookups each), by locality and batch size,
+// the mean over 4 batches. README.md's table is this test's log; the test
+// holds the figure's trend: more coalescing with more locality and with
+// larger batches, and some coalescing with any locality at batch 8192.
+func TestUniqueRowsPerSample(t *testing.T) {
+	localities := []string{"random", "low", "medium", "high"}
+	const batches = 4
+	var prev []float64 // the row of the batch size before
+	for _, bs := range []int{128, 512, 2048, 8192} {
+		row := make([]float64, len(localities))
+		line := fmt.Sprintf("| %d |", bs)
+		for i, loc := range localities {
+			d := config.Dataset{Kind: "synthetic", Batches: batches, BatchSize: bs, Tables: 1, Rows: 10_000_000,
+				Dim: 4, Lookups: 10, Locality: loc}
+			s, err := NewSynthetic(1, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := NewArrays(d)
+			for b := 0; b < batches; b++ {
+				if err := s.Fill(uint64(b), false, a); err != nil {
+					t.Fatal(err)
+				}
+				seen := make(map[int64]bool, len(a.IDs))
+				for _, id := range a.IDs {
+					seen[id] = true
+				}
+				row[i] += float64(len(seen)) / float64(bs) / batches
+			}
+			line += fmt.Sprintf(" %.2f |", row[i])
+			if i > 0 && row[i] > row[i-1] {
+				t.Errorf("batch %d: %s gathers %.2f unique rows per sample, more than %s's %.2f", bs, loc, row[i], localities[i-1], row[i-1])
+			}
+			if prev != nil && row[i] > prev[i] {
+				t.Errorf("%s: batch %d gathers %.2f unique rows per sample, more than the smaller batch's %.2f", loc, bs, row[i], prev[i])
+			}
+		}
+		if high, random := row[len(row)-1], row[0]; high >= random {
+			t.Errorf("batch %d: high locality gathers %.2f unique rows per sample, no fewer than random's %.2f", bs, high, random)
+		}
+		t.Log(line)
+		prev = row
+	}
+	for i, loc := range localities {
+		if prev[i] >= 10 {
+			t.Errorf("%s: batch 8192 coalesces nothing", loc)
+		}
+	}
+}
+
 // The Zipf law over absolute ranks: the hottest rank's frequency is
 // 1/H(N, s), whatever s (math/rand's Zipf needs s > 1; this one does not).
 func TestZipfSamplerHeadFrequency(t *testing.T) {
