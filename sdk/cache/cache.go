@@ -56,9 +56,6 @@ type Cache interface {
 	Plan(ctx context.Context, req *PlanRequest) (*PlanResult, error)
 }
 
-// Capacity is read from the plugin's Setup: Options may carry "capacity"
-// (rows per table); hosts always send it.
-
 // PlanRequest is one batch's IDs. All arrays are int64 unless said.
 type PlanRequest struct {
 	// Seq is the batch's sequence number from the loader.
