@@ -244,16 +244,14 @@ func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep,
 	// Check everything first: a bad graph shows in seconds, not after the
 	// runs before it.
 	type plan struct {
-		run  benchRun
-		sets []string
-		g    *graph.Graph
+		run benchRun
+		g   *graph.Graph
 	}
 	var plans []plan
 	for _, pt := range pts {
 		for _, path := range graphs {
-			all := append(append([]string(nil), sets...), pt...)
-			p := plan{run: benchRun{File: path, Point: pt}, sets: all}
-			g, err := validateGraph(path, all)
+			p := plan{run: benchRun{File: path, Point: pt}}
+			g, err := validateGraph(path, append(append([]string(nil), sets...), pt...))
 			switch {
 			case err != nil && len(sweep) == 0:
 				// No sweep made it invalid: the graph or --set is wrong.
@@ -279,13 +277,13 @@ func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep,
 			if !quiet {
 				fmt.Fprintln(stderr, strings.TrimSpace(fmt.Sprintf("bench [%d/%d] %s %s", i+1, len(plans), r.File, strings.Join(r.Point, " "))))
 			}
-			f := runFlags{sets: p.sets, quiet: quiet, hazards: "off"}
+			f := runFlags{quiet: quiet, hazards: "off"}
 			spans := ""
 			if spanDir != "" {
 				spans = filepath.Join(spanDir, fmt.Sprintf("run-%d.jsonl", i))
 				f.trace = "file:" + spans
 			}
-			res, err := runGraph(ctx, r.File, f, stderr)
+			res, err := runValidated(ctx, p.g, r.File, f, stderr)
 			switch {
 			case err != nil && ctx.Err() != nil:
 				return nil, err

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/telemetry"
@@ -105,9 +106,19 @@ interleaving actually broke.`,
 	return cmd
 }
 
-// runGraph loads, validates and runs one graph with its own plugin host,
-// bus and telemetry, and tears them all down before returning.
+// runGraph loads, validates and runs one graph (see runValidated).
 func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*results.Results, error) {
+	g, err := validateGraph(path, f.sets)
+	if err != nil {
+		return nil, err
+	}
+	return runValidated(ctx, g, path, f, stderr)
+}
+
+// runValidated runs g, validated from the graph file at path with f.sets,
+// with its own plugin host, bus and telemetry, and tears them all down
+// before returning.
+func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, stderr io.Writer) (*results.Results, error) {
 	// The bar carries the run's log lines (and plugins' output) above it.
 	bar := newProgress(stderr, f.quiet)
 	level := slog.LevelWarn
@@ -118,10 +129,6 @@ func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*
 	hazards, err := runtime.ParseHazardMode(f.hazards)
 	if err != nil {
 		return nil, usageError{err}
-	}
-	g, err := validateGraph(path, f.sets)
-	if err != nil {
-		return nil, err
 	}
 	cfg := g.Config
 	runID := runtime.NewRunID()
