@@ -172,22 +172,28 @@ func Build(cfg *config.Config, src *config.Source, kinds Kinds, plugins Plugins)
 // checkDatasetFile opens a batch file named by dataset.path (dataset.kind
 // file) and checks it against the dataset section, as the load stage will
 // at run time, so that flowrun validate catches a missing file or a
-// mismatched shape before a run. The errors are placed at the dataset key
-// to change.
+// mismatched shape before a run. Opening reads only the header; no batch
+// is read. The errors are placed at the dataset key to change: a shape
+// mismatch at its key (Open places it), anything wrong with the file
+// itself (missing, not a batch file, damaged) at dataset.path.
 func (b *builder) checkDatasetFile() {
 	d := b.cfg.Dataset
 	if d.Kind != "file" || d.Path == "" {
 		return
 	}
 	f, err := data.Open(d.Path, d)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			err = config.At("dataset::path", fmt.Errorf("no batch file %s (make one with flowrun gen or flowrun convert)", d.Path))
-		}
-		b.errs = append(b.errs, err)
+	if err == nil {
+		f.Close()
 		return
 	}
-	f.Close()
+	var located *config.Error
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		err = config.At("dataset::path", fmt.Errorf("no batch file %s (make one with flowrun gen or flowrun convert)", d.Path))
+	case !errors.As(err, &located):
+		err = config.At("dataset::path", err)
+	}
+	b.errs = append(b.errs, err)
 }
 
 // endpoint is one end of a subject: the stage and where the subject is

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/data"
 )
 
 // The fake stage kinds: small typed configs decoded like a real factory's.
@@ -259,6 +260,54 @@ func TestBuildBad(t *testing.T) {
 				if e.File != file || e.Line == 0 || e.Path == "" {
 					t.Errorf("error not located: %#v", e)
 				}
+			}
+		})
+	}
+}
+
+// A graph that reads a batch file (dataset.kind file) is checked against
+// the file before anything runs; every problem is located at the dataset
+// key to change.
+func TestBuildChecksTheBatchFile(t *testing.T) {
+	dir := t.TempDir()
+	d := config.Default().Dataset
+	d.Batches, d.BatchSize, d.EvalBatches, d.Rows = 2, 8, 1, 1000
+	good := filepath.Join(dir, "good.frb")
+	if _, err := data.WriteSynthetic(good, 1, d, nil); err != nil {
+		t.Fatal(err)
+	}
+	notBatch := filepath.Join(dir, "ratings.csv")
+	if err := os.WriteFile(notBatch, []byte("userId,movieId,rating,timestamp\n1,2,3.5,4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	graph := func(path string, tables int) string {
+		t.Helper()
+		file := filepath.Join(dir, "g.yaml")
+		yaml := fmt.Sprintf("dataset:\n  kind: file\n  path: %s\n  batches: 2\n  batch_size: 8\n  eval_batches: 1\n  rows: 1000\n  tables: %d\n"+
+			"stages:\n  load: {kind: load, out: [batches]}\n  train: {kind: train, in: batches}\n", path, tables)
+		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	if _, err := build(t, graph(good, d.Tables)); err != nil {
+		t.Fatalf("the graph's own file: %v", err)
+	}
+	for _, c := range []struct {
+		name, path string
+		tables     int
+		want       string
+	}{
+		{"missing", filepath.Join(dir, "missing.frb"), d.Tables, "g.yaml:3: dataset::path: no batch file"},
+		{"not a batch file", notBatch, d.Tables, "g.yaml:3: dataset::path: " + notBatch + ": offset 0: not a flowrun batch file"},
+		{"another shape", good, d.Tables + 1, fmt.Sprintf("g.yaml:8: dataset::tables: the file %s has %d tables, the graph %d", good, d.Tables, d.Tables+1)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			file := graph(c.path, c.tables)
+			_, err := build(t, file)
+			errs := config.Errors(err)
+			if len(errs) != 1 || !strings.Contains(errs[0].Error(), c.want) {
+				t.Fatalf("got %v, want one error %q", err, c.want)
 			}
 		})
 	}
