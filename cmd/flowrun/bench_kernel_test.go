@@ -10,11 +10,13 @@ import (
 // flowrun bench kernel runs every operator on small tables and reports
 // the sizes it used and a positive throughput.
 func TestBenchKernel(t *testing.T) {
+	unique := map[string]int64{} // op → unique rows
 	for _, args := range [][]string{
 		{"--op", "gather-reduce", "--threads", "2"},
 		{"--op", "gather-reduce", "--reduce", "mean", "--options", `{"impl":"go"}`},
 		{"--op", "expand-coalesce", "--dist", "zipf"},
 		{"--op", "scatter", "--optimizer", "rowwise_adagrad"},
+		{"--op", "cast-gather-reduce", "--dist", "zipf"},
 	} {
 		base := []string{"bench", "kernel", "--tables", "2", "--rows", "1000", "--dim", "12", "--batch", "16", "--lookups", "5", "--reps", "3", "--warmup", "1", "--json"}
 		r := mustFlowrun(t, append(base, args...)...)
@@ -31,6 +33,15 @@ func TestBenchKernel(t *testing.T) {
 		if res.Op == "expand-coalesce" && (res.UniqueRows <= 0 || res.UniqueRows > 2*16*5) {
 			t.Errorf("%v: %d unique rows", args, res.UniqueRows)
 		}
+		unique[res.Op] = res.UniqueRows
+		if res.Op == "cast-gather-reduce" && res.CastSeconds <= 0 {
+			t.Errorf("%v: casting took %g s", args, res.CastSeconds)
+		}
+	}
+	// The casted gather-reduce coalesces into the rows expand-coalesce
+	// finds, from the same indices.
+	if unique["cast-gather-reduce"] != unique["expand-coalesce"] {
+		t.Errorf("cast-gather-reduce coalesced %d rows, expand-coalesce %d", unique["cast-gather-reduce"], unique["expand-coalesce"])
 	}
 	r := mustFlowrun(t, "bench", "kernel", "--tables", "1", "--rows", "100", "--batch", "4", "--reps", "1")
 	if !strings.Contains(r.stdout, "GB/s") {

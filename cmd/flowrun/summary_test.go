@@ -105,12 +105,22 @@ func TestSummaryInference(t *testing.T) {
 func TestSummaryModeledLabelled(t *testing.T) {
 	var b bytes.Buffer
 	printSummary(&b, fixedResults())
+	primitives := false
 	for _, l := range strings.Split(b.String(), "\n") {
 		if strings.HasPrefix(l, "iteration") || strings.HasPrefix(l, "throughput") {
 			if !strings.Contains(l, "modeled") || !strings.Contains(l, "wall") {
 				t.Errorf("line gives both clocks without naming them: %q", l)
 			}
 		}
+		if strings.HasPrefix(l, "primitives") {
+			primitives = true
+			if !strings.Contains(l, "modeled") {
+				t.Errorf("primitives line without the word modeled: %q", l)
+			}
+		}
+	}
+	if !primitives {
+		t.Errorf("no primitives line:\n%s", b.String())
 	}
 }
 
