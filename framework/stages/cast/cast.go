@@ -42,25 +42,42 @@ import (
 // Fig. 8: src [1,2,4,0,2], dst [0,0,0,1,1] → sorted src [0,1,2,2,4],
 // castSrc [1,0,0,1,0], castDst [0,1,2,2,3], rows [0,1,2,4].
 func Cast(src, dst, castSrc, castDst, rows []int64) int {
+	var s scratch
+	return s.cast(src, dst, castSrc, castDst, rows)
+}
+
+// scratch is Cast's working memory, the sort's keys: the stage keeps one
+// across tables and batches, so that casting a batch allocates nothing.
+type scratch struct{ keys, tmp []uint64 }
+
+func grow(s []uint64, n int) []uint64 {
+	if cap(s) < n {
+		return make([]uint64, n)
+	}
+	return s[:n]
+}
+
+func (s *scratch) cast(src, dst, castSrc, castDst, rows []int64) int {
 	n := len(src)
 	if n == 0 {
 		return 0
 	}
-	var maxRow int64
-	for _, r := range src {
-		maxRow = max(maxRow, r)
+	minRow, maxRow := src[0], src[0]
+	for _, r := range src[1:] {
+		minRow, maxRow = min(minRow, r), max(maxRow, r)
 	}
-	if minRow := slices.Min(src); minRow < 0 || maxRow >= 1<<32 || n >= 1<<32 {
+	if minRow < 0 || maxRow >= 1<<32 || n >= 1<<32 {
 		return castStable(src, dst, castSrc, castDst, rows)
 	}
 	// Step 1: sort-by-key, as (row, position) keys sorted by row with an
 	// LSD radix sort: stable, so a row's gradients stay in forward order,
 	// the canonical accumulation order of flowrun's kernels.
-	keys, tmp := make([]uint64, n), make([]uint64, n)
+	s.keys, s.tmp = grow(s.keys, n), grow(s.tmp, n)
+	keys := s.keys
 	for j, r := range src {
 		keys[j] = uint64(r)<<32 | uint64(j)
 	}
-	keys = radixByRow(keys, tmp, maxRow)
+	keys = radixByRow(keys, s.tmp, maxRow)
 	var unique int64
 	prev := int64(-1)
 	for j, k := range keys {
@@ -135,6 +152,11 @@ type caster struct {
 	name     string // the graph's device name
 	dev      device.Device
 	transfer bool // the index crosses dev's link (Config.Transfer)
+
+	// Reused across tables and batches (the runtime calls Process one
+	// batch at a time): the bag of each lookup, and the sort's keys.
+	dst []int64
+	scratch
 }
 
 // The per-batch stats of the casting step, Fig. 12's red bar: measured
@@ -174,24 +196,23 @@ func (c *caster) Process(ctx context.Context, b *batch.Batch) error {
 		return fmt.Errorf("batch %d: offsets array too short for %d tables", b.Seq, l.Tables)
 	}
 	var lookups, unique int64
-	var dst []int64
 	wall := time.Now()
 	for t := range l.Tables {
 		off := offsets[int64(t)*(B+1) : int64(t+1)*(B+1)]
 		if off[0] < 0 || off[B] > int64(l.IDsPerTable) {
 			return fmt.Errorf("batch %d: table %d: bag offsets [%d, %d) outside the table's %d IDs", b.Seq, t, off[0], off[B], l.IDsPerTable)
 		}
-		dst = dst[:0]
+		c.dst = c.dst[:0]
 		for bag := range B {
 			if off[bag+1] < off[bag] {
 				return fmt.Errorf("batch %d: table %d: bag %d offsets decrease (%d > %d)", b.Seq, t, bag, off[bag], off[bag+1])
 			}
 			for range off[bag+1] - off[bag] {
-				dst = append(dst, bag)
+				c.dst = append(c.dst, bag)
 			}
 		}
 		lo, hi := start[t]+off[0], start[t]+off[B]
-		unique += int64(Cast(ids[lo:hi], dst, castSrc[lo:hi], castDst[lo:hi], castRows[lo:hi]))
+		unique += int64(c.cast(ids[lo:hi], c.dst, castSrc[lo:hi], castDst[lo:hi], castRows[lo:hi]))
 		lookups += hi - lo
 	}
 	b.SetStat(PrimCast, time.Since(wall).Nanoseconds())

@@ -142,10 +142,12 @@ func TestCastWithoutDeviceChargesNothing(t *testing.T) {
 }
 
 // The radix path (≥ 512 lookups, rows below 2³²) casts exactly as the
-// stable comparison sort does.
+// stable comparison sort does, also with the stage's working memory reused
+// from a larger call.
 func TestCastRadixEqualsStableSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, n := range []int{511, 512, 5000} {
+	var reused scratch
+	for _, n := range []int{511, 512, 5000, 600} {
 		for _, rows := range []int64{3, 1000, 1 << 30} {
 			src, dst := make([]int64, n), make([]int64, n)
 			for i := range src {
@@ -157,6 +159,10 @@ func TestCastRadixEqualsStableSort(t *testing.T) {
 			ub := castStable(src, dst, b[0], b[1], b[2])
 			if ua != ub || !slices.Equal(a[0], b[0]) || !slices.Equal(a[1], b[1]) || !slices.Equal(a[2][:ua], b[2][:ub]) {
 				t.Fatalf("n=%d rows=%d: radix and stable casts differ", n, rows)
+			}
+			c := [3][]int64{make([]int64, n), make([]int64, n), make([]int64, n)}
+			if uc := reused.cast(src, dst, c[0], c[1], c[2]); uc != ub || !slices.Equal(c[0], b[0]) || !slices.Equal(c[1], b[1]) || !slices.Equal(c[2][:uc], b[2][:ub]) {
+				t.Fatalf("n=%d rows=%d: the cast with reused working memory differs", n, rows)
 			}
 		}
 	}
@@ -183,4 +189,30 @@ func TestCastStageTransfer(t *testing.T) {
 			t.Errorf("transfer %v: modeled transfer %d ns", transfer, copies)
 		}
 	}
+}
+
+// One table of ScratchPipe's default batch (2048 samples × 20 lookups over
+// 10M rows), cast with fresh working memory (Cast) and with the stage's,
+// reused across calls. Compare the two as a ratio within one run.
+func BenchmarkCast(b *testing.B) {
+	const n, rows = 2048 * 20, 10_000_000
+	rng := rand.New(rand.NewPCG(1, 2))
+	src, dst := make([]int64, n), make([]int64, n)
+	for i := range src {
+		src[i], dst[i] = rng.Int64N(rows), int64(i/20)
+	}
+	castSrc, castDst, out := make([]int64, n), make([]int64, n), make([]int64, n)
+	b.Run("fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Cast(src, dst, castSrc, castDst, out)
+		}
+	})
+	b.Run("reused", func(b *testing.B) {
+		b.ReportAllocs()
+		var s scratch
+		for b.Loop() {
+			s.cast(src, dst, castSrc, castDst, out)
+		}
+	})
 }
