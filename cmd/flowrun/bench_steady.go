@@ -46,8 +46,8 @@ func modeledTimes(path string) (runtime.ModeledTimes, error) {
 	ns := map[key]int64{}
 	dev := map[key]map[string]int64{}
 	for _, r := range recs {
-		stage, ok1 := r.String("flowrun.stage")
-		seq, ok2 := r.Int("flowrun.batch.seq")
+		stage, ok1 := r.String(telemetry.AttrStage)
+		seq, ok2 := r.Int(telemetry.AttrBatchSeq)
 		if !ok1 || !ok2 || seq < 0 {
 			continue
 		}
