@@ -2,11 +2,11 @@ package main
 
 import (
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel/trace"
-	"path/filepath"
-	"strings"
 
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
