@@ -433,3 +433,11 @@ func TestYAMLBomb(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatBytes(t *testing.T) {
+	for n, want := range map[float64]string{0: "0 B", 1023: "1023 B", 1536: "1.5 KiB", 960 << 20: "960 MiB", 1 << 40: "1 TiB", 1 << 63: "8 EiB"} {
+		if got := FormatBytes(n); got != want {
+			t.Errorf("FormatBytes(%g) = %q, want %q", n, got, want)
+		}
+	}
+}

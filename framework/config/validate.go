@@ -175,7 +175,8 @@ func (d Dataset) Validate() error {
 		}
 		for _, s := range sizes {
 			if n := product(s.factors); n.Cmp(big.NewInt(MaxBytes)) > 0 {
-				errs = append(errs, fmt.Errorf("%s = %s is more than the %s limit", s.what, formatBytes(n), formatBytes(big.NewInt(MaxBytes))))
+				f, _ := new(big.Float).SetInt(n).Float64()
+				errs = append(errs, fmt.Errorf("%s = %s is more than the %s limit", s.what, FormatBytes(f), FormatBytes(MaxBytes)))
 			}
 		}
 	}
@@ -354,16 +355,17 @@ func product(factors []int64) *big.Int {
 	return n
 }
 
-func formatBytes(n *big.Int) string {
-	f, _ := new(big.Float).SetInt(n).Float64()
+// FormatBytes writes a size in binary units for messages about sizes,
+// whole where it is (960 MiB) and to one decimal where not (1.5 GiB).
+func FormatBytes(n float64) string {
 	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
 	i := 0
-	for f >= 1024 && i < len(units)-1 {
-		f /= 1024
+	for n >= 1024 && i < len(units)-1 {
+		n /= 1024
 		i++
 	}
-	if f == math.Trunc(f) {
-		return fmt.Sprintf("%.0f %s", f, units[i])
+	if n == math.Trunc(n) {
+		return fmt.Sprintf("%.0f %s", n, units[i])
 	}
-	return fmt.Sprintf("%.1f %s", f, units[i])
+	return fmt.Sprintf("%.1f %s", n, units[i])
 }

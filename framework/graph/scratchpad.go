@@ -227,9 +227,9 @@ func (w WorstCase) Formula() string {
 	if full := int64(w.Lookups) * int64(w.BatchSize) * int64(w.Window()); w.TableRows > 0 && full > w.TableRows {
 		// No table has more distinct rows than it has.
 		return fmt.Sprintf("%d × %d rows × %d × 4 B = %s (whole tables: %d × %d × %d > dataset.rows)",
-			w.Tables, w.TableRows, w.Dim, formatBytes(w.Bytes()), w.Lookups, w.BatchSize, w.Window())
+			w.Tables, w.TableRows, w.Dim, config.FormatBytes(w.Bytes()), w.Lookups, w.BatchSize, w.Window())
 	}
-	return fmt.Sprintf("%d × %d × %d × %d × 4 B × %d = %s", w.Tables, w.Lookups, w.BatchSize, w.Dim, w.Window(), formatBytes(w.Bytes()))
+	return fmt.Sprintf("%d × %d × %d × %d × 4 B × %d = %s", w.Tables, w.Lookups, w.BatchSize, w.Dim, w.Window(), config.FormatBytes(w.Bytes()))
 }
 
 // checkScratchpadSize rejects a Storage smaller than the worst case of the
@@ -285,17 +285,4 @@ func sizeText(size float64) string {
 func percent(need, rows int64) string {
 	p := math.Ceil(float64(need)/float64(rows)*1e4) / 100
 	return fmt.Sprintf("%g %%", p)
-}
-
-func formatBytes(n float64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB", "PiB"}
-	i := 0
-	for n >= 1024 && i < len(units)-1 {
-		n /= 1024
-		i++
-	}
-	if n == math.Trunc(n) {
-		return fmt.Sprintf("%.0f %s", n, units[i])
-	}
-	return fmt.Sprintf("%.1f %s", n, units[i])
 }
