@@ -99,9 +99,10 @@ func newSetup(tb testing.TB, tables int, rows int64, dim, batch, lookups int) *s
 	return s
 }
 
-func goKernel(tb testing.TB, threads int) kernel.Kernel {
+// goKernel is flowrun's CPU kernel configured with options.
+func goKernel(tb testing.TB, options map[string]any) kernel.Kernel {
 	k := cpu.New()
-	opts, _ := json.Marshal(map[string]any{"workers": threads})
+	opts, _ := json.Marshal(options)
 	if err := k.Configure(context.Background(), plugin.Setup{Options: opts}); err != nil {
 		tb.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestSameBits(t *testing.T) {
 	for _, threads := range []int{1, 2} {
 		s.job.Threads = threads
 		s.job.Run()
-		if _, err := goKernel(t, threads).GatherReduce(context.Background(), &kernel.GatherReduceRequest{Tables: s.tables, Bags: s.bags, Out: s.out}); err != nil {
+		if _, err := goKernel(t, map[string]any{"workers": threads}).GatherReduce(context.Background(), &kernel.GatherReduceRequest{Tables: s.tables, Bags: s.bags, Out: s.out}); err != nil {
 			t.Fatal(err)
 		}
 		for tab := range s.outs {
@@ -146,7 +147,7 @@ func BenchmarkGoVsC(b *testing.B) {
 	s := defaults
 	for _, threads := range []int{1, 2} {
 		b.Run(fmt.Sprintf("threads=%d", threads), func(b *testing.B) {
-			k := goKernel(b, threads)
+			k := goKernel(b, map[string]any{"workers": threads})
 			s.job.Threads = threads
 			req := &kernel.GatherReduceRequest{Tables: s.tables, Bags: s.bags, Out: s.out}
 			var goT, cT []float64

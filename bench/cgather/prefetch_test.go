@@ -4,14 +4,11 @@ package cgather
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
-	"github.com/flowrun/flowrun/plugins/kernels/cpu"
 	"github.com/flowrun/flowrun/sdk/kernel"
-	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // BenchmarkPrefetch sweeps the prefetch distance (lookups ahead; 0: none)
@@ -28,11 +25,7 @@ func BenchmarkPrefetch(b *testing.B) {
 	}
 	var vs []variant
 	for _, pf := range []int{0, 8, 12, 16} {
-		k := cpu.New()
-		opts, _ := json.Marshal(map[string]any{"workers": 1, "prefetch": pf})
-		if err := k.Configure(context.Background(), plugin.Setup{Options: opts}); err != nil {
-			b.Fatal(err)
-		}
+		k := goKernel(b, map[string]any{"workers": 1, "prefetch": pf})
 		req := &kernel.GatherReduceRequest{Tables: s.tables, Bags: s.bags, Out: s.out}
 		vs = append(vs, variant{fmt.Sprintf("go-pf%d", pf), func() {
 			if _, err := k.GatherReduce(context.Background(), req); err != nil {
