@@ -95,25 +95,33 @@ func (d *Device) Configure(_ context.Context, setup plugin.Setup) error {
 
 // Profile returns the configured profile. Its Efficiency is the memory
 // efficiency; Params has the link's, the arithmetic's and the per-op ones.
-func (d *Device) Profile(ctx context.Context) (device.Profile, error) {
-	p, err := d.Params(ctx)
+func (d *Device) Profile(context.Context) (device.Profile, error) {
+	p, err := d.current()
 	return p.Profile, err
 }
 
-// Params returns the configured cost model in full.
+// Params returns the configured cost model in full, with op maps of its own.
 func (d *Device) Params(context.Context) (Params, error) {
+	p, err := d.current()
+	return p.clone(), err
+}
+
+// current returns the configured cost model itself, for reading only:
+// Configure replaces it whole and nothing writes into its op maps, so the
+// per-batch Cost needs no copy of them.
+func (d *Device) current() (Params, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !d.configured {
 		return Params{}, plugin.ErrNotConfigured
 	}
-	return d.params.clone(), nil
+	return d.params, nil
 }
 
 // Cost returns the modeled nanoseconds of each op, in request order. One
 // invalid op refuses the whole request.
-func (d *Device) Cost(ctx context.Context, req *device.CostRequest) (*device.CostResult, error) {
-	p, err := d.Params(ctx)
+func (d *Device) Cost(_ context.Context, req *device.CostRequest) (*device.CostResult, error) {
+	p, err := d.current()
 	if err != nil {
 		return nil, err
 	}
