@@ -34,27 +34,23 @@ func (s *Source) Line(path string) int {
 	if s == nil {
 		return 0
 	}
-	p := strings.ToLower(path)
-	for p != "" {
-		if l, ok := s.lines[p]; ok {
-			return l
-		}
-		i := strings.LastIndex(p, KeyDelimiter)
-		if i < 0 {
-			break
-		}
-		p = p[:i]
-	}
-	return 0
+	l, _ := nearest(s.lines, path)
+	return l
 }
 
 // setFor returns the --set argument that gave the value at path, or that of
 // an ancestor of path.
 func (s *Source) setFor(path string) (string, bool) {
+	return nearest(s.sets, path)
+}
+
+// nearest looks path up in m, without case, and then each of its
+// ancestors in turn, nearest first.
+func nearest[V any](m map[string]V, path string) (V, bool) {
 	p := strings.ToLower(path)
 	for p != "" {
-		if set, ok := s.sets[p]; ok {
-			return set, true
+		if v, ok := m[p]; ok {
+			return v, true
 		}
 		i := strings.LastIndex(p, KeyDelimiter)
 		if i < 0 {
@@ -62,7 +58,8 @@ func (s *Source) setFor(path string) (string, bool) {
 		}
 		p = p[:i]
 	}
-	return "", false
+	var zero V
+	return zero, false
 }
 
 // maxDepth and maxVisits bound the walk of a YAML tree. Merge keys are
