@@ -18,6 +18,7 @@ import (
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/cache"
@@ -351,7 +352,8 @@ func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config, run
 		if err != nil {
 			return fmt.Errorf("%s plugin %q: info: %w", role, ref, err)
 		}
-		uses = append(uses, results.PluginUse{Kind: string(kind), Role: role, Ref: ref, Name: info.Name, Remote: !isBuiltin(ref)})
+		r, _ := pluginhost.ParseRef(ref) // the host has resolved it
+		uses = append(uses, results.PluginUse{Kind: string(kind), Role: role, Ref: ref, Name: info.Name, Remote: !r.Builtin})
 		return nil
 	}
 	var errs []error
@@ -396,8 +398,6 @@ func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config, run
 	}
 	return ps, uses, errors.Join(errs...)
 }
-
-func isBuiltin(ref string) bool { return len(ref) > 8 && ref[:8] == "builtin:" }
 
 func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUse) *results.Results {
 	wall := time.Since(r.started)

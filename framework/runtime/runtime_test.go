@@ -365,6 +365,14 @@ func TestBatchesReachSinksOnceInOrder(t *testing.T) {
 			t.Errorf("results: stage %s did %d batches, want %d", s.Name, s.Batches, n)
 		}
 	}
+	if len(res.Plugins) == 0 {
+		t.Error("results name no plugins")
+	}
+	for _, p := range res.Plugins {
+		if p.Remote {
+			t.Errorf("results: %s plugin %s reported out of process", p.Role, p.Ref)
+		}
+	}
 
 	// One span per stage per batch, each downstream span a child of its
 	// upstream stage's span of the same batch.
