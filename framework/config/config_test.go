@@ -59,64 +59,6 @@ func TestLoadGood(t *testing.T) {
 	}
 }
 
-// TestLoadBad loads every file under testdata/bad. Each lists the errors it
-// must produce in `# want: SUBSTRING` comments, one per error: every want
-// must match an error and there must be no other error.
-func TestLoadBad(t *testing.T) {
-	runBadFiles(t, "testdata/bad/*.yaml", func(path string) error {
-		_, _, err := Load(path, nil)
-		return err
-	})
-}
-
-// runBadFiles is the harness of TestLoadBad, shared in spirit with the
-// graph package's tests.
-func runBadFiles(t *testing.T, glob string, load func(path string) error) {
-	t.Helper()
-	files, err := filepath.Glob(glob)
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no test files match %s", glob)
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var wants []string
-			for _, line := range strings.Split(string(data), "\n") {
-				if w, ok := strings.CutPrefix(strings.TrimSpace(line), "# want: "); ok {
-					wants = append(wants, w)
-				}
-			}
-			got := Errors(load(file))
-			if len(got) != len(wants) {
-				t.Errorf("got %d errors, want %d:\n%s", len(got), len(wants), listErrors(got))
-			}
-			for _, w := range wants {
-				found := false
-				for _, e := range got {
-					if strings.Contains(e.Error(), w) {
-						found = true
-						break
-					}
-				}
-				if !found {
-					t.Errorf("no error contains %q; got:\n%s", w, listErrors(got))
-				}
-			}
-		})
-	}
-}
-
-func listErrors(errs []*Error) string {
-	var b strings.Builder
-	for _, e := range errs {
-		b.WriteString("  " + e.Error() + "\n")
-	}
-	return b.String()
-}
-
 func TestLoadSet(t *testing.T) {
 	cfg, _, err := Load("testdata/good.yaml", []string{
 		"seed=7",

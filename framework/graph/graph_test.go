@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/config/configtest"
 	"github.com/flowrun/flowrun/framework/data"
 )
 
@@ -218,51 +219,18 @@ func TestBuildSet(t *testing.T) {
 // it must produce in `# want: SUBSTRING` comments, one per error: each want
 // must match an error, and there must be no other.
 func TestBuildBad(t *testing.T) {
-	files, err := filepath.Glob("testdata/bad/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatal("no test files")
-	}
-	for _, file := range files {
-		t.Run(filepath.Base(file), func(t *testing.T) {
-			data, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var wants []string
-			for _, line := range strings.Split(string(data), "\n") {
-				if w, ok := strings.CutPrefix(strings.TrimSpace(line), "# want: "); ok {
-					wants = append(wants, w)
-				}
-			}
-			g, err := build(t, file)
-			if g != nil {
-				t.Error("Build returned a graph with errors")
-			}
-			got := config.Errors(err)
-			var list strings.Builder
-			for _, e := range got {
-				list.WriteString("  " + e.Error() + "\n")
-			}
-			if len(got) != len(wants) {
-				t.Errorf("got %d errors, want %d:\n%s", len(got), len(wants), list.String())
-			}
-			for _, w := range wants {
-				found := false
-				for _, e := range got {
-					found = found || strings.Contains(e.Error(), w)
-				}
-				if !found {
-					t.Errorf("no error contains %q; got:\n%s", w, list.String())
-				}
-			}
-			// Every error is located in the file.
-			for _, e := range got {
-				if e.File != file || e.Line == 0 || e.Path == "" {
-					t.Errorf("error not located: %#v", e)
-				}
-			}
-		})
-	}
+	configtest.BadFiles(t, "testdata/bad/*.yaml", func(t *testing.T, file string) error {
+		g, err := build(t, file)
+		if g != nil {
+			t.Error("Build returned a graph with errors")
+		}
+		return err
+	}, func(t *testing.T, e *config.Error) {
+		// Every error is located in the file.
+		if e.Line == 0 || e.Path == "" {
+			t.Errorf("error not located: %#v", e)
+		}
+	})
 }
 
 // A graph that reads a batch file (dataset.kind file) is checked against
