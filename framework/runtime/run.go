@@ -21,6 +21,7 @@ import (
 	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/framework/telemetry"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/kernel"
@@ -75,8 +76,8 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	ctx, root := r.tracer.Start(ctx, "flowrun.run", trace.WithAttributes(
-		attribute.String("flowrun.graph", cfg.Name),
-		attribute.String("flowrun.run_id", r.id),
+		attribute.String(telemetry.AttrGraph, cfg.Name),
+		attribute.String(telemetry.AttrRunID, r.id),
 		attribute.Int64("flowrun.seed", int64(cfg.Seed)),
 	))
 	defer root.End()

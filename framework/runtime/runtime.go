@@ -28,6 +28,7 @@ import (
 	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/framework/telemetry"
 	"github.com/flowrun/flowrun/sdk/region"
 )
 
@@ -226,10 +227,10 @@ func (r *run) checkDone() {
 
 func (r *run) spanAttrs(n *node, b *batch.Batch) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{
-		attribute.String("flowrun.run_id", r.id),
-		attribute.String("flowrun.stage", n.Name),
+		attribute.String(telemetry.AttrRunID, r.id),
+		attribute.String(telemetry.AttrStage, n.Name),
 		attribute.String("flowrun.stage.kind", n.Kind),
-		attribute.Int64("flowrun.batch.seq", int64(b.Seq)),
+		attribute.Int64(telemetry.AttrBatchSeq, int64(b.Seq)),
 		attribute.Bool("flowrun.batch.eval", b.Eval),
 	}
 	for _, k := range b.StatNames() {
@@ -242,7 +243,7 @@ func (r *run) spanAttrs(n *node, b *batch.Batch) []attribute.KeyValue {
 // the batch's span (ctx) linked to the upstream stage's span, and measures
 // it. It returns the stage span's context, for the downstream link.
 func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, b *batch.Batch, work func(context.Context) error) (trace.SpanContext, error) {
-	opts := []trace.SpanStartOption{trace.WithAttributes(attribute.Int64("flowrun.batch.seq", int64(b.Seq)))}
+	opts := []trace.SpanStartOption{trace.WithAttributes(attribute.Int64(telemetry.AttrBatchSeq, int64(b.Seq)))}
 	if upstream.IsValid() {
 		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: upstream,
 			Attributes: []attribute.KeyValue{attribute.String("flowrun.link", "upstream stage")}}))
@@ -330,8 +331,8 @@ func (r *run) forward(ctx context.Context, stageSpan trace.SpanContext, n *node,
 // overlapping in time.
 func (r *run) startBatch(ctx context.Context, seq uint64) context.Context {
 	ctx, span := r.tracer.Start(ctx, "batch", trace.WithAttributes(
-		attribute.Int64("flowrun.batch.seq", int64(seq)),
-		attribute.String("flowrun.run_id", r.id)))
+		attribute.Int64(telemetry.AttrBatchSeq, int64(seq)),
+		attribute.String(telemetry.AttrRunID, r.id)))
 	r.mu.Lock()
 	r.batchSpans[seq] = span
 	r.mu.Unlock()
