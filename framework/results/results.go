@@ -7,12 +7,13 @@ package results
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/flowrun/flowrun/framework/clock"
 	"math"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/flowrun/flowrun/framework/clock"
 )
 
 // Results is the content of results.json.
@@ -91,9 +92,10 @@ type Percentiles struct {
 	Max  float64 `json:"max"`
 }
 
-// Iteration is time per training batch.
+// Iteration is time per batch.
 type Iteration struct {
-	// Wall is measured: run wall time over training batches.
+	// Wall is measured: the run's wall time over all its batches, training
+	// and held-out.
 	Wall float64 `json:"wall"`
 	// Modeled is the steady-state time between batches leaving the graph on
 	// the modeled clock's schedule of the run (pipelined or sequential).
