@@ -23,6 +23,32 @@ const (
 	BackwardCast = "cast"
 )
 
+// unfused runs the backward coalescing and the optimizer update as two
+// kernel calls, so that each is charged where it runs: the casted
+// gather-reduce (backward: cast) or expand-coalesce, then apply. It
+// returns the coalescing's device op, the update's result and the number
+// of coalesced rows.
+func (t *trainer) unfused(ctx context.Context, b *batch.Batch, tables []kernel.Table, bags kernel.Bags, grads region.Ref, lap func(string)) (device.Op, *kernel.Result, int64, error) {
+	lookups, err := t.lookups(b)
+	if err != nil {
+		return device.Op{}, nil, 0, err
+	}
+	if t.cfg.Backward == BackwardCast {
+		apply, unique, err := t.castBackward(ctx, b, tables, grads, lap)
+		if err != nil {
+			return device.Op{}, nil, 0, err
+		}
+		b.SetStat("coalesced_rows", unique)
+		return device.Op{Name: "cast-gather-reduce", Kind: device.Read, Bytes: t.castGatherReduceBytes(lookups, unique)}, apply, unique, nil
+	}
+	ec, apply, err := t.coalesceApply(ctx, tables, bags, grads, lap)
+	if err != nil {
+		return device.Op{}, nil, 0, err
+	}
+	unique := total(ec.Counts)
+	return device.Op{Name: "expand-coalesce", Kind: device.Read, Bytes: t.expandCoalesceBytes(lookups, unique)}, apply, unique, nil
+}
+
 // castBackward is Alg. 3 and the update after it. The casted index is a
 // set of bags: unique row u of table t is a "bag" whose indices are the
 // batch bags (rows of the gradient table) that looked it up, in forward
@@ -70,10 +96,7 @@ func (t *trainer) castBackward(ctx context.Context, b *batch.Batch, tables []ker
 	// The casted offsets: bag u of table t starts where castDst first
 	// reaches u (castDst is a running count, so each u is one run).
 	coffBytes := 8 * int64(T) * (maxU + 1)
-	coff, err := t.castOffsets(coffBytes)
-	if err != nil {
-		return nil, 0, err
-	}
+	coff := region.Int64s(t.castScratch.Bytes()[:coffBytes])
 	for tab := range T {
 		off := offsets[int64(tab)*(B+1) : int64(tab+1)*(B+1)]
 		c := coff[int64(tab)*(maxU+1) : int64(tab+1)*(maxU+1)]
@@ -139,11 +162,6 @@ func (t *trainer) ensureCastScratch() error {
 	}
 	t.castScratch = r
 	return nil
-}
-
-// castOffsets is the first n bytes of the cast scratch as int64s.
-func (t *trainer) castOffsets(n int64) ([]int64, error) {
-	return region.Int64s(t.castScratch.Bytes()[:n]), nil
 }
 
 // coalesceApply is Scatter as its two kernel calls, expand-coalesce then
@@ -264,9 +282,8 @@ func (t *trainer) backName() string {
 // is the algorithm's, so that the casted gather-reduce (which reads each
 // lookup's gradient once and writes the unique rows) is compared with
 // what it replaces.
-func (t *trainer) expandCoalesceBytes(ec *kernel.CoalesceResult, lookups int64) int64 {
+func (t *trainer) expandCoalesceBytes(lookups, unique int64) int64 {
 	l := t.set.Layout
-	unique := total(ec.Counts)
 	row := 4 * int64(l.Dim)
 	n := lookups
 	expand := int64(l.Tables)*int64(l.BatchSize)*row + n*row

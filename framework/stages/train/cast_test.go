@@ -8,7 +8,6 @@ import (
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/internal/stagetest"
 	"github.com/flowrun/flowrun/sdk/device"
-	"github.com/flowrun/flowrun/sdk/kernel"
 )
 
 // opRecorder is a device that remembers the names of the ops it priced.
@@ -62,11 +61,7 @@ func TestBackwardBytesFollowFig6(t *testing.T) {
 	l := e.Set.Layout
 	n := int64(l.Tables) * int64(l.IDsPerTable)
 	row := 4 * int64(l.Dim)
-	counts := make([]int64, l.Tables)
-	for i := range counts {
-		counts[i] = int64(l.IDsPerTable)
-	}
-	ec := tr.expandCoalesceBytes(&kernel.CoalesceResult{Counts: counts}, n)
+	ec := tr.expandCoalesceBytes(n, n) // every lookup a distinct row
 	sort := 8*n + int64(tr.sortPasses())*16*n + 16*n
 	gather := n*(8+row) + int64(l.Tables)*int64(l.BatchSize)*row
 	if r := float64(ec-sort) / float64(gather); r < 2.5 || r > 3.5 {
@@ -99,5 +94,51 @@ func TestSplitBackwardHandsOffCoalesced(t *testing.T) {
 	}
 	if b.Stats["modeled_prim_transfer_ns"] <= 0 {
 		t.Errorf("stats %v", b.Stats)
+	}
+}
+
+// What a batch charges where, with the defaults (backward: coalesce fused
+// into scatter): the host gathers and scatters; the compute device moves
+// the pooled embeddings, runs the MLP and, for a training batch only, the
+// training framework's step and the gradients' way back. A held-out batch
+// updates nothing.
+func TestOpsOfATrainingAndAHeldOutBatch(t *testing.T) {
+	e := stagetest.New(t, stagetest.Options{})
+	host := &opRecorder{Device: e.Set.Devices["host"]}
+	gpu := &opRecorder{Device: e.Set.Devices["gpu"]}
+	e.Set.Devices["host"], e.Set.Devices["gpu"] = host, gpu
+	s, err := stagetest.Create(t, NewFactory(), e.Set, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.Batch(t, 0)
+	e.Load(t, b)
+	stagetest.Process(t, s, b)
+	if want := []string{"gather-reduce", "scatter"}; !slices.Equal(host.names, want) {
+		t.Errorf("training batch: host ops %v, want %v", host.names, want)
+	}
+	if want := []string{"pooled-to-device", "mlp", OpTrainStep, "grads-to-host"}; !slices.Equal(gpu.names, want) {
+		t.Errorf("training batch: gpu ops %v, want %v", gpu.names, want)
+	}
+	if b.Stats["modeled_prim_transfer_ns"] <= 0 || b.Stats["scatter_bytes"] <= 0 {
+		t.Errorf("training batch: stats %v", b.Stats)
+	}
+	if got := e.Set.Metrics.Series("loss"); len(got) != 1 || got[0].Seq != 0 {
+		t.Errorf("loss series %v, want batch 0's", got)
+	}
+
+	host.names, gpu.names = nil, nil
+	eval := e.Batch(t, 1)
+	eval.Eval = true
+	e.Load(t, eval)
+	stagetest.Process(t, s, eval)
+	if want := []string{"gather-reduce"}; !slices.Equal(host.names, want) {
+		t.Errorf("held-out batch: host ops %v, want %v", host.names, want)
+	}
+	if want := []string{"pooled-to-device", "mlp"}; !slices.Equal(gpu.names, want) {
+		t.Errorf("held-out batch: gpu ops %v, want %v", gpu.names, want)
+	}
+	if _, ok := eval.Stats["scatter_bytes"]; ok || len(e.Set.Metrics.Series("loss")) != 1 {
+		t.Errorf("held-out batch: stats %v, loss series %v", eval.Stats, e.Set.Metrics.Series("loss"))
 	}
 }

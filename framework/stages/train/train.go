@@ -149,51 +149,22 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 		{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled.Length},
 		{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs},
 	}
-	if !b.Eval {
-		// The training framework's fixed cost per step, priced by the
-		// compute device's op_overhead_ms (0 unless a profile or the
-		// graph sets one).
-		gpuOps = append(gpuOps, device.Op{Name: OpTrainStep, Kind: device.Compute})
-	}
 	b.SetStat("gather_bytes", gather.BytesRead)
-	if b.Eval {
+	switch {
+	case b.Eval:
 		if err := t.keepScores(b); err != nil {
 			return err
 		}
-	} else if t.cfg.Backward == BackwardCast {
-		apply, unique, err := t.castBackward(ctx, b, tables, step.PooledGrad, lap)
+	case t.cfg.Backward == BackwardCast || t.cfg.BackwardDevice != "" && pl == nil:
+		coalesce, apply, unique, err := t.unfused(ctx, b, tables, bags, step.PooledGrad, lap)
 		if err != nil {
 			return err
 		}
-		n, err := t.lookups(b)
-		if err != nil {
-			return err
-		}
-		backOps = append(backOps, device.Op{Name: "cast-gather-reduce", Kind: device.Read, Bytes: t.castGatherReduceBytes(n, unique)})
-		backOps = append(backOps, t.handOff(unique)...)
+		backOps = append([]device.Op{coalesce}, t.handOff(unique)...)
 		ops = append(ops, device.Op{Name: OpApply, Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
-		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
 		b.SetStat("scatter_bytes", apply.BytesWritten)
-		b.SetStat("coalesced_rows", unique)
-		t.set.Metrics.Append("loss", b.Seq, res.Loss)
 		lap(PrimScatter)
-	} else if t.cfg.BackwardDevice != "" && pl == nil {
-		ec, apply, err := t.coalesceApply(ctx, tables, bags, step.PooledGrad, lap)
-		if err != nil {
-			return err
-		}
-		n, err := t.lookups(b)
-		if err != nil {
-			return err
-		}
-		backOps = append(backOps, device.Op{Name: "expand-coalesce", Kind: device.Read, Bytes: t.expandCoalesceBytes(ec, n)})
-		backOps = append(backOps, t.handOff(total(ec.Counts))...)
-		ops = append(ops, device.Op{Name: OpApply, Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
-		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
-		b.SetStat("scatter_bytes", apply.BytesWritten)
-		t.set.Metrics.Append("loss", b.Seq, res.Loss)
-		lap(PrimScatter)
-	} else {
+	default:
 		scatter, err := t.set.Kernel.Scatter(ctx, &kernel.ScatterRequest{
 			Tables: tables, Bags: bags, Reduce: t.reduce, Grads: step.PooledGrad,
 			Optimizer: t.opt, LearningRate: float32(t.cfg.LearningRate), Epsilon: float32(t.set.Graph.Embedding.Epsilon),
@@ -206,8 +177,15 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 			t.restore(pl)
 		}
 		ops = append(ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: scatter.BytesRead + scatter.BytesWritten})
-		gpuOps = append(gpuOps, device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
 		b.SetStat("scatter_bytes", scatter.BytesWritten)
+	}
+	if !b.Eval {
+		gpuOps = append(gpuOps,
+			// The training framework's fixed cost per step, priced by the
+			// compute device's op_overhead_ms (0 unless a profile or the
+			// graph sets one).
+			device.Op{Name: OpTrainStep, Kind: device.Compute},
+			device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
 		t.set.Metrics.Append("loss", b.Seq, res.Loss)
 	}
 	if pl != nil {
