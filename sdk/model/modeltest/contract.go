@@ -107,7 +107,11 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) model.Model) 
 		before := digest(t, m)
 		f.poison()
 		grad := slices.Clone(f.floats(f.grad))
-		eval := step(t, m, f.step(2, false))
+		// The request names the gradient region, so that a model that
+		// writes it without Train is caught.
+		forward := f.step(2, false)
+		forward.PooledGrad = f.grad
+		eval := step(t, m, forward)
 		if !bytes.Equal(before, digest(t, m)) {
 			t.Fatal("a forward-only step (Train false) changed the digest")
 		}
