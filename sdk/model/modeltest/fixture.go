@@ -44,7 +44,7 @@ type fixture struct {
 
 // newFixture builds a linearly separable batch: a planted teacher labels
 // each sample by the sign of a linear function of its pooled and dense
-// inputs, half of them positive.
+// inputs (14 of the 32 positive).
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	sizes := []int64{4 * nPooled, 4 * batch * nDense, 4 * batch, 4 * nPooled, 4 * batch}
