@@ -8,6 +8,7 @@ import (
 	"net"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -134,7 +135,7 @@ func (c *Config) validateAcross() []error {
 func (d Dataset) Validate() error {
 	var errs []error
 	add := func(key string, err error) { errs = append(errs, At(key, err)) }
-	if !contains(DatasetKinds, d.Kind) {
+	if !slices.Contains(DatasetKinds, d.Kind) {
 		add("kind", fmt.Errorf("unknown dataset kind %q (allowed: %s)", d.Kind, strings.Join(DatasetKinds, ", ")))
 	}
 	switch {
@@ -156,7 +157,7 @@ func (d Dataset) Validate() error {
 	atLeast("lookups", int64(d.Lookups), 1)
 	atLeast("dense_features", int64(d.DenseFeatures), 0)
 	atLeast("eval_batches", int64(d.EvalBatches), 0)
-	if !contains(Localities, d.Locality) {
+	if !slices.Contains(Localities, d.Locality) {
 		add("locality", fmt.Errorf("unknown locality %q (allowed: %s)", d.Locality, strings.Join(Localities, ", ")))
 	}
 	if d.Locality == "zipf" && !(d.ZipfS > 0 && !math.IsInf(d.ZipfS, 0)) {
@@ -186,7 +187,7 @@ func (d Dataset) Validate() error {
 // Validate checks the optimizer's name and its epsilon.
 func (e Embedding) Validate() error {
 	var errs []error
-	if !contains(EmbeddingOptimizers, e.Optimizer) {
+	if !slices.Contains(EmbeddingOptimizers, e.Optimizer) {
 		errs = append(errs, At("optimizer", fmt.Errorf("unknown optimizer %q (allowed: %s)", e.Optimizer, strings.Join(EmbeddingOptimizers, ", "))))
 	}
 	if !(e.Epsilon > 0) || math.IsInf(e.Epsilon, 0) || e.Epsilon > math.MaxFloat32 {
@@ -336,15 +337,6 @@ func checkHostPort(hp string) error {
 		return fmt.Errorf("port %q is not a number from 1 to 65535", port)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func product(factors []int64) *big.Int {
