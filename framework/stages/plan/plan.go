@@ -113,7 +113,11 @@ const (
 // Sec. IV-D: "the GPU scratchpad's Hit-Map is queried"): the batch's IDs
 // copied to it, one index query per ID of b and of each of the future
 // batches it holds, the decisions written, and one index update per
-// placed miss and per eviction. A policy's own bookkeeping beyond its
+// missed lookup and per eviction. Misses are the policy's count of
+// lookups (cache.TableStats): a row missed twice in a batch, or a lookup
+// the policy bypasses, counts too, so the updates are an upper bound of
+// the placed misses, which plan cannot tell apart without another pass
+// over the batch. A policy's own bookkeeping beyond its
 // index (ScratchPipe's Hold mask, a bit per slot and batch of the window)
 // is not charged: the plan stage cannot see it, and it is a few MB a batch.
 func (p *planner) charge(ctx context.Context, b *batch.Batch, ids, future, updates int64) error {
