@@ -40,6 +40,7 @@ import (
 
 	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/plugins/caches/internal/slotheap"
+	"github.com/flowrun/flowrun/plugins/caches/internal/twopass"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
@@ -50,18 +51,25 @@ const Name = "scratchpipe"
 // Version is this plugin's version.
 const Version = "0.1.0"
 
-// table is one table's scratchpad controller.
+// table is one table's scratchpad controller. The batch is planned by
+// twopass (hits held first, then misses in request order); table supplies
+// the Hold mask and the victim order.
 type table struct {
-	HitMap   map[int64]int32
+	// HitMap maps a row to the slot it will occupy once every planned
+	// batch has inserted, and back.
+	HitMap   twopass.Slots
 	HoldMask []uint64
-	// rowOf is the row each slot will hold once every planned batch has
-	// inserted (the Hit-Map's inverse).
-	rowOf []int64
 	// last is the clock of a slot's latest lookup, count its lookups since
 	// its row was inserted: the LRU and LFU keys.
 	last, count []uint64
-	filled      int32 // slots [0, filled) have held a row
 	victims     victimSet
+	// current is the Hold mask bit of the batch being planned (the past
+	// window); clock is the policy's, shared by its tables.
+	current int
+	clock   *uint64
+	// starved is set when a miss found no un-held slot, which the capacity
+	// check rules out.
+	starved bool
 
 	// Scratch for the capacity check: the check that last counted a slot,
 	// and the rows a batch misses.
@@ -69,13 +77,14 @@ type table struct {
 	missing map[int64]struct{}
 }
 
-func newTable(capacity int32, victim string, rng *rand.Rand) *table {
+func newTable(capacity int32, victim string, rng *rand.Rand, past int, clock *uint64) *table {
 	tb := &table{
-		HitMap:   make(map[int64]int32, capacity),
+		HitMap:   twopass.NewSlots(capacity),
 		HoldMask: make([]uint64, capacity),
-		rowOf:    make([]int64, capacity),
 		last:     make([]uint64, capacity),
 		count:    make([]uint64, capacity),
+		current:  past,
+		clock:    clock,
 		checked:  make([]uint64, capacity),
 		missing:  map[int64]struct{}{},
 	}
@@ -105,7 +114,7 @@ func (tb *table) hold(s int32, bit int) {
 // advance is Algorithm 1's Step B: every mask moves one batch into the
 // past; a slot whose mask reaches 0 becomes a victim candidate.
 func (tb *table) advance() {
-	for s := range tb.filled {
+	for s := range tb.HitMap.Filled() {
 		if m := tb.HoldMask[s]; m != 0 {
 			m >>= 1
 			tb.HoldMask[s] = m
@@ -115,6 +124,36 @@ func (tb *table) advance() {
 		}
 	}
 }
+
+func (tb *table) Resident() *twopass.Slots { return &tb.HitMap }
+
+// Tick advances the clock once per lookup.
+func (tb *table) Tick() { *tb.clock++ }
+
+// Hit is Step C for a slot the batch looks up: it is held under the
+// current batch's bit and its lookup recorded.
+func (tb *table) Hit(s int32) {
+	tb.hold(s, tb.current)
+	tb.last[s] = *tb.clock
+	tb.count[s]++
+}
+
+// Victim picks among the un-held slots.
+func (tb *table) Victim() (int32, bool) {
+	s, ok := tb.victims.Pick()
+	if !ok {
+		tb.starved = true
+	}
+	return s, ok
+}
+
+// Insert starts the count of slot s's new row and holds it.
+func (tb *table) Insert(s int32) {
+	tb.count[s] = 0
+	tb.Hit(s)
+}
+
+func (tb *table) Release() {}
 
 type policy struct {
 	planreq.Guard
@@ -139,15 +178,16 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
+	past, future := cfg.Windows()
 	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(t int, c int32) *table {
-		return newTable(c, cfg.Victim, rand.New(rand.NewPCG(setup.Seed, uint64(t))))
+		return newTable(c, cfg.Victim, rand.New(rand.NewPCG(setup.Seed, uint64(t))), past, &p.clock)
 	})
 	if err != nil {
 		return err
 	}
 	p.Guard.Configure(setup.Tables, func() {
 		p.tables = tables
-		p.past, p.future = cfg.Windows()
+		p.past, p.future = past, future
 		p.clock, p.checks = 0, 0
 	})
 	return nil
@@ -173,81 +213,30 @@ func (p *policy) plan(req *cache.PlanRequest, b *planreq.Batch) (*cache.PlanResu
 			return nil, err
 		}
 	}
-	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(p.tables))}
 	for t, tb := range p.tables {
 		lo, hi := b.Table(t)
-		st := &res.Tables[t]
 		// Step B.
 		tb.advance()
 		// Hold the cached rows of the future window, each under its
 		// batch's bit, before any miss of this batch picks a victim.
 		for j, ids := range future {
 			for _, row := range ids[lo:hi] {
-				if s, ok := tb.HitMap[row]; ok {
+				if s, ok := tb.HitMap.Lookup(row); ok {
 					tb.hold(s, p.past+1+j)
 				}
 			}
 		}
-		// Step C, hits first: a hit's slot is held before any miss of this
-		// batch chooses a victim.
-		for i := lo; i < hi; i++ {
-			s, ok := tb.HitMap[b.IDs[i]]
-			if !ok {
-				b.Hits[i] = 0
-				continue
-			}
-			tb.hold(s, p.past)
-			p.touch(tb, s)
-			b.Slots[i] = int64(s)
-			b.Hits[i] = 1
-			st.Hits++
-		}
-		// Step C, misses in request order: the Hit-Map gets the row now;
-		// Storage gets it at this batch's insert.
-		for i := lo; i < hi; i++ {
-			if b.Hits[i] == 1 {
-				continue
-			}
-			st.Misses++
-			row := b.IDs[i]
-			if s, ok := tb.HitMap[row]; ok { // placed earlier in this batch
-				p.touch(tb, s)
-				b.Slots[i] = int64(s)
-				continue
-			}
-			var s int32
-			if tb.filled < int32(len(tb.rowOf)) {
-				s = tb.filled
-				tb.filled++
-			} else {
-				v, ok := tb.victims.Pick()
-				if !ok { // check said it fits; a bug, not a request to refuse
-					return nil, fmt.Errorf("scratchpipe: batch %d table %d: no un-held slot after the capacity check passed", req.Seq, t)
-				}
-				s = v
-				old := tb.rowOf[s]
-				delete(tb.HitMap, old)
-				w := b.Victims[3*res.Victims : 3*res.Victims+3]
-				w[0], w[1], w[2] = int64(t), old, int64(s)
-				res.Victims++
-				st.Evictions++
-			}
-			tb.rowOf[s] = row
-			tb.HitMap[row] = s
-			tb.count[s] = 0
-			tb.hold(s, p.past)
-			p.touch(tb, s)
-			b.Slots[i] = int64(s)
+	}
+	// Step C: the batch's hits, then its misses in request order; the
+	// Hit-Map gets a missed row now, Storage at this batch's insert.
+	res := twopass.Plan(b, p.tables)
+	for t, tb := range p.tables {
+		if tb.starved { // check said it fits; a bug, not a request to refuse
+			tb.starved = false
+			return nil, fmt.Errorf("scratchpipe: batch %d table %d: no un-held slot after the capacity check passed", req.Seq, t)
 		}
 	}
 	return res, nil
-}
-
-// touch records a lookup of slot s (held, so not among the candidates).
-func (p *policy) touch(tb *table, s int32) {
-	p.clock++
-	tb.last[s] = p.clock
-	tb.count[s]++
 }
 
 // check reports, without changing the policy's state, whether table t can
@@ -255,10 +244,11 @@ func (p *policy) touch(tb *table, s int32) {
 // Step B has run and the future window and b's hits are held.
 func (p *policy) check(seq uint64, t int, b *planreq.Batch, future [][]int64) error {
 	tb := p.tables[t]
-	capacity := int64(len(tb.rowOf))
+	capacity := int64(tb.HitMap.Cap())
 	// Slots whose mask is 0 or 1 are un-held after the shift.
 	var evictable int64
-	for s := range tb.filled {
+	filled := tb.HitMap.Filled()
+	for s := range filled {
 		if tb.HoldMask[s] <= 1 {
 			evictable++
 		}
@@ -266,7 +256,7 @@ func (p *policy) check(seq uint64, t int, b *planreq.Batch, future [][]int64) er
 	p.checks++
 	mark := p.checks
 	held := func(row int64) bool {
-		s, ok := tb.HitMap[row]
+		s, ok := tb.HitMap.Lookup(row)
 		if ok && tb.HoldMask[s] <= 1 && tb.checked[s] != mark {
 			tb.checked[s] = mark
 			evictable--
@@ -286,11 +276,11 @@ func (p *policy) check(seq uint64, t int, b *planreq.Batch, future [][]int64) er
 		}
 	}
 	needed := int64(len(tb.missing))
-	free := capacity - int64(tb.filled)
+	free := capacity - int64(filled)
 	if needed <= free+evictable {
 		return nil
 	}
-	inUse := int64(tb.filled) - evictable
+	inUse := int64(filled) - evictable
 	return fmt.Errorf("%w: scratchpipe: batch %d, table %d: %d rows to place but only %d free or un-held slots of %d (%d are held by the past %d batches, this batch and the next %d); the scratchpad needs capacity ≥ %d rows for this table",
 		plugin.ErrInvalidRequest, seq, t, needed, free+evictable, capacity, inUse, p.past, len(future), inUse+needed)
 }

@@ -1,12 +1,13 @@
 // Package twopass is the per-batch planner shared by the built-in
-// replacement policies (lru, lfu, belady, none). It owns the steps that are
-// the same for all of them: the row-to-slot map, the two passes (hits
-// first, so that no miss of the batch evicts a row the batch uses; then
-// misses in request order, a row repeated within the batch reusing the slot
-// its first miss got), free slots before victims, bypass (slot -1) when
+// replacement policies (lru, lfu, belady, scratchpipe). It owns the steps
+// that are the same for all of them: the row-to-slot map, the two passes
+// (hits first, so that no miss of the batch evicts a row the batch uses;
+// then misses in request order, a row repeated within the batch reusing the
+// slot its first miss got), free slots before victims, bypass (slot -1) when
 // every slot holds a row of the batch, the per-table stats and the victim
 // triples. A policy supplies only its order: which slot a hit holds, which
-// slot to evict, what an insert records.
+// slot to evict, what an insert records. A policy that must never bypass
+// (scratchpipe) checks up front that a victim will always be found.
 //
 // It imports only sdk/ and planreq.
 package twopass
@@ -35,8 +36,8 @@ func (sl *Slots) Lookup(row int64) (int32, bool) {
 	return s, ok
 }
 
-// Row returns the row slot s holds.
-func (sl *Slots) Row(s int32) int64 { return sl.rowOf[s] }
+// Cap is the number of slots.
+func (sl *Slots) Cap() int32 { return int32(len(sl.rowOf)) }
 
 // Filled is the number of slots that hold rows.
 func (sl *Slots) Filled() int32 { return sl.filled }
