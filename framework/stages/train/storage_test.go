@@ -30,6 +30,22 @@ func place(t *testing.T, e *stagetest.Env, b *batch.Batch) {
 	}
 }
 
+// sameRowsAfterFlush writes cached's Storage back to its host tables and
+// checks that every row equals host's.
+func sameRowsAfterFlush(t *testing.T, host, cached *stagetest.Env) {
+	t.Helper()
+	if _, err := cached.Set.Storage.Flush(cached.Set.Tables); err != nil {
+		t.Fatal(err)
+	}
+	for tab := range host.Set.Tables.Len() {
+		for r := range host.Set.Tables.Rows {
+			if !slices.Equal(host.Set.Tables.Row(tab, r), cached.Set.Tables.Row(tab, r)) {
+				t.Fatalf("table %d row %d differs after write-back", tab, r)
+			}
+		}
+	}
+}
+
 func newTrainStage(t *testing.T, e *stagetest.Env, source string) stage.Stage {
 	t.Helper()
 	s, err := stagetest.Create(t, NewFactory(), e.Set, func(c stage.Config) { c.(*Config).Source = source })
@@ -63,16 +79,7 @@ func TestStorageSourceTrainsLikeHost(t *testing.T) {
 			t.Errorf("batch %d: no modeled time", seq)
 		}
 	}
-	if _, err := cached.Set.Storage.Flush(cached.Set.Tables); err != nil {
-		t.Fatal(err)
-	}
-	for tab := range host.Set.Tables.Len() {
-		for r := range host.Set.Tables.Rows {
-			if !slices.Equal(host.Set.Tables.Row(tab, r), cached.Set.Tables.Row(tab, r)) {
-				t.Fatalf("table %d row %d differs after write-back", tab, r)
-			}
-		}
-	}
+	sameRowsAfterFlush(t, host, cached)
 	if !slices.Equal(host.Set.Metrics.Series("loss"), cached.Set.Metrics.Series("loss")) {
 		t.Error("loss curves differ")
 	}
@@ -112,16 +119,7 @@ func TestStorageSourceTrainsBypassedRowsOnHost(t *testing.T) {
 	if bypassed == 0 {
 		t.Fatal("no lookup bypassed the cache: the mixed path went untested")
 	}
-	if _, err := cached.Set.Storage.Flush(cached.Set.Tables); err != nil {
-		t.Fatal(err)
-	}
-	for tab := range host.Set.Tables.Len() {
-		for r := range host.Set.Tables.Rows {
-			if !slices.Equal(host.Set.Tables.Row(tab, r), cached.Set.Tables.Row(tab, r)) {
-				t.Fatalf("table %d row %d differs after write-back", tab, r)
-			}
-		}
-	}
+	sameRowsAfterFlush(t, host, cached)
 }
 
 // A slot that does not hold the row the plan put there fails the batch:
