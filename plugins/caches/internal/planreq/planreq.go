@@ -103,9 +103,9 @@ func Future(m *region.Mapper, tables []plugin.Table, req *cache.PlanRequest) ([]
 				plugin.ErrInvalidRequest, req.Seq, j, w.Seq, prev)
 		}
 		prev = w.Seq
-		ids, err := shm.Int64s(m, w.IDs, n, fmt.Sprintf("future window %d (batch %d) ids", j, w.Seq))
+		ids, err := shm.Int64s(m, w.IDs, n, "ids")
 		if err != nil {
-			return nil, fmt.Errorf("batch %d: %w", req.Seq, err)
+			return nil, fmt.Errorf("batch %d: future window %d (batch %d): %w", req.Seq, j, w.Seq, err)
 		}
 		for t, tab := range tables {
 			for i := req.TableOffsets[t]; i < req.TableOffsets[t+1]; i++ {
