@@ -240,9 +240,6 @@ func (s *benchSetup) alloc(label string, size int64) (*region.Region, error) {
 }
 
 func runKernelBench(ctx context.Context, c kernelBench, stderr io.Writer) (*kernelBenchResult, error) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	opt, _ := kernel.ParseOptimizer(c.Optimizer)
 	stride := c.Dim
 	if c.Op == kernel.OpScatter {
