@@ -39,10 +39,10 @@ func arraysOf(t *testing.T, b *batch.Batch) (missIndex []int64, missRows, victim
 
 // fill plays insert for the test: the staged rows go into their slots.
 func fill(e *stagetest.Env, missIndex []int64, missRows []float32, n int64) {
-	dim := int64(e.Set.Layout.Dim)
+	stride := int64(e.Set.Layout.Stride)
 	for i := range n {
 		t, row, slot := missIndex[3*i], missIndex[3*i+1], missIndex[3*i+2]
-		e.Set.Storage.Fill(int(t), slot, row, missRows[i*dim:(i+1)*dim])
+		e.Set.Storage.Fill(int(t), slot, row, missRows[i*stride:(i+1)*stride])
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"github.com/flowrun/flowrun/framework/stages/internal/stagetest"
 )
 
-// stage writes what collect would have staged: victims (table, row, slot)
+// staged writes what collect would have staged: victims (table, row, slot)
 // with their rows, and missed (table, row, slot) with theirs.
 func staged(t *testing.T, e *stagetest.Env, b *batch.Batch, victims, misses [][3]int64, victimRows, missRows [][]float32) {
 	t.Helper()
@@ -22,14 +22,15 @@ func staged(t *testing.T, e *stagetest.Env, b *batch.Batch, victims, misses [][3
 	if err != nil {
 		t.Fatal(err)
 	}
-	dim := e.Set.Layout.Dim
+	// Staged rows are whole rows, Stride floats apart.
+	stride := e.Set.Layout.Stride
 	for i, tr := range victims {
 		copy(v[3*i:], tr[:])
-		copy(vr[i*dim:], victimRows[i])
+		copy(vr[i*stride:], victimRows[i])
 	}
 	for i, tr := range misses {
 		copy(mi[3*i:], tr[:])
-		copy(mr[i*dim:], missRows[i])
+		copy(mr[i*stride:], missRows[i])
 	}
 	b.SetStat("collected_victims", int64(len(victims)))
 	b.SetStat("collected_rows", int64(len(misses)))
