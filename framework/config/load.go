@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -40,9 +41,10 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 	// "::" rather than "." so that a dot in a stage name or an option key
 	// does not split it into nested keys.
 	v := viper.NewWithOptions(viper.KeyDelimiter(KeyDelimiter))
-	v.SetConfigFile(path)
 	v.SetConfigType("yaml")
-	if err := v.ReadInConfig(); err != nil {
+	// The bytes already read, not the file again: the values and the lines
+	// in errors come from the same version of the file.
+	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 		return nil, src, src.Annotate(&Error{File: path, Err: fmt.Errorf("read graph: %w", err)})
 	}
 
