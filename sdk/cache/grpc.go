@@ -30,18 +30,16 @@ func register(s *grpc.Server, base rpc.BaseServer[Cache]) {
 }
 
 func newClient(conn *grpc.ClientConn) *client {
-	stub := pb.NewCacheClient(conn)
-	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}
+	return &client{rpc.BaseClient[pb.CacheClient]{Stub: pb.NewCacheClient(conn)}}
 }
 
 // client is the host half: a Cache whose calls are RPCs.
 type client struct {
-	rpc.BaseClient
-	stub pb.CacheClient
+	rpc.BaseClient[pb.CacheClient]
 }
 
 func (c *client) Plan(ctx context.Context, req *PlanRequest) (*PlanResult, error) {
-	res, err := c.stub.Plan(ctx, &pb.PlanRequest{
+	res, err := c.Stub.Plan(ctx, &pb.PlanRequest{
 		Seq:          req.Seq,
 		Ids:          rpc.RefToPB(req.IDs),
 		TableOffsets: req.TableOffsets,

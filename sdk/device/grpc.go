@@ -30,18 +30,16 @@ func register(s *grpc.Server, base rpc.BaseServer[Device]) {
 }
 
 func newClient(conn *grpc.ClientConn) *client {
-	stub := pb.NewDeviceClient(conn)
-	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}
+	return &client{rpc.BaseClient[pb.DeviceClient]{Stub: pb.NewDeviceClient(conn)}}
 }
 
 // client is the host half: a Device whose calls are RPCs.
 type client struct {
-	rpc.BaseClient
-	stub pb.DeviceClient
+	rpc.BaseClient[pb.DeviceClient]
 }
 
 func (c *client) Profile(ctx context.Context) (Profile, error) {
-	p, err := c.stub.Profile(ctx, &pb.Empty{})
+	p, err := c.Stub.Profile(ctx, &pb.Empty{})
 	if err != nil {
 		return Profile{}, rpc.FromStatus(err)
 	}
@@ -62,7 +60,7 @@ func (c *client) Cost(ctx context.Context, req *CostRequest) (*CostResult, error
 	for i, op := range req.Ops {
 		in.Ops[i] = &pb.Op{Name: op.Name, Kind: int32(op.Kind), Bytes: op.Bytes, Flops: op.FLOPs}
 	}
-	res, err := c.stub.Cost(ctx, in)
+	res, err := c.Stub.Cost(ctx, in)
 	if err != nil {
 		return nil, rpc.FromStatus(err)
 	}

@@ -30,18 +30,16 @@ func register(s *grpc.Server, base rpc.BaseServer[Kernel]) {
 }
 
 func newClient(conn *grpc.ClientConn) *client {
-	stub := pb.NewKernelClient(conn)
-	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}
+	return &client{rpc.BaseClient[pb.KernelClient]{Stub: pb.NewKernelClient(conn)}}
 }
 
 // client is the host half: a Kernel whose calls are RPCs.
 type client struct {
-	rpc.BaseClient
-	stub pb.KernelClient
+	rpc.BaseClient[pb.KernelClient]
 }
 
 func (c *client) GatherReduce(ctx context.Context, req *GatherReduceRequest) (*Result, error) {
-	res, err := c.stub.GatherReduce(ctx, &pb.GatherReduceRequest{
+	res, err := c.Stub.GatherReduce(ctx, &pb.GatherReduceRequest{
 		Tables: tablesToPB(req.Tables),
 		Bags:   bagsToPB(req.Bags),
 		Reduce: int32(req.Reduce),
@@ -54,7 +52,7 @@ func (c *client) GatherReduce(ctx context.Context, req *GatherReduceRequest) (*R
 }
 
 func (c *client) Scatter(ctx context.Context, req *ScatterRequest) (*Result, error) {
-	res, err := c.stub.Scatter(ctx, &pb.ScatterRequest{
+	res, err := c.Stub.Scatter(ctx, &pb.ScatterRequest{
 		Tables:       tablesToPB(req.Tables),
 		Bags:         bagsToPB(req.Bags),
 		Reduce:       int32(req.Reduce),
@@ -70,7 +68,7 @@ func (c *client) Scatter(ctx context.Context, req *ScatterRequest) (*Result, err
 }
 
 func (c *client) ExpandCoalesce(ctx context.Context, req *ExpandCoalesceRequest) (*CoalesceResult, error) {
-	res, err := c.stub.ExpandCoalesce(ctx, &pb.ExpandCoalesceRequest{
+	res, err := c.Stub.ExpandCoalesce(ctx, &pb.ExpandCoalesceRequest{
 		Tables: tablesToPB(req.Tables),
 		Bags:   bagsToPB(req.Bags),
 		Reduce: int32(req.Reduce),
@@ -84,7 +82,7 @@ func (c *client) ExpandCoalesce(ctx context.Context, req *ExpandCoalesceRequest)
 }
 
 func (c *client) Apply(ctx context.Context, req *ApplyRequest) (*Result, error) {
-	res, err := c.stub.Apply(ctx, &pb.ApplyRequest{
+	res, err := c.Stub.Apply(ctx, &pb.ApplyRequest{
 		Tables:       tablesToPB(req.Tables),
 		Coalesced:    coalescedToPB(req.Coalesced),
 		Optimizer:    int32(req.Optimizer),

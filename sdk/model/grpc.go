@@ -30,18 +30,16 @@ func register(s *grpc.Server, base rpc.BaseServer[Model]) {
 }
 
 func newClient(conn *grpc.ClientConn) *client {
-	stub := pb.NewModelClient(conn)
-	return &client{BaseClient: rpc.BaseClient{Stub: stub}, stub: stub}
+	return &client{rpc.BaseClient[pb.ModelClient]{Stub: pb.NewModelClient(conn)}}
 }
 
 // client is the host half: a Model whose calls are RPCs.
 type client struct {
-	rpc.BaseClient
-	stub pb.ModelClient
+	rpc.BaseClient[pb.ModelClient]
 }
 
 func (c *client) Step(ctx context.Context, req *StepRequest) (*StepResult, error) {
-	res, err := c.stub.Step(ctx, &pb.StepRequest{
+	res, err := c.Stub.Step(ctx, &pb.StepRequest{
 		Seq:        req.Seq,
 		Batch:      int64(req.Batch),
 		Pooled:     rpc.RefToPB(req.Pooled),
@@ -58,7 +56,7 @@ func (c *client) Step(ctx context.Context, req *StepRequest) (*StepResult, error
 }
 
 func (c *client) Digest(ctx context.Context) ([]byte, error) {
-	res, err := c.stub.Digest(ctx, &pb.Empty{})
+	res, err := c.Stub.Digest(ctx, &pb.Empty{})
 	if err != nil {
 		return nil, rpc.FromStatus(err)
 	}

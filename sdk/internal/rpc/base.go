@@ -15,14 +15,14 @@ type baseStub interface {
 	Configure(ctx context.Context, in *pb.ConfigureRequest, opts ...grpc.CallOption) (*pb.Empty, error)
 }
 
-// BaseClient implements plugin.Base over any kind's generated client. The
-// kinds' client halves embed it.
-type BaseClient struct {
-	Stub baseStub
+// BaseClient implements plugin.Base over any kind's generated client S.
+// The kinds' client halves embed it and make their batch calls on Stub too.
+type BaseClient[S baseStub] struct {
+	Stub S
 }
 
 // Info implements plugin.Base.
-func (c BaseClient) Info(ctx context.Context) (plugin.Info, error) {
+func (c BaseClient[S]) Info(ctx context.Context) (plugin.Info, error) {
 	info, err := c.Stub.Info(ctx, &pb.Empty{})
 	if err != nil {
 		return plugin.Info{}, FromStatus(err)
@@ -31,7 +31,7 @@ func (c BaseClient) Info(ctx context.Context) (plugin.Info, error) {
 }
 
 // Configure implements plugin.Base.
-func (c BaseClient) Configure(ctx context.Context, setup plugin.Setup) error {
+func (c BaseClient[S]) Configure(ctx context.Context, setup plugin.Setup) error {
 	_, err := c.Stub.Configure(ctx, &pb.ConfigureRequest{Setup: SetupToPB(setup)})
 	return FromStatus(err)
 }
