@@ -72,9 +72,11 @@ type table struct {
 	starved bool
 
 	// Scratch for the capacity check: the check that last counted a slot,
-	// and the rows a batch misses.
+	// the rows a batch misses, and the slot (-1: none) of each ID of the
+	// future window, which Plan then holds without looking it up again.
 	checked []uint64
 	missing map[int64]struct{}
+	ahead   []int32
 }
 
 func newTable(capacity int32, victim string, rng *rand.Rand, past int, clock *uint64) *table {
@@ -217,13 +219,12 @@ func (p *policy) plan(req *cache.PlanRequest, b *planreq.Batch) (*cache.PlanResu
 		lo, hi := b.Table(t)
 		// Step B.
 		tb.advance()
-		// Hold the cached rows of the future window, each under its
-		// batch's bit, before any miss of this batch picks a victim.
-		for j, ids := range future {
-			for _, row := range ids[lo:hi] {
-				if s, ok := tb.HitMap.Lookup(row); ok {
-					tb.hold(s, p.past+1+j)
-				}
+		// Hold the cached rows of the future window (as check found
+		// them), each under its batch's bit, before any miss of this
+		// batch picks a victim.
+		for k, s := range tb.ahead {
+			if s >= 0 {
+				tb.hold(s, p.past+1+k/int(hi-lo))
 			}
 		}
 	}
@@ -255,23 +256,28 @@ func (p *policy) check(seq uint64, t int, b *planreq.Batch, future [][]int64) er
 	}
 	p.checks++
 	mark := p.checks
-	held := func(row int64) bool {
+	held := func(row int64) (int32, bool) {
 		s, ok := tb.HitMap.Lookup(row)
 		if ok && tb.HoldMask[s] <= 1 && tb.checked[s] != mark {
 			tb.checked[s] = mark
 			evictable--
 		}
-		return ok
+		return s, ok
 	}
 	lo, hi := b.Table(t)
+	tb.ahead = tb.ahead[:0]
 	for _, ids := range future {
 		for _, row := range ids[lo:hi] {
-			held(row)
+			s, ok := held(row)
+			if !ok {
+				s = -1
+			}
+			tb.ahead = append(tb.ahead, s)
 		}
 	}
 	clear(tb.missing)
 	for _, row := range b.IDs[lo:hi] {
-		if !held(row) {
+		if _, ok := held(row); !ok {
 			tb.missing[row] = struct{}{}
 		}
 	}
