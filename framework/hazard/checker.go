@@ -529,11 +529,6 @@ func (c *Checker) finish(h *Hazard, stage uint16) error {
 	return h
 }
 
-// Read checks one read by batch seq at stage.
-func (c *Checker) Read(seq uint64, stage string, t Target) error {
-	return c.read(seq, stage, t.Kind, t.Table, []int64{t.Index})
-}
-
 // ReadSlots checks that batch seq, at stage, may read these Storage slots
 // of table: that no earlier batch still has to write one of them. It
 // returns a *Hazard for the first slot that fails. Negative slots (a
@@ -550,9 +545,6 @@ func (c *Checker) ReadRows(seq uint64, stage string, table int, rows []int64) er
 }
 
 func (c *Checker) read(seq uint64, stage string, k Kind, table int, index []int64) error {
-	if k != Slot && k != HostRow {
-		return fmt.Errorf("hazard: batch %d: read of unknown kind %d", seq, k)
-	}
 	r, err := c.reader(seq, stage)
 	if err != nil {
 		return err

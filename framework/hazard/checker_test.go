@@ -92,7 +92,7 @@ func TestRAW1TrainReadsUntrainedSlot(t *testing.T) {
 	c := New()
 	mustPlan(t, c, 0, WriteSet{Stage: "train", Kind: Slot, Table: 0, Index: []int64{3}})
 	mustPlan(t, c, 1, WriteSet{Stage: "train", Kind: Slot, Table: 0, Index: []int64{3}})
-	h := asHazard(t, c.Read(1, "train", Target{Kind: Slot, Table: 0, Index: 3}))
+	h := asHazard(t, c.ReadSlots(1, "train", 0, []int64{3}))
 	if h.RAW != 1 || h.Row != -1 {
 		t.Fatalf("hazard %+v", *h)
 	}

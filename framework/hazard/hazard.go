@@ -81,14 +81,6 @@ const (
 	StageTrain   = "train"
 )
 
-// Target is one slot or host row of one table.
-type Target struct {
-	Kind  Kind
-	Table int
-	// Index is the slot (Kind Slot) or the row ID (Kind HostRow).
-	Index int64
-}
-
 // Hazard is a read of a slot or row that an earlier batch still had to
 // write. It is the error the Read methods return.
 type Hazard struct {
