@@ -2,6 +2,7 @@ package clock
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -110,17 +111,27 @@ func (t *Timeline) Resources() []string { return append([]string(nil), t.g.resou
 // which never overlap there.
 func (t *Timeline) ResourceBusy(name string) int64 {
 	var s int64
+	if r := slices.Index(t.g.resources, name); r >= 0 {
+		t.holdsOf(r, func(_, _ int, _, h int64) { s += h })
+	}
+	return s
+}
+
+// holdsOf calls visit for every time a stage held resource r (by index):
+// stage k on batch b, from at for h > 0.
+func (t *Timeline) holdsOf(r int, visit func(k, b int, at, h int64)) {
 	for k, uses := range t.g.uses {
-		for _, r := range uses {
-			if t.g.resources[r] == name {
-				for b := range t.Batches {
-					h, _ := t.hold(k, r, b)
-					s += h
+		for i, u := range uses {
+			if u != r {
+				continue
+			}
+			for b := range t.Batches {
+				if h, _ := t.hold(k, r, b); h > 0 {
+					visit(k, b, t.held[k][i][b], h)
 				}
 			}
 		}
 	}
-	return s
 }
 
 // Bottleneck names the busiest stage or resource and its busy time: the
@@ -249,18 +260,7 @@ func (t *Timeline) Gantt(width int) string {
 	}
 	for r, name := range t.g.resources {
 		var ops []span
-		for k, uses := range t.g.uses {
-			for i, u := range uses {
-				if u == r {
-					for b := range t.Batches {
-						if h, _ := t.hold(k, r, b); h > 0 {
-							at := t.held[k][i][b]
-							ops = append(ops, span{at, at + h, batchMark(k)})
-						}
-					}
-				}
-			}
-		}
+		t.holdsOf(r, func(k, _ int, at, h int64) { ops = append(ops, span{at, at + h, batchMark(k)}) })
 		row("["+name+"]", ops)
 	}
 	return sb.String()
