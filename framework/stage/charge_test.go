@@ -1,0 +1,76 @@
+package stage_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/device/devicetest"
+)
+
+// Charge asks the device once per call for all its ops, returns their sum
+// and adds it to the batch's per-device stat, which the modeled clock
+// holds the device for.
+func TestCharge(t *testing.T) {
+	ctx := context.Background()
+	var calls []*device.CostRequest
+	gpu := &devicetest.Mock{CostF: func(_ context.Context, req *device.CostRequest) (*device.CostResult, error) {
+		calls = append(calls, req)
+		res := &device.CostResult{}
+		for _, op := range req.Ops {
+			res.ModeledNs = append(res.ModeledNs, op.Bytes) // 1 ns a byte
+		}
+		return res, nil
+	}}
+	b := batch.New(&batch.Header{Seq: 7}, nil)
+	ns, err := stage.Charge(ctx, b, "gpu", gpu, device.Op{Name: "a", Bytes: 10}, device.Op{Name: "b", Bytes: 5})
+	if err != nil || ns != 15 {
+		t.Fatalf("Charge = %d, %v; want 15", ns, err)
+	}
+	each, err := stage.ChargeEach(ctx, b, "gpu", gpu, device.Op{Name: "c", Bytes: 3}, device.Op{Name: "d", Bytes: 4})
+	if err != nil || !slices.Equal(each, []int64{3, 4}) {
+		t.Fatalf("ChargeEach = %v, %v; want [3 4]", each, err)
+	}
+	if len(calls) != 2 || calls[0].Seq != 7 || len(calls[0].Ops) != 2 {
+		t.Errorf("device asked %d times (%+v), want once per call with the batch's sequence and every op", len(calls), calls)
+	}
+	if got := b.Stats[stage.DeviceStat("gpu")]; got != 22 {
+		t.Errorf("%s = %d, want the 22 ns charged over both calls", stage.DeviceStat("gpu"), got)
+	}
+	if stage.DeviceStat("gpu") != "modeled_dev_gpu_ns" {
+		t.Errorf("DeviceStat(gpu) = %q", stage.DeviceStat("gpu"))
+	}
+
+	// A stage that names no device, or charges no op, costs nothing and
+	// asks nobody.
+	if ns, err := stage.Charge(ctx, b, "host", nil, device.Op{Bytes: 1}); ns != 0 || err != nil {
+		t.Errorf("nil device: %d, %v", ns, err)
+	}
+	if ns, err := stage.Charge(ctx, b, "gpu", gpu); ns != 0 || err != nil || len(calls) != 2 {
+		t.Errorf("no ops: %d, %v after %d calls", ns, err, len(calls))
+	}
+	if _, ok := b.Stats[stage.DeviceStat("host")]; ok {
+		t.Error("a nil device set a stat")
+	}
+
+	// A device that fails, or answers for the wrong number of ops, charges
+	// nothing.
+	errDown := errors.New("down")
+	bad := &devicetest.Mock{CostF: func(context.Context, *device.CostRequest) (*device.CostResult, error) { return nil, errDown }}
+	if _, err := stage.Charge(ctx, b, "gpu", bad, device.Op{Bytes: 1}); !errors.Is(err, errDown) {
+		t.Errorf("failing device: %v", err)
+	}
+	short := &devicetest.Mock{CostF: func(context.Context, *device.CostRequest) (*device.CostResult, error) {
+		return &device.CostResult{ModeledNs: []int64{1}}, nil
+	}}
+	if _, err := stage.Charge(ctx, b, "gpu", short, device.Op{Bytes: 1}, device.Op{Bytes: 2}); err == nil {
+		t.Error("one figure for two ops: no error")
+	}
+	if got := b.Stats[stage.DeviceStat("gpu")]; got != 22 {
+		t.Errorf("failed charges changed %s to %d", stage.DeviceStat("gpu"), got)
+	}
+}
