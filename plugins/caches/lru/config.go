@@ -20,5 +20,9 @@ func (c Config) Validate() error {
 }
 
 func fields() []plugin.Field {
-	return []plugin.Field{planreq.CapacityField}
+	return []plugin.Field{
+		planreq.CapacityField,
+		planreq.IgnoredWindow("past"),
+		planreq.IgnoredWindow("future"),
+	}
 }
