@@ -32,12 +32,11 @@ func traced[R any](ctx context.Context, s *spans, method string, f func(context.
 		trace.WithAttributes(attrs...))
 	defer span.End()
 	res, err := f(ctx)
-	if err == nil && done != nil {
-		done(span, res)
-	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
+	} else if done != nil {
+		done(span, res)
 	}
 	return res, err
 }
