@@ -1,9 +1,6 @@
 package belady
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,7 +10,6 @@ import (
 	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
 	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
-	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
@@ -91,15 +87,8 @@ func TestMatchesReference(t *testing.T) {
 			ref := &reference{Model: reftest.Model{Capacity: capacity}}
 			for i, s := range steps {
 				slots, hits, victims := ref.plan(all[i], all[i+1:min(batches, i+1+horizon)])
-				if got := s.P.Slots(0); !reflect.DeepEqual(got, slots) {
-					t.Fatalf("batch %d: slots %v, want %v (ids %v)", i, got, slots, all[i])
-				}
-				if got := s.P.Hits(0); !reflect.DeepEqual(got, hits) {
-					t.Fatalf("batch %d: hits %v, want %v", i, got, hits)
-				}
-				if got := s.P.Victims(s.Res.Victims); len(got)+len(victims) > 0 && !reflect.DeepEqual(got, victims) {
-					t.Fatalf("batch %d: victims %v, want %v", i, got, victims)
-				}
+				reftest.Match(t, uint64(i), 0, s.P, all[i], slots, hits)
+				reftest.MatchVictims(t, uint64(i), s.P, s.Res.Victims, victims)
 			}
 		})
 	}
@@ -130,16 +119,5 @@ func TestHorizonRaisesHitRate(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
-	ctx := context.Background()
-	tables := []plugin.Table{{Rows: 10, Dim: 2}}
-	for _, opts := range []string{``, `{"capacity":0}`, `{"capacity":2,"ways":4}`} {
-		err := New().Configure(ctx, plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
-		if !errors.Is(err, plugin.ErrInvalidConfig) {
-			t.Errorf("options %q: %v, want ErrInvalidConfig", opts, err)
-		}
-	}
-	info, err := New().Info(ctx)
-	if err != nil || info.Name != Name || info.Kind != plugin.KindCache || len(info.Config) == 0 {
-		t.Errorf("info = %+v, %v", info, err)
-	}
+	reftest.CheckConfigure(t, New, Name, ``, `{"capacity":0}`, `{"capacity":2,"ways":4}`)
 }

@@ -2,7 +2,6 @@ package lfu
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -105,33 +104,15 @@ func TestMatchesReference(t *testing.T) {
 			// The policy's clock is global over tables; the reference's per
 			// table. Only the order of stamps matters, which both keep.
 			slots, hits, victims := r.plan(int64(tab), ids[tab])
-			if got := p.Slots(tab); !reflect.DeepEqual(got, slots) {
-				t.Fatalf("batch %d table %d: slots %v, want %v (ids %v)", seq, tab, got, slots, ids[tab])
-			}
-			if got := p.Hits(tab); !reflect.DeepEqual(got, hits) {
-				t.Fatalf("batch %d table %d: hits %v, want %v", seq, tab, got, hits)
-			}
+			reftest.Match(t, seq, tab, p, ids[tab], slots, hits)
 			want = append(want, victims...)
 		}
-		if got := p.Victims(res.Victims); len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {
-			t.Fatalf("batch %d: victims %v, want %v", seq, got, want)
-		}
+		reftest.MatchVictims(t, seq, p, res.Victims, want)
 	}
 }
 
 func TestConfigure(t *testing.T) {
-	ctx := context.Background()
-	tables := []plugin.Table{{Rows: 10, Dim: 2}}
-	for _, opts := range []string{``, `{}`, `{"capacity":0}`, `{"capacity":2,"ways":4}`, `[1]`} {
-		err := New().Configure(ctx, plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
-		if !errors.Is(err, plugin.ErrInvalidConfig) {
-			t.Errorf("options %q: %v, want ErrInvalidConfig", opts, err)
-		}
-	}
-	info, err := New().Info(ctx)
-	if err != nil || info.Name != Name || info.Kind != plugin.KindCache || len(info.Config) == 0 {
-		t.Errorf("info = %+v, %v", info, err)
-	}
+	reftest.CheckConfigure(t, New, Name, ``, `{}`, `{"capacity":0}`, `{"capacity":2,"ways":4}`, `[1]`)
 }
 
 func TestBadRequestLeavesStateUnchanged(t *testing.T) {

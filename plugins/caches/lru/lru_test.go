@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -17,10 +18,8 @@ import (
 
 func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
 	t.Helper()
-	return reftest.Configured(t, New(), 0, `{"capacity":`+itoa(capacity)+`}`, rows...)
+	return reftest.Configured(t, New(), 0, fmt.Sprintf(`{"capacity":%d}`, capacity), rows...)
 }
-
-func itoa(v int64) string { b, _ := json.Marshal(v); return string(b) }
 
 func plan(t *testing.T, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]int64) (*shmtest.Plan, *cache.PlanResult) {
 	t.Helper()
@@ -114,20 +113,13 @@ func TestMatchesReference(t *testing.T) {
 		var wantVictims []shmtest.Victim
 		for tab, r := range refs {
 			slots, hits, victims := r.plan(int64(tab), ids[tab])
-			if got := p.Slots(tab); !reflect.DeepEqual(got, slots) {
-				t.Fatalf("batch %d table %d: slots %v, want %v (ids %v)", seq, tab, got, slots, ids[tab])
-			}
-			if got := p.Hits(tab); !reflect.DeepEqual(got, hits) {
-				t.Fatalf("batch %d table %d: hits %v, want %v", seq, tab, got, hits)
-			}
+			reftest.Match(t, seq, tab, p, ids[tab], slots, hits)
 			if res.Tables[tab].Evictions != int64(len(victims)) {
 				t.Fatalf("batch %d table %d: %d evictions, want %d", seq, tab, res.Tables[tab].Evictions, len(victims))
 			}
 			wantVictims = append(wantVictims, victims...)
 		}
-		if got := p.Victims(res.Victims); !reflect.DeepEqual(got, wantVictims) && len(wantVictims)+len(got) > 0 {
-			t.Fatalf("batch %d: victims %v, want %v", seq, got, wantVictims)
-		}
+		reftest.MatchVictims(t, seq, p, res.Victims, wantVictims)
 	}
 }
 
@@ -149,18 +141,7 @@ func TestCapacityAboveRowsHoldsWholeTable(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
-	ctx := context.Background()
-	tables := []plugin.Table{{Rows: 10, Dim: 2}}
-	for _, opts := range []string{``, `{}`, `{"capacity":0}`, `{"capacity":-3}`, `{"capacity":2,"ways":4}`, `[1]`} {
-		err := New().Configure(ctx, plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
-		if !errors.Is(err, plugin.ErrInvalidConfig) {
-			t.Errorf("options %q: %v, want ErrInvalidConfig", opts, err)
-		}
-	}
-	info, err := New().Info(ctx)
-	if err != nil || info.Name != Name || info.Kind != plugin.KindCache || len(info.Config) == 0 {
-		t.Errorf("info = %+v, %v", info, err)
-	}
+	reftest.CheckConfigure(t, New, Name, ``, `{}`, `{"capacity":0}`, `{"capacity":-3}`, `{"capacity":2,"ways":4}`, `[1]`)
 }
 
 func TestReconfigureStartsEmpty(t *testing.T) {

@@ -186,15 +186,8 @@ func TestMatchesReference(t *testing.T) {
 				if err != nil {
 					t.Fatalf("batch %d: reference: %v", i, err)
 				}
-				if got := s.P.Slots(0); !reflect.DeepEqual(got, slots) {
-					t.Fatalf("batch %d: slots %v, want %v (ids %v)", i, got, slots, all[i])
-				}
-				if got := s.P.Hits(0); !reflect.DeepEqual(got, hits) {
-					t.Fatalf("batch %d: hits %v, want %v", i, got, hits)
-				}
-				if got := s.P.Victims(s.Res.Victims); len(got)+len(victims) > 0 && !reflect.DeepEqual(got, victims) {
-					t.Fatalf("batch %d: victims %v, want %v", i, got, victims)
-				}
+				reftest.Match(t, uint64(i), 0, s.P, all[i], slots, hits)
+				reftest.MatchVictims(t, uint64(i), s.P, s.Res.Victims, victims)
 				evictions += len(victims)
 			}
 			if evictions == 0 {
@@ -248,18 +241,10 @@ func TestLFUVictim(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
-	ctx := context.Background()
-	tables := []plugin.Table{{Rows: 10, Dim: 2}}
-	for _, opts := range []string{
+	reftest.CheckConfigure(t, New, Name,
 		``, `{"capacity":0}`, `{"capacity":4,"victim":"mru"}`, `{"capacity":4,"past_window":-1}`,
 		`{"capacity":4,"past_window":40,"future_window":30}`, `{"capacity":4,"future":1,"future_window":2}`,
-		`{"capacity":4,"ways":2}`,
-	} {
-		err := New().Configure(ctx, plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
-		if !errors.Is(err, plugin.ErrInvalidConfig) {
-			t.Errorf("options %q: %v, want ErrInvalidConfig", opts, err)
-		}
-	}
+		`{"capacity":4,"ways":2}`)
 	windows := func(opts string) [2]int {
 		var cfg Config
 		if err := plugin.DecodeOptions(json.RawMessage(opts), &cfg); err != nil {
@@ -278,10 +263,6 @@ func TestConfigure(t *testing.T) {
 		if got := windows(opts); got != want {
 			t.Errorf("%s: windows %v, want %v", opts, got, want)
 		}
-	}
-	info, err := New().Info(ctx)
-	if err != nil || info.Name != Name || info.Kind != plugin.KindCache || len(info.Config) == 0 {
-		t.Errorf("info = %+v, %v", info, err)
 	}
 }
 

@@ -103,22 +103,10 @@ func TestFrequenciesProfile(t *testing.T) {
 }
 
 func TestConfigure(t *testing.T) {
-	ctx := context.Background()
-	tables := []plugin.Table{{Rows: 10, Dim: 2}}
-	for _, opts := range []string{
+	reftest.CheckConfigure(t, New, Name,
 		``, `{"capacity":0}`, `{"capacity":4,"warmup_batches":0}`, `{"capacity":4,"profile":"pdf"}`,
 		`{"capacity":4,"profile":"frequencies"}`, `{"capacity":4,"profile":"first_batches","frequencies":{"region":"x","length":24}}`,
 		`{"capacity":4,"frequencies":{"region":"x","length":20}}`, `{"capacity":4,"ways":2}`,
 		`{"capacity":4,"frequencies":{"region":"flowrun-0-0-missing","length":24}}`,
-		`{"capacity":4,"past":3}`, `{"capacity":4,"profile":"first_batches","past":1}`,
-	} {
-		err := New().Configure(ctx, plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
-		if !errors.Is(err, plugin.ErrInvalidConfig) {
-			t.Errorf("options %q: %v, want ErrInvalidConfig", opts, err)
-		}
-	}
-	info, err := New().Info(ctx)
-	if err != nil || info.Name != Name || info.Kind != plugin.KindCache || len(info.Config) == 0 {
-		t.Errorf("info = %+v, %v", info, err)
-	}
+		`{"capacity":4,"past":3}`, `{"capacity":4,"profile":"first_batches","past":1}`)
 }

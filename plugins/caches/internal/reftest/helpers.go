@@ -3,6 +3,8 @@ package reftest
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/internal/shmtest"
@@ -63,4 +65,44 @@ func PlanAll(t testing.TB, c cache.Cache, future int, batches [][]int64) []Step 
 		}
 	}
 	return out
+}
+
+// Match fails t unless table tab of plan p (batch seq, looking up ids) has
+// the reference's slots and hits.
+func Match(t testing.TB, seq uint64, tab int, p *shmtest.Plan, ids, slots []int64, hits []byte) {
+	t.Helper()
+	if got := p.Slots(tab); !reflect.DeepEqual(got, slots) {
+		t.Fatalf("batch %d table %d: slots %v, want %v (ids %v)", seq, tab, got, slots, ids)
+	}
+	if got := p.Hits(tab); !reflect.DeepEqual(got, hits) {
+		t.Fatalf("batch %d table %d: hits %v, want %v", seq, tab, got, hits)
+	}
+}
+
+// MatchVictims fails t unless the n victims plan p (batch seq) reports are
+// want, in order.
+func MatchVictims(t testing.TB, seq uint64, p *shmtest.Plan, n int64, want []shmtest.Victim) {
+	t.Helper()
+	if got := p.Victims(n); len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {
+		t.Fatalf("batch %d: victims %v, want %v", seq, got, want)
+	}
+}
+
+// CheckConfigure fails t unless a cache from newCache rejects each of bad
+// (options for one table of 10 rows) with plugin.ErrInvalidConfig, and
+// its Info names a cache plugin called name and documents its options.
+func CheckConfigure(t *testing.T, newCache func() cache.Cache, name string, bad ...string) {
+	t.Helper()
+	ctx := context.Background()
+	tables := []plugin.Table{{Rows: 10, Dim: 2}}
+	for _, opts := range bad {
+		err := newCache().Configure(ctx, plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
+		if !errors.Is(err, plugin.ErrInvalidConfig) {
+			t.Errorf("options %q: %v, want ErrInvalidConfig", opts, err)
+		}
+	}
+	info, err := newCache().Info(ctx)
+	if err != nil || info.Name != name || info.Kind != plugin.KindCache || len(info.Config) == 0 {
+		t.Errorf("info = %+v, %v", info, err)
+	}
 }
