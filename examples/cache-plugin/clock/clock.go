@@ -49,9 +49,7 @@ type clock struct {
 }
 
 // New returns a CLOCK policy; Configure gives it its capacity.
-func New() cache.Cache { return newClock() }
-
-func newClock() *clock { return &clock{} }
+func New() cache.Cache { return &clock{} }
 
 func (c *clock) Info(context.Context) (plugin.Info, error) {
 	return plugin.Info{

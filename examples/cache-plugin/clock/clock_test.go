@@ -74,9 +74,9 @@ func (b *batch) victims(k int64) []int64 {
 	return region.Int64s(b.r.Bytes()[16*b.n : 16*b.n+24*k])
 }
 
-func configured(t *testing.T, opts string) *clock {
+func configured(t *testing.T, opts string) cache.Cache {
 	t.Helper()
-	c := newClock()
+	c := New()
 	err := c.Configure(context.Background(), plugin.Setup{
 		Tables:  []plugin.Table{{Rows: 100, Dim: 8}},
 		Options: json.RawMessage(opts),
@@ -87,7 +87,7 @@ func configured(t *testing.T, opts string) *clock {
 	return c
 }
 
-func plan(t *testing.T, c *clock, ids ...int64) (*batch, *cache.PlanResult) {
+func plan(t *testing.T, c cache.Cache, ids ...int64) (*batch, *cache.PlanResult) {
 	t.Helper()
 	b := newBatch(t, ids)
 	res, err := c.Plan(context.Background(), b.req)
@@ -130,7 +130,7 @@ func TestBatchRowsStayResident(t *testing.T) {
 
 func TestConfigureRejectsBadOptions(t *testing.T) {
 	for _, opts := range []string{`{}`, `{"capacity": 0}`, `{"capacity": 4, "hand": 1}`} {
-		err := newClock().Configure(context.Background(), plugin.Setup{Options: json.RawMessage(opts)})
+		err := New().Configure(context.Background(), plugin.Setup{Options: json.RawMessage(opts)})
 		if !errors.Is(err, plugin.ErrInvalidConfig) {
 			t.Errorf("options %s: %v, want ErrInvalidConfig", opts, err)
 		}
