@@ -14,7 +14,6 @@ type victimSet interface {
 	Remove(s int32)
 	// Pick removes and returns the slot to evict.
 	Pick() (int32, bool)
-	Len() int
 }
 
 // keyedVictims picks the smallest key: the least recently used slot, or
@@ -27,7 +26,6 @@ type keyedVictims struct {
 func (v *keyedVictims) Add(s int32)         { v.heap.Push(s, v.key(s)) }
 func (v *keyedVictims) Remove(s int32)      { v.heap.Remove(s) }
 func (v *keyedVictims) Pick() (int32, bool) { return v.heap.Pop() }
-func (v *keyedVictims) Len() int            { return v.heap.Len() }
 
 // randomVictims picks uniformly from a deterministic generator.
 type randomVictims struct {
@@ -69,5 +67,3 @@ func (v *randomVictims) Pick() (int32, bool) {
 	v.Remove(s)
 	return s, true
 }
-
-func (v *randomVictims) Len() int { return len(v.slots) }
