@@ -77,16 +77,15 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := planreq.Decode(setup, &cfg); err != nil {
 		return err
 	}
-	tables := make([]*table, len(setup.Tables))
-	for t, tab := range setup.Tables {
-		c, err := planreq.Capacity(cfg.Capacity, t, tab)
-		if err != nil {
-			return err
+	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(t int, c int32) *table {
+		tb := &table{whole: cfg.Capacity >= setup.Tables[t].Rows, filledAt: make([]uint64, c)}
+		if !tb.whole {
+			tb.count = map[int64]uint64{}
 		}
-		tables[t] = &table{whole: cfg.Capacity >= tab.Rows, filledAt: make([]uint64, c)}
-		if !tables[t].whole {
-			tables[t].count = map[int64]uint64{}
-		}
+		return tb
+	})
+	if err != nil {
+		return err
 	}
 	profiled := cfg.profile() == ProfileFrequencies
 	if profiled {
