@@ -100,10 +100,6 @@ func Connect(serverURL string, opts ...Option) (*Conn, error) {
 // the bus's flow control.
 func (c *Conn) NATS() *nats.Conn { return c.nc }
 
-// ConnectedURL is the server this connection is attached to, with any
-// password redacted.
-func (c *Conn) ConnectedURL() string { return c.nc.ConnectedUrlRedacted() }
-
 // Close closes every subscription on the connection (their channels close,
 // messages not yet queued are refused so their publishers retry elsewhere),
 // then the connection. A Publish waiting for an ack returns an error.

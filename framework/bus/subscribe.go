@@ -151,9 +151,6 @@ func reply(m *nats.Msg, status string) {
 	_ = m.RespondMsg(r)
 }
 
-// Subject is the subject this subscription reads.
-func (s *Subscription) Subject() string { return s.subject }
-
 // Messages is the bounded queue. It is closed when the subscription ends;
 // messages still in it were acknowledged and should be consumed.
 func (s *Subscription) Messages() <-chan *Message { return s.ch }

@@ -55,13 +55,6 @@ func (m *Metrics) Series(name string) []Point {
 	return append([]Point(nil), m.series[name]...)
 }
 
-// Total returns a total.
-func (m *Metrics) Total(name string) float64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.totals[name]
-}
-
 // Snapshot returns copies of every series, total and value.
 func (m *Metrics) Snapshot() (series map[string][]Point, totals, values map[string]float64) {
 	m.mu.Lock()

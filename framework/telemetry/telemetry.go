@@ -197,9 +197,6 @@ func createFileExporter(path string) (*JSONLExporter, error) {
 	return NewJSONLExporter(f), nil
 }
 
-// Spec is the exporter spec Setup was given.
-func (t *Telemetry) Spec() string { return t.spec }
-
 // TracerProvider is the provider components create their tracers from; a
 // no-op one for the none exporter.
 func (t *Telemetry) TracerProvider() trace.TracerProvider { return t.tp }
@@ -211,20 +208,6 @@ func (t *Telemetry) Tracer(name string, opts ...trace.TracerOption) trace.Tracer
 
 // Logger is the run's structured logger, tagged with graph and run id.
 func (t *Telemetry) Logger() *slog.Logger { return t.logger }
-
-// ForceFlush exports spans still queued in a batch processor, bounded by the
-// shutdown timeout.
-func (t *Telemetry) ForceFlush(ctx context.Context) error {
-	if t.sdk == nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	if err := t.sdk.ForceFlush(ctx); err != nil {
-		return fmt.Errorf("telemetry: flush %s: %w", t.spec, err)
-	}
-	return nil
-}
 
 // Shutdown flushes and closes the exporter. It returns within the shutdown
 // timeout even when an OTLP collector is unreachable, reporting that as an
