@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -140,14 +138,12 @@ Subcommands measure single plugins: flowrun bench kernel --help.`,
 			if f.warmup < 0 {
 				return usageError{fmt.Errorf("--warmup %d: must be ≥ 0", f.warmup)}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			context.AfterFunc(ctx, stop)
-			rep, err := benchGraphs(ctx, args, f.sets, sweep, f.warmup, f.quiet || f.json, cmd.ErrOrStderr())
+			var rep *benchReport
+			err = interruptible(cmd, func(ctx context.Context) (err error) {
+				rep, err = benchGraphs(ctx, args, f.sets, sweep, f.warmup, f.quiet || f.json, cmd.ErrOrStderr())
+				return err
+			})
 			if err != nil {
-				if ctx.Err() != nil && cmd.Context().Err() == nil {
-					return interruptedError{err}
-				}
 				return err
 			}
 			if f.out != "" {

@@ -67,15 +67,12 @@ interleaving actually broke.`,
 			if f.json && f.quiet {
 				return usageError{errors.New("--json and --quiet: choose one (--json prints only the results)")}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			// After the first signal a second one kills flowrun at once.
-			context.AfterFunc(ctx, stop)
-			res, err := runGraph(ctx, args[0], f, cmd.ErrOrStderr())
+			var res *results.Results
+			err := interruptible(cmd, func(ctx context.Context) (err error) {
+				res, err = runGraph(ctx, args[0], f, cmd.ErrOrStderr())
+				return err
+			})
 			if err != nil {
-				if ctx.Err() != nil && cmd.Context().Err() == nil {
-					return interruptedError{err}
-				}
 				return err
 			}
 			if f.out != "" {
@@ -104,6 +101,20 @@ interleaving actually broke.`,
 	cmd.Flags().StringVar(&f.hazards, "check-hazards", "off", "check ScratchPipe's RAW hazards at run time: `strict` (the flag alone), dynamic or off")
 	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(runtime.HazardsStrict)
 	return cmd
+}
+
+// interruptible calls fn with a context that SIGINT or SIGTERM cancels,
+// and marks the error fn returns after such a signal as interrupted (exit
+// code 130). After the first signal a second one kills flowrun at once.
+func interruptible(cmd *cobra.Command, fn func(context.Context) error) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	context.AfterFunc(ctx, stop)
+	err := fn(ctx)
+	if err != nil && ctx.Err() != nil && cmd.Context().Err() == nil {
+		return interruptedError{err}
+	}
+	return err
 }
 
 // runGraph loads, validates and runs one graph (see runValidated).
