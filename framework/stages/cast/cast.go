@@ -18,13 +18,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math/bits"
 	"slices"
 	"time"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/kernel"
 )
 
 // Cast is Algorithm 2 over one table's n forward pairs (len(src) ==
@@ -77,7 +77,7 @@ func (s *scratch) cast(src, dst, castSrc, castDst, rows []int64) int {
 	for j, r := range src {
 		keys[j] = uint64(r)<<32 | uint64(j)
 	}
-	keys = radixByRow(keys, s.tmp, maxRow)
+	keys = kernel.SortByRow(keys, s.tmp, maxRow)
 	var unique int64
 	prev := int64(-1)
 	for j, k := range keys {
@@ -93,37 +93,6 @@ func (s *scratch) cast(src, dst, castSrc, castDst, rows []int64) int {
 		rows[unique] = r
 	}
 	return int(unique + 1)
-}
-
-// radixByRow sorts keys (row<<32 | position) stably by row in 11-bit
-// digits, as the CPU kernel's expand-coalesce does; small inputs use a
-// comparison sort (keys are distinct, so any sort is stable). It returns
-// keys or tmp, whichever holds the result.
-func radixByRow(keys, tmp []uint64, maxRow int64) []uint64 {
-	if len(keys) < 512 {
-		slices.Sort(keys)
-		return keys
-	}
-	const digit = 11
-	var count [1 << digit]int
-	for shift := 32; shift < 32+bits.Len64(uint64(maxRow)); shift += digit {
-		clear(count[:])
-		for _, k := range keys {
-			count[k>>shift&(1<<digit-1)]++
-		}
-		sum := 0
-		for i, c := range count {
-			count[i] = sum
-			sum += c
-		}
-		for _, k := range keys {
-			d := k >> shift & (1<<digit - 1)
-			tmp[count[d]] = k
-			count[d]++
-		}
-		keys, tmp = tmp, keys
-	}
-	return keys
 }
 
 // castStable is Cast for rows outside [0, 2³²): a stable comparison sort.
@@ -175,7 +144,7 @@ func (c *caster) sortPasses() int {
 	if c.set.Graph != nil && c.set.Graph.Dataset.Rows > 0 {
 		rows = c.set.Graph.Dataset.Rows
 	}
-	return max(1, (bits.Len64(uint64(rows-1))+10)/11)
+	return kernel.SortPasses(rows)
 }
 
 func (c *caster) Process(ctx context.Context, b *batch.Batch) error {

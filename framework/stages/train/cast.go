@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"fmt"
-	"math/bits"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
@@ -337,7 +336,7 @@ func (t *trainer) sortPasses() int {
 	if t.set.Graph != nil && t.set.Graph.Dataset.Rows > 0 {
 		rows = t.set.Graph.Dataset.Rows
 	}
-	return max(1, (bits.Len64(uint64(rows-1))+10)/11)
+	return kernel.SortPasses(rows)
 }
 
 // lookups is the batch's lookups over all tables, from its bag offsets.

@@ -1,8 +1,6 @@
 package cpu
 
 import (
-	"math/bits"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -62,7 +60,7 @@ func expand(v *tableView, reduce kernel.Reduce, s *scratch) (expanded, kernel.Re
 			maxRow = max(maxRow, r)
 		}
 	}
-	keys = sortByRow(keys, s.tmp, maxRow)
+	keys = kernel.SortByRow(keys, s.tmp, maxRow)
 
 	e := expanded{g: v.pooled, dim: dim}
 	if reduce == kernel.Mean {
@@ -101,38 +99,6 @@ func (e *expanded) coalesce(pool bagPooler, u0, u1 int, out []float32) {
 	for u := u0; u < u1; u++ {
 		pool(out[(u-u0)*dim:(u-u0+1)*dim], e.g, e.bags, e.runs[u], e.runs[u+1], dim)
 	}
-}
-
-// sortByRow sorts keys (row<<32 | bag, in position order) stably by row: an
-// LSD radix sort over the row bits in 11-bit digits, so that 2²² rows take
-// two passes. Small inputs use a comparison sort, which is as good since
-// keys that compare equal are equal (same row and bag, same gradient). It
-// returns the sorted slice, keys or tmp.
-func sortByRow(keys, tmp []uint64, maxRow int64) []uint64 {
-	if len(keys) < 512 {
-		slices.Sort(keys)
-		return keys
-	}
-	const digit = 11
-	var count [1 << digit]int
-	for shift := 32; shift < 32+bits.Len64(uint64(maxRow)); shift += digit {
-		clear(count[:])
-		for _, k := range keys {
-			count[k>>shift&(1<<digit-1)]++
-		}
-		sum := 0
-		for i, c := range count {
-			count[i] = sum
-			sum += c
-		}
-		for _, k := range keys {
-			d := k >> shift & (1<<digit - 1)
-			tmp[count[d]] = k
-			count[d]++
-		}
-		keys, tmp = tmp, keys
-	}
-	return keys
 }
 
 // bagPooler sums rows bags[i:j] of g (dim floats each, packed) into out.

@@ -113,26 +113,6 @@ func TestCoalesceAVX2MatchesGo(t *testing.T) {
 	}
 }
 
-// TestSortByRow: the radix sort orders by row and keeps position order
-// among equal rows.
-func TestSortByRow(t *testing.T) {
-	rng := rand.New(rand.NewPCG(25, 26))
-	for _, n := range []int{0, 1, 511, 512, 5000} {
-		for _, maxRow := range []int64{0, 1, 2047, 2048, 1 << 20, 1<<31 + 5} {
-			keys := make([]uint64, n)
-			for i := range keys {
-				keys[i] = uint64(rng.Int64N(maxRow+1))<<32 | uint64(i)
-			}
-			got := sortByRow(keys, make([]uint64, n), maxRow)
-			for i := 1; i < len(got); i++ {
-				if got[i] <= got[i-1] {
-					t.Fatalf("n %d maxRow %d: %x before %x", n, maxRow, got[i-1], got[i])
-				}
-			}
-		}
-	}
-}
-
 // firstDiff compares bit patterns and returns the first difference as
 // (row, column).
 func firstDiff(got, want []float32, dim int) (int, int, bool) {
