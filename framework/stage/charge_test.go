@@ -74,3 +74,20 @@ func TestCharge(t *testing.T) {
 		t.Errorf("failed charges changed %s to %d", stage.DeviceStat("gpu"), got)
 	}
 }
+
+// Settings.Device resolves a stage option's device name: nil for none, the
+// graph's device by name, and an error naming the option for a name the
+// graph lacks.
+func TestSettingsDevice(t *testing.T) {
+	gpu := &devicetest.Mock{}
+	set := stage.Settings{Plugins: stage.Plugins{Devices: map[string]device.Device{"gpu": gpu}}}
+	if d, err := set.Device("host_device", ""); d != nil || err != nil {
+		t.Errorf("no name: %v, %v; want nil, nil", d, err)
+	}
+	if d, err := set.Device("compute_device", "gpu"); d != gpu || err != nil {
+		t.Errorf("gpu: %v, %v; want the graph's gpu", d, err)
+	}
+	if _, err := set.Device("compute_device", "tpu"); err == nil || err.Error() != `compute_device "tpu" is not a device of the graph` {
+		t.Errorf("tpu: %v", err)
+	}
+}

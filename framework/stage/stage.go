@@ -76,6 +76,20 @@ type Settings struct {
 // ID is the stage's component id, "kind/name".
 func (s Settings) ID(k Kind) string { return fmt.Sprintf("%s/%s", k, s.Name) }
 
+// Device is the graph's device a stage option (key) names: nil for an empty
+// name (the stage charges nothing there), an error for a name the graph's
+// devices lack.
+func (s Settings) Device(key, name string) (device.Device, error) {
+	if name == "" {
+		return nil, nil
+	}
+	d, ok := s.Devices[name]
+	if !ok {
+		return nil, fmt.Errorf("%s %q is not a device of the graph", key, name)
+	}
+	return d, nil
+}
+
 // Stage processes one batch. The runtime calls Process for one batch at a
 // time, in sequence order, and publishes the batch onward when it returns
 // nil. Attributes the stage sets on b (b.SetStat) go onto the batch's span.

@@ -3,7 +3,6 @@ package cast
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/flowrun/flowrun/framework/stage"
 )
@@ -21,12 +20,8 @@ func NewFactory() stage.Factory {
 				return nil, errors.New("cast needs the batch layout")
 			}
 			s := &caster{set: set, name: c.Device, transfer: c.Transfer}
-			if c.Device != "" {
-				var ok bool
-				if s.dev, ok = set.Devices[c.Device]; !ok {
-					return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
-				}
-			}
-			return s, nil
+			var err error
+			s.dev, err = set.Device("device", c.Device)
+			return s, err
 		})
 }

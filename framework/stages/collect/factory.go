@@ -3,7 +3,6 @@ package collect
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/flowrun/flowrun/framework/stage"
 )
@@ -25,15 +24,11 @@ func NewFactory() stage.Factory {
 			for t := range col.victimOf {
 				col.victimOf[t] = map[int64]int64{}
 			}
-			var ok bool
-			if col.host, ok = set.Devices[c.Device]; !ok {
-				return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
+			var err error
+			if col.host, err = set.Device("device", c.Device); err != nil {
+				return nil, err
 			}
-			if c.StorageDevice != "" {
-				if col.dev, ok = set.Devices[c.StorageDevice]; !ok {
-					return nil, fmt.Errorf("storage_device %q is not a device of the graph", c.StorageDevice)
-				}
-			}
-			return col, nil
+			col.dev, err = set.Device("storage_device", c.StorageDevice)
+			return col, err
 		})
 }

@@ -2,7 +2,6 @@ package exchange
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/flowrun/flowrun/framework/stage"
 )
@@ -16,10 +15,7 @@ func NewFactory() stage.Factory {
 		func() stage.Config { return &Config{Device: "gpu"} },
 		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
 			c := cfg.(*Config)
-			d, ok := set.Devices[c.Device]
-			if !ok {
-				return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
-			}
-			return &exchanger{set: set, name: c.Device, dev: d}, nil
+			d, err := set.Device("device", c.Device)
+			return &exchanger{set: set, name: c.Device, dev: d}, err
 		})
 }

@@ -24,12 +24,8 @@ func NewFactory() stage.Factory {
 				return nil, fmt.Errorf("k: %d is more than the %d candidates of a batch (dataset.batch_size)", c.K, set.Layout.BatchSize)
 			}
 			f := &filter{set: set, k: c.K, name: c.Device}
-			if c.Device != "" {
-				var ok bool
-				if f.dev, ok = set.Devices[c.Device]; !ok {
-					return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
-				}
-			}
-			return f, nil
+			var err error
+			f.dev, err = set.Device("device", c.Device)
+			return f, err
 		})
 }

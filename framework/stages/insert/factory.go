@@ -3,7 +3,6 @@ package insert
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/flowrun/flowrun/framework/stage"
 )
@@ -21,15 +20,11 @@ func NewFactory() stage.Factory {
 				return nil, errors.New("insert needs the host tables, the Storage and the batch layout")
 			}
 			ins := &inserter{set: set, cfg: c}
-			var ok bool
-			if ins.dev, ok = set.Devices[c.Device]; !ok {
-				return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
+			var err error
+			if ins.dev, err = set.Device("device", c.Device); err != nil {
+				return nil, err
 			}
-			if c.HostDevice != "" {
-				if ins.host, ok = set.Devices[c.HostDevice]; !ok {
-					return nil, fmt.Errorf("host_device %q is not a device of the graph", c.HostDevice)
-				}
-			}
-			return ins, nil
+			ins.host, err = set.Device("host_device", c.HostDevice)
+			return ins, err
 		})
 }

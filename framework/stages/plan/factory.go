@@ -3,7 +3,6 @@ package plan
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/flowrun/flowrun/framework/stage"
 )
@@ -23,12 +22,8 @@ func NewFactory() stage.Factory {
 			}
 			c := cfg.(*Config)
 			p := &planner{set: set, cfg: c}
-			if c.Device != "" {
-				var ok bool
-				if p.dev, ok = set.Devices[c.Device]; !ok {
-					return nil, fmt.Errorf("device %q is not a device of the graph", c.Device)
-				}
-			}
-			return p, nil
+			var err error
+			p.dev, err = set.Device("device", c.Device)
+			return p, err
 		})
 }

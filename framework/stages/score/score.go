@@ -30,18 +30,12 @@ func newScorer(set stage.Settings, cfg *Config) (*scorer, error) {
 	if cfg.Reduce == "mean" {
 		s.reduce = kernel.Mean
 	}
-	var ok bool
-	if cfg.HostDevice != "" {
-		if s.host, ok = set.Devices[cfg.HostDevice]; !ok {
-			return nil, fmt.Errorf("host_device %q is not a device of the graph", cfg.HostDevice)
-		}
+	var err error
+	if s.host, err = set.Device("host_device", cfg.HostDevice); err != nil {
+		return nil, err
 	}
-	if cfg.ComputeDevice != "" {
-		if s.gpu, ok = set.Devices[cfg.ComputeDevice]; !ok {
-			return nil, fmt.Errorf("compute_device %q is not a device of the graph", cfg.ComputeDevice)
-		}
-	}
-	return s, nil
+	s.gpu, err = set.Device("compute_device", cfg.ComputeDevice)
+	return s, err
 }
 
 func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {

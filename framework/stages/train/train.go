@@ -57,22 +57,17 @@ func newTrainer(set stage.Settings, cfg *Config) (*trainer, error) {
 	if t.opt, err = kernel.ParseOptimizer(set.Graph.Embedding.Optimizer); err != nil {
 		return nil, fmt.Errorf("embedding.optimizer: %w", err)
 	}
-	var ok bool
-	if cfg.HostDevice != "" {
-		if t.host, ok = set.Devices[cfg.HostDevice]; !ok {
-			return nil, fmt.Errorf("host_device %q is not a device of the graph", cfg.HostDevice)
-		}
+	if t.host, err = set.Device("host_device", cfg.HostDevice); err != nil {
+		return nil, err
 	}
 	t.back = t.host
 	if cfg.BackwardDevice != "" {
-		if t.back, ok = set.Devices[cfg.BackwardDevice]; !ok {
-			return nil, fmt.Errorf("backward_device %q is not a device of the graph", cfg.BackwardDevice)
+		if t.back, err = set.Device("backward_device", cfg.BackwardDevice); err != nil {
+			return nil, err
 		}
 	}
-	if cfg.ComputeDevice != "" {
-		if t.gpu, ok = set.Devices[cfg.ComputeDevice]; !ok {
-			return nil, fmt.Errorf("compute_device %q is not a device of the graph", cfg.ComputeDevice)
-		}
+	if t.gpu, err = set.Device("compute_device", cfg.ComputeDevice); err != nil {
+		return nil, err
 	}
 	return t, nil
 }
