@@ -212,7 +212,7 @@ const (
 // OpApply is the device op of the optimizer update when it is a kernel
 // call of its own (the kernel's Apply, after a casted gather-reduce or an
 // unfused expand-coalesce). It is not "scatter": a device's
-// op_efficiency.scatter (the host's calibrated 0.0324) prices the fused
+// op_efficiency.scatter (calibrated, docs/devices.md) prices the fused
 // expand-coalesce and update, whose sort and expanded gradients the
 // update alone does not have; the update is priced like any other row
 // read and write of its device.
