@@ -388,3 +388,21 @@ func TestFormatBytes(t *testing.T) {
 		}
 	}
 }
+
+// tracing.exporter takes every form the telemetry package builds an
+// exporter from (an otlp-http path included) and refuses the rest.
+func TestTracingExporter(t *testing.T) {
+	for _, e := range []string{"none", "stdout", "file:spans.jsonl", "otlp-grpc://127.0.0.1:4317", "otlp-http://127.0.0.1:4318", "otlp-http://collector:4318/v1/traces"} {
+		if err := (Tracing{Exporter: e}).Validate(); err != nil {
+			t.Errorf("%s: %v", e, err)
+		}
+	}
+	for e, want := range map[string]string{
+		"jaeger": "unknown exporter", "file:": "empty file path", "otlp-grpc://nohost": "HOST:PORT",
+		"otlp-grpc://h:4317/v1": "no path", "otlp-http://h:99999": "HOST:PORT",
+	} {
+		if err := (Tracing{Exporter: e}).Validate(); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "exporter") {
+			t.Errorf("%s: %v, want an error at exporter containing %q", e, err, want)
+		}
+	}
+}

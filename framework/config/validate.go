@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/flowrun/flowrun/framework/telemetry"
 )
 
 // Allowed values, in the order messages list them.
@@ -281,22 +283,16 @@ const Exporters = "none, stdout, file:PATH, otlp-grpc://HOST:PORT, otlp-http://H
 // the telemetry package's concern.
 func (t Tracing) Validate() error {
 	e := t.Exporter
-	var err error
-	switch {
-	case e == "none" || e == "stdout":
-	case strings.HasPrefix(e, "file:"):
-		if strings.TrimSpace(strings.TrimPrefix(e, "file:")) == "" {
-			err = errors.New("file: needs a path, e.g. file:trace.jsonl")
-		}
-	case strings.HasPrefix(e, "otlp-grpc://"):
-		err = checkHostPort(strings.TrimPrefix(e, "otlp-grpc://"))
-	case strings.HasPrefix(e, "otlp-http://"):
-		err = checkHostPort(strings.TrimPrefix(e, "otlp-http://"))
-	default:
+	known := e == "none" || e == "stdout"
+	for _, prefix := range []string{"file:", "otlp-grpc://", "otlp-http://"} {
+		known = known || strings.HasPrefix(e, prefix)
+	}
+	if !known {
 		return At("exporter", fmt.Errorf("unknown exporter %q (allowed: %s)", e, Exporters))
 	}
-	if err != nil {
-		return At("exporter", fmt.Errorf("%q: %w", e, err))
+	// The form is telemetry's to judge: the exporters are built from it.
+	if err := telemetry.ValidateSpec(e); err != nil {
+		return At("exporter", err)
 	}
 	return nil
 }

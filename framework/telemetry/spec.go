@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -55,8 +56,8 @@ func parseSpec(s string) (exporterSpec, error) {
 			return exporterSpec{}, fmt.Errorf("telemetry: exporter %q: %v: %w", s, err, ErrBadSpec)
 		}
 		host, port, err := net.SplitHostPort(u.Host)
-		if err != nil || host == "" || port == "" {
-			return exporterSpec{}, fmt.Errorf("telemetry: exporter %q: endpoint must be HOST:PORT: %w", s, ErrBadSpec)
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			return exporterSpec{}, fmt.Errorf("telemetry: exporter %q: endpoint must be HOST:PORT, PORT from 1 to 65535: %w", s, ErrBadSpec)
 		}
 		if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 			return exporterSpec{}, fmt.Errorf("telemetry: exporter %q: only HOST:PORT (and a path for otlp-http) is allowed: %w", s, ErrBadSpec)

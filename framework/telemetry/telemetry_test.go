@@ -166,6 +166,9 @@ func TestSetupRejectsBadSpecs(t *testing.T) {
 		"otlp-grpc://localhost",
 		"otlp-grpc://:4317",
 		"otlp-grpc://localhost:4317/v1/traces",
+		"otlp-grpc://localhost:0",
+		"otlp-http://localhost:70000",
+		"otlp-http://localhost:http",
 		"otlp-http://user:pw@localhost:4318",
 		"stdout:pretty",
 	}
