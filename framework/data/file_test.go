@@ -246,3 +246,47 @@ func FuzzBatchFile(f *testing.F) {
 		}
 	})
 }
+
+// OpenSource gives the generator for a synthetic dataset and the checked
+// batch file for a file one; both give the same batch, and done releases
+// the file.
+func TestOpenSource(t *testing.T) {
+	d := dataset("low")
+	d.Batches, d.EvalBatches = 3, 1
+	syn, done, err := OpenSource(4, d)
+	if err != nil || done() != nil {
+		t.Fatal(err)
+	}
+	if _, ok := syn.(*Synthetic); !ok {
+		t.Fatalf("synthetic dataset: source %T", syn)
+	}
+	fd := d
+	fd.Kind, fd.Path = "file", writeSynthetic(t, 4, d)
+	file, done, err := OpenSource(4, fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := file.(*File); !ok {
+		t.Fatalf("file dataset: source %T", file)
+	}
+	a, b := NewArrays(d), NewArrays(d)
+	if err := syn.Fill(2, false, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := file.Fill(2, false, b); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.IDs, b.IDs) || !slices.Equal(a.Labels, b.Labels) {
+		t.Error("the file's batch 2 is not the generator's")
+	}
+	if err := done(); err != nil {
+		t.Fatal(err)
+	}
+	if err := file.Fill(2, false, b); err == nil {
+		t.Error("the file still reads after done")
+	}
+	fd.Path = filepath.Join(t.TempDir(), "missing.frb")
+	if _, _, err := OpenSource(4, fd); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+}

@@ -98,6 +98,25 @@ type Arrays struct {
 	Labels  []float32 // [sample]
 }
 
+// OpenSource is a run's data source for dataset d: the batch file of a
+// dataset of kind file (checked against d, as Open does), else the
+// synthetic generator for seed. done releases it (nothing to release for
+// the generator).
+func OpenSource(seed uint64, d config.Dataset) (src Source, done func() error, err error) {
+	if d.Kind == "file" {
+		f, err := Open(d.Path, d)
+		if err != nil {
+			return nil, nil, err
+		}
+		return f, f.Close, nil
+	}
+	syn, err := NewSynthetic(seed, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	return syn, func() error { return nil }, nil
+}
+
 // NewArrays allocates arrays that hold exactly one batch of d.
 func NewArrays(d config.Dataset) Arrays {
 	return Arrays{

@@ -57,29 +57,13 @@ func warmupBatches(opts map[string]any, batches int) (int, error) {
 // region the cache maps by name. The caller closes the region once the
 // cache is configured.
 func profileFrequencies(seed uint64, d config.Dataset, n int) (*region.Region, error) {
-	var src data.Source
-	switch d.Kind {
-	case "file":
-		f, err := data.Open(d.Path, d)
-		if err != nil {
-			return nil, err
-		}
-		defer f.Close()
-		src = f
-	default:
-		syn, err := data.NewSynthetic(seed, d)
-		if err != nil {
-			return nil, err
-		}
-		src = syn
+	src, done, err := data.OpenSource(seed, d)
+	if err != nil {
+		return nil, err
 	}
+	defer done()
 	B, per := d.BatchSize, d.BatchSize*d.Lookups
-	a := data.Arrays{
-		IDs:     make([]int64, d.Tables*per),
-		Offsets: make([]int64, d.Tables*(B+1)),
-		Dense:   make([]float32, B*d.DenseFeatures),
-		Labels:  make([]float32, B),
-	}
+	a := data.NewArrays(d)
 	counts := make([]map[int64]int64, d.Tables)
 	for t := range counts {
 		counts[t] = map[int64]int64{}

@@ -14,7 +14,7 @@ import (
 
 type loader struct {
 	src         data.Source
-	file        *data.File // the source when dataset.kind is file
+	done        func() error // releases src
 	train, eval uint64
 	tables      *batch.Tables
 	layout      *batch.Layout
@@ -23,23 +23,14 @@ type loader struct {
 func newLoader(set stage.Settings, cfg *Config) (*loader, error) {
 	d := set.Graph.Dataset
 	l := &loader{train: uint64(d.Batches), tables: set.Tables, layout: set.Layout}
-	switch d.Kind {
-	case "file":
-		f, err := data.Open(d.Path, d)
-		if err != nil {
-			return nil, err
-		}
-		l.src, l.file = f, f
-		if n := f.TrainBatches(); uint64(d.Batches) > n && set.Logger != nil {
-			set.Logger.Info("dataset.batches is more than the file's training batches: going around it again",
-				"file", d.Path, "batches", d.Batches, "file_batches", n, "epochs", float64(d.Batches)/float64(n))
-		}
-	default:
-		gen, err := data.NewSynthetic(set.Graph.Seed, d)
-		if err != nil {
-			return nil, err
-		}
-		l.src = gen
+	var err error
+	if l.src, l.done, err = data.OpenSource(set.Graph.Seed, d); err != nil {
+		return nil, err
+	}
+	if f, ok := l.src.(*data.File); ok && uint64(d.Batches) > f.TrainBatches() && set.Logger != nil {
+		n := f.TrainBatches()
+		set.Logger.Info("dataset.batches is more than the file's training batches: going around it again",
+			"file", d.Path, "batches", d.Batches, "file_batches", n, "epochs", float64(d.Batches)/float64(n))
 	}
 	if cfg.Eval {
 		l.eval = uint64(d.EvalBatches)
@@ -109,10 +100,5 @@ func (l *loader) touch(ids, offsets []int64) error {
 	return l.tables.TouchTables(perTable)
 }
 
-// Close closes the batch file, if any.
-func (l *loader) Close(context.Context) error {
-	if l.file != nil {
-		return l.file.Close()
-	}
-	return nil
-}
+// Close releases the data source (closes the batch file, if any).
+func (l *loader) Close(context.Context) error { return l.done() }
