@@ -45,6 +45,10 @@ type Config struct {
 	Tracing Tracing `mapstructure:"tracing"`
 	// NATS says which server joins the stages.
 	NATS NATS `mapstructure:"nats"`
+	// Echo is the graph as Load read it: the file's keys (lower-cased) with
+	// the --set overrides applied, before defaults; results.json echoes it
+	// as `config` (DESIGN.md §8). Nil for a Config not made by Load.
+	Echo map[string]any `mapstructure:"-"`
 }
 
 // Dataset describes the batches a run trains or serves on.

@@ -83,6 +83,11 @@ func TestLoadSet(t *testing.T) {
 	if w := cfg.Stages["train"].Options["window"].(map[string]any)["past"]; w != 4 {
 		t.Errorf("window.past = %v, want 4", w)
 	}
+	// The echo for results.json is the graph as read, overrides applied.
+	if e := cfg.Echo; e["seed"] != 7 || e["name"] != "007" || e["dataset"].(map[string]any)["batches"] != 3 ||
+		e["stages"].(map[string]any)["train"].(map[string]any)["in"] != "batches.x" {
+		t.Errorf("echo without the sets: %v", e)
+	}
 }
 
 func TestLoadBadSet(t *testing.T) {

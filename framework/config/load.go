@@ -65,6 +65,7 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 	if cfg.Name == "" {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
+	cfg.Echo = v.AllSettings()
 	// Validate even after decoding errors: a key that failed to decode
 	// kept its default, so the rest is still worth checking and the user
 	// gets every error in one go.

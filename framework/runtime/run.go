@@ -403,7 +403,7 @@ func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config, run
 func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUse) *results.Results {
 	wall := time.Since(r.started)
 	res := &results.Results{
-		Graph: cfg.Name, RunID: r.id, Seed: cfg.Seed, Batches: cfg.Dataset.Batches,
+		Graph: cfg.Name, RunID: r.id, Seed: cfg.Seed, Batches: cfg.Dataset.Batches, Config: cfg.Echo,
 		EvalBatches: r.total - cfg.Dataset.Batches, Digest: digest, Plugins: uses,
 		WallMs: float64(wall.Nanoseconds()) / 1e6, Started: r.started,
 	}
