@@ -147,7 +147,7 @@ Subcommands measure single plugins: flowrun bench kernel --help.`,
 				return err
 			}
 			if f.out != "" {
-				if err := writeJSONFile(f.out, rep); err != nil {
+				if err := results.WriteJSON(f.out, rep); err != nil {
 					return err
 				}
 			}
@@ -470,30 +470,4 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
-}
-
-// writeJSONFile writes v as indented JSON to path atomically.
-func writeJSONFile(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".bench-*.json")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
 }

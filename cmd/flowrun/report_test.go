@@ -109,7 +109,7 @@ func TestReportLabels(t *testing.T) {
 	}
 	bench := filepath.Join(dir, "bench.json")
 	rep := benchReport{Kind: benchKind, Runs: []benchRun{{Graph: "a", Results: run("a")}, {Graph: "a", Results: run("a")}}}
-	if err := writeJSONFile(bench, rep); err != nil {
+	if err := results.WriteJSON(bench, rep); err != nil {
 		t.Fatal(err)
 	}
 	res := filepath.Join(dir, "r.json")

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/flowrun/flowrun/framework/clock"
@@ -230,26 +231,36 @@ func NewLossCurve(points []Point, every int) *LossCurve {
 // Write writes r as indented JSON to path atomically: a reader never sees a
 // half-written file, and a failed run never leaves one behind.
 func (r *Results) Write(path string) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encode results: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".results-*.json")
-	if err != nil {
+	if err := WriteJSON(path, r); err != nil {
 		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
+
+// WriteJSON writes v as indented JSON to path atomically: into a temporary
+// file beside it, renamed over path once complete, so a reader never sees
+// half a file and a failure leaves no file behind.
+func WriteJSON(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+"-*.json")
+	if err != nil {
+		return err
 	}
 	if _, err := tmp.Write(append(data, '\n')); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
-		return fmt.Errorf("write results: %w", err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("write results: %w", err)
+		return err
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("write results: %w", err)
+		return err
 	}
 	return nil
 }
