@@ -171,8 +171,8 @@ func (c *kernelBench) validate() error {
 	if c.Threads < 1 || c.Reps < 1 || c.Warmup < 0 {
 		errs = append(errs, fmt.Errorf("--threads and --reps must be ≥ 1, --warmup ≥ 0"))
 	}
-	if c.Reduce != "sum" && c.Reduce != "mean" {
-		errs = append(errs, fmt.Errorf("--reduce: want sum or mean, got %q", c.Reduce))
+	if _, err := kernel.ParseReduce(c.Reduce); err != nil {
+		errs = append(errs, fmt.Errorf("--reduce: %w", err))
 	}
 	if _, err := kernel.ParseOptimizer(c.Optimizer); err != nil {
 		errs = append(errs, fmt.Errorf("--optimizer: %w", err))
@@ -282,9 +282,9 @@ func runKernelBench(ctx context.Context, c kernelBench, stderr io.Writer) (*kern
 		res.Impl = cpuImpl(c.Options)
 	}
 
-	reduce := kernel.Sum
-	if c.Reduce == "mean" {
-		reduce = kernel.Mean
+	reduce, err := kernel.ParseReduce(c.Reduce)
+	if err != nil {
+		return nil, err
 	}
 	call := func() (*kernel.Result, []int64, error) {
 		switch c.Op {

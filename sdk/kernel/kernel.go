@@ -37,6 +37,25 @@ const (
 	Mean
 )
 
+var reduceNames = []string{Sum: "sum", Mean: "mean"}
+
+func (r Reduce) String() string {
+	if r >= 0 && int(r) < len(reduceNames) {
+		return reduceNames[r]
+	}
+	return fmt.Sprintf("reduce(%d)", int32(r))
+}
+
+// ParseReduce reads a pooling's name: "sum" or "mean".
+func ParseReduce(s string) (Reduce, error) {
+	for r, name := range reduceNames {
+		if strings.EqualFold(s, name) {
+			return Reduce(r), nil
+		}
+	}
+	return 0, fmt.Errorf("must be %s, got %q", strings.Join(reduceNames, " or "), s)
+}
+
 // Optimizer is the sparse optimizer Scatter and Apply use. Its state, if
 // any, lives in the row itself (floats [Dim, Stride) of the row, see Table),
 // so it moves wherever the row is copied: a cache slot updates exactly as

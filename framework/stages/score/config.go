@@ -2,9 +2,9 @@ package score
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/sdk/kernel"
 )
 
 // Config is the score stage's options.
@@ -23,8 +23,8 @@ type Config struct {
 // Validate checks the options.
 func (c *Config) Validate() error {
 	var errs []error
-	if c.Reduce != "sum" && c.Reduce != "mean" {
-		errs = append(errs, config.At("reduce", fmt.Errorf("must be sum or mean, got %q", c.Reduce)))
+	if _, err := kernel.ParseReduce(c.Reduce); err != nil {
+		errs = append(errs, config.At("reduce", err))
 	}
 	return errors.Join(errs...)
 }

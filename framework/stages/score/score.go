@@ -27,10 +27,10 @@ type scorer struct {
 
 func newScorer(set stage.Settings, cfg *Config) (*scorer, error) {
 	s := &scorer{set: set, cfg: cfg}
-	if cfg.Reduce == "mean" {
-		s.reduce = kernel.Mean
-	}
 	var err error
+	if s.reduce, err = kernel.ParseReduce(cfg.Reduce); err != nil {
+		return nil, fmt.Errorf("reduce: %w", err)
+	}
 	if s.host, err = set.Device("host_device", cfg.HostDevice); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/sdk/kernel"
 )
 
 // Config is the train stage's options.
@@ -42,8 +43,8 @@ func (c *Config) Validate() error {
 	if !(c.LearningRate > 0) {
 		errs = append(errs, config.At("learning_rate", fmt.Errorf("must be > 0, got %v", c.LearningRate)))
 	}
-	if c.Reduce != "sum" && c.Reduce != "mean" {
-		errs = append(errs, config.At("reduce", fmt.Errorf("must be sum or mean, got %q", c.Reduce)))
+	if _, err := kernel.ParseReduce(c.Reduce); err != nil {
+		errs = append(errs, config.At("reduce", err))
 	}
 	if c.Source != SourceHost && c.Source != SourceStorage {
 		errs = append(errs, config.At("source", fmt.Errorf("must be %s or %s, got %q", SourceHost, SourceStorage, c.Source)))

@@ -50,10 +50,10 @@ type trainer struct {
 
 func newTrainer(set stage.Settings, cfg *Config) (*trainer, error) {
 	t := &trainer{set: set, cfg: cfg}
-	if cfg.Reduce == "mean" {
-		t.reduce = kernel.Mean
-	}
 	var err error
+	if t.reduce, err = kernel.ParseReduce(cfg.Reduce); err != nil {
+		return nil, fmt.Errorf("reduce: %w", err)
+	}
 	if t.opt, err = kernel.ParseOptimizer(set.Graph.Embedding.Optimizer); err != nil {
 		return nil, fmt.Errorf("embedding.optimizer: %w", err)
 	}

@@ -313,17 +313,3 @@ func TestImplOption(t *testing.T) {
 	}
 }
 
-func TestParseOptimizer(t *testing.T) {
-	for _, opt := range optimizers {
-		got, err := kernel.ParseOptimizer(opt.String())
-		if err != nil || got != opt {
-			t.Errorf("ParseOptimizer(%q) = %v, %v", opt.String(), got, err)
-		}
-	}
-	if _, err := kernel.ParseOptimizer("adam"); err == nil {
-		t.Error("ParseOptimizer(adam): no error")
-	}
-	if kernel.StateFloats(kernel.SGD, 8) != 0 || kernel.StateFloats(kernel.Adagrad, 8) != 8 || kernel.StateFloats(kernel.RowWiseAdagrad, 8) != 1 {
-		t.Error("StateFloats")
-	}
-}
