@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flowrun/flowrun/framework/clock"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
 )
@@ -118,8 +118,8 @@ its window) gets a row with the reason and the others still run.
 --warmup N times the modeled clock from batch N on (a cache warming up
 has misses but no victims yet), up to the last batches the end of the run
 overlaps (the future window + 1 of them), and uses that figure in the
-modeled columns; it reads the stages' modeled time per batch from the
-run's spans, so the runs trace to a temporary file.
+modeled columns; it times the run's own modeled schedule, which the
+runtime hands over at the end of the run.
 --json prints the whole comparison as JSON instead of the table (each run's
 results.json included), --out FILE writes that JSON to FILE as well; flowrun
 report draws it. Exit codes: 0 all ran, 1 some run failed, 2 bad usage,
@@ -227,15 +227,6 @@ func points(sweep []benchSweep) [][]string {
 // with the error; an interrupt stops everything.
 func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep, warmup int, quiet bool, stderr io.Writer) (*benchReport, error) {
 	rep := &benchReport{Kind: benchKind, Graphs: graphs, Sets: sets, Sweep: sweep, Warmup: warmup, Started: time.Now()}
-	var spanDir string
-	if warmup > 0 {
-		dir, err := os.MkdirTemp("", "flowrun-bench-")
-		if err != nil {
-			return nil, err
-		}
-		defer os.RemoveAll(dir)
-		spanDir = dir
-	}
 	pts := points(sweep)
 	// Check everything first: a bad graph shows in seconds, not after the
 	// runs before it.
@@ -274,10 +265,10 @@ func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep,
 				fmt.Fprintln(stderr, strings.TrimSpace(fmt.Sprintf("bench [%d/%d] %s %s", i+1, len(plans), r.File, strings.Join(r.Point, " "))))
 			}
 			f := runFlags{quiet: quiet, hazards: "off"}
-			spans := ""
-			if spanDir != "" {
-				spans = filepath.Join(spanDir, fmt.Sprintf("run-%d.jsonl", i))
-				f.trace = "file:" + spans
+			var tl *clock.Timeline
+			var lookahead int
+			if warmup > 0 {
+				f.modeled = func(t *clock.Timeline, la int) { tl, lookahead = t, la }
 			}
 			res, err := runValidated(ctx, p.g, r.File, f, stderr)
 			switch {
@@ -288,11 +279,10 @@ func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep,
 			default:
 				r.fill(res)
 			}
-			if err == nil && spans != "" {
-				if err := r.afterWarmup(p.g, spans, warmup); err != nil {
-					r.Error = err.Error()
+			if err == nil && tl != nil {
+				if r.ModeledAfterWarmupMs, err = steadyModeledMs(tl, lookahead, warmup); err != nil {
+					r.Error = fmt.Sprintf("modeled clock after warm-up: %v", err)
 				}
-				os.Remove(spans)
 			}
 		}
 		rep.Runs = append(rep.Runs, r)
@@ -321,20 +311,6 @@ func (r *benchRun) fill(res *results.Results) {
 			}
 		}
 	}
-}
-
-// afterWarmup sets the run's modeled iteration time without its first
-// warmup batches, from its spans.
-func (r *benchRun) afterWarmup(g *graph.Graph, spans string, warmup int) error {
-	times, err := modeledTimes(spans)
-	if err != nil {
-		return fmt.Errorf("modeled clock after warm-up: %w", err)
-	}
-	if len(times.Stage) == 0 {
-		return nil // nothing modeled
-	}
-	r.ModeledAfterWarmupMs, err = steadyModeledMs(g, times, warmup)
-	return err
 }
 
 // modeled is the run's modeled iteration time: after warm-up when the

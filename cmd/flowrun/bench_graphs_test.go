@@ -1,13 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flowrun/framework/runtime"
+	"github.com/flowrun/flowrun/framework/clock"
 )
 
 // Small runs of the shipped graphs: few, small batches (ScratchPipe's
@@ -120,47 +122,36 @@ func TestSweepPoints(t *testing.T) {
 	}
 }
 
-// The modeled clock bench rebuilds from a run's spans is the runtime's:
-// with no warm-up left out it gives the run's own modeled iteration time.
+// The modeled timeline the runtime hands bench is the one behind the run's
+// modeled iteration time: with no warm-up left out it gives that figure.
 func TestBenchWarmupMatchesRuntime(t *testing.T) {
 	for _, path := range scratchPipeGraphs() {
-		dir := t.TempDir()
-		spans, out := filepath.Join(dir, "spans.jsonl"), filepath.Join(dir, "results.json")
 		var sets []string
 		for i := 1; i < len(benchSmall); i += 2 {
 			sets = append(sets, benchSmall[i])
 		}
 		sets = append(sets, "dataset.eval_batches=2")
-		args := []string{"run", path, "-q", "--out", out, "--trace", "file:" + spans}
-		for _, s := range sets {
-			args = append(args, "--set", s)
-		}
-		mustFlowrun(t, args...)
-		var res struct {
-			IterationMs struct{ Modeled float64 } `json:"iteration_ms"`
-		}
-		if err := readJSON(out, &res); err != nil {
-			t.Fatal(err)
-		}
 		g, err := validateGraph(path, sets)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := modeledTimes(spans)
+		var tl *clock.Timeline
+		var lookahead int
+		f := runFlags{quiet: true, hazards: "off", modeled: func(t *clock.Timeline, la int) { tl, lookahead = t, la }}
+		res, err := runValidated(context.Background(), g, path, f, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		batches := d.Batches
+		if tl == nil {
+			t.Fatalf("%s: no modeled timeline handed over", path)
+		}
+		batches := tl.Batches
 		if batches != 8 {
-			t.Fatalf("%s: %d batches in the spans, want 6 + 2 held-out", path, batches)
-		}
-		tl, lookahead, err := runtime.ScheduleModeled(g.Nodes, g.Config, d)
-		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %d batches in the modeled timeline, want 6 + 2 held-out", path, batches)
 		}
 		got := windowIterationMs(tl, 1, batches-1)
 		if diff := got - res.IterationMs.Modeled; diff > 1e-9 || diff < -1e-9 {
-			t.Errorf("%s: modeled iteration %g ms from the spans, %g ms in the results", filepath.Base(path), got, res.IterationMs.Modeled)
+			t.Errorf("%s: modeled iteration %g ms over batches 1 to the last, %g ms in the results", filepath.Base(path), got, res.IterationMs.Modeled)
 		}
 		// The last lookahead+1 batches are left out (none without a
 		// lookahead).
@@ -168,10 +159,10 @@ func TestBenchWarmupMatchesRuntime(t *testing.T) {
 		if lookahead > 0 {
 			tail = lookahead + 1
 		}
-		if _, err := steadyModeledMs(g, d, batches-tail); err == nil {
+		if _, err := steadyModeledMs(tl, lookahead, batches-tail); err == nil {
 			t.Errorf("%s: a warm-up leaving no batch accepted", path)
 		}
-		if v, err := steadyModeledMs(g, d, batches-tail-1); err != nil || v <= 0 {
+		if v, err := steadyModeledMs(tl, lookahead, batches-tail-1); err != nil || v <= 0 {
 			t.Errorf("%s: a warm-up leaving one batch: %v, %v", path, v, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/flowrun/flowrun/framework/bus"
+	"github.com/flowrun/flowrun/framework/clock"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
@@ -34,6 +35,9 @@ type runFlags struct {
 	json bool
 	// hazards is --check-hazards: strict, dynamic or off.
 	hazards string
+	// modeled, when set, is handed the run's modeled timeline and the
+	// stages' lookahead (runtime.Options.Modeled): bench --warmup.
+	modeled func(*clock.Timeline, int)
 }
 
 func newRunCmd() *cobra.Command {
@@ -189,7 +193,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	res, err := runtime.Run(ctx, runtime.Options{
 		Graph: g, Stages: stages(), Plugins: host, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.update, RunID: runID,
-		CheckHazards: hazards,
+		CheckHazards: hazards, Modeled: f.modeled,
 	})
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {

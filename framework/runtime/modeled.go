@@ -8,10 +8,9 @@ import (
 	"github.com/flowrun/flowrun/framework/graph"
 )
 
-// ModeledTimes is what a run's stages charged on the modeled clock, by
-// batch sequence: what the runtime keeps during a run, and what flowrun
-// bench reads back from a run's spans to schedule it again.
-type ModeledTimes struct {
+// modeledTimes is what a run's stages charged on the modeled clock, by
+// batch sequence.
+type modeledTimes struct {
 	// Batches is the run's batch count, held-out batches included.
 	Batches int
 	// Stage is each stage's modeled time per batch (modeled_ns; 0 or
@@ -22,7 +21,7 @@ type ModeledTimes struct {
 	Device map[string]map[string][]int64
 }
 
-// ScheduleModeled schedules the graph's real dependency graph on t, the way
+// scheduleModeled schedules the graph's real dependency graph on t, the way
 // every run's modeled clock is computed (DESIGN.md "Two clocks"): one
 // clock stage per graph stage, upstream by subject, the plan stage looking
 // ahead by its future window, each stage occupying the devices it names
@@ -30,7 +29,7 @@ type ModeledTimes struct {
 // charged to it when the stage said, and as many batches in flight as the
 // runtime's batch pool (one past the lookahead for a sequential graph).
 // It returns the timeline and the stages' total lookahead.
-func ScheduleModeled(nodes []graph.Node, cfg *config.Config, t ModeledTimes) (*clock.Timeline, int, error) {
+func scheduleModeled(nodes []graph.Node, cfg *config.Config, t modeledTimes) (*clock.Timeline, int, error) {
 	producer := map[string]string{}
 	for _, n := range nodes {
 		for _, out := range n.Out {

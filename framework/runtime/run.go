@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/clock"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/pluginhost"
@@ -256,7 +257,7 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 	// The digest covers the touched rows of the host tables (with their
 	// IDs and optimizer state), then the dense model.
 	res := r.results(cfg, tables.Digest(dense), uses)
-	if err := r.modeledClock(res, cfg); err != nil {
+	if err := r.modeledClock(res, cfg, opts.Modeled); err != nil {
 		return nil, fail(err)
 	}
 	var makespan int64
@@ -463,8 +464,8 @@ func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUs
 // per-stage, per-batch times (DESIGN.md "Two clocks") and puts the modeled
 // iteration time and throughput in res. Nothing is modeled when no stage
 // charged a device.
-func (r *run) modeledClock(res *results.Results, cfg *config.Config) error {
-	times := ModeledTimes{Batches: r.total, Stage: map[string][]int64{}, Device: map[string]map[string][]int64{}}
+func (r *run) modeledClock(res *results.Results, cfg *config.Config, hand func(*clock.Timeline, int)) error {
+	times := modeledTimes{Batches: r.total, Stage: map[string][]int64{}, Device: map[string]map[string][]int64{}}
 	nodes := make([]graph.Node, len(r.nodes))
 	charged := false
 	for i, n := range r.nodes {
@@ -478,9 +479,12 @@ func (r *run) modeledClock(res *results.Results, cfg *config.Config) error {
 	if !charged || r.total == 0 {
 		return nil
 	}
-	tl, _, err := ScheduleModeled(nodes, cfg, times)
+	tl, lookahead, err := scheduleModeled(nodes, cfg, times)
 	if err != nil {
 		return err
+	}
+	if hand != nil {
+		hand(tl, lookahead)
 	}
 	sum := tl.Summary()
 	res.ModeledClock = &sum

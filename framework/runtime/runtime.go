@@ -23,6 +23,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/bus"
+	"github.com/flowrun/flowrun/framework/clock"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/hazard"
@@ -54,6 +55,12 @@ type Options struct {
 	// reads a slot or host row an earlier batch has yet to write fails
 	// the run with a *StageError wrapping the *hazard.Hazard.
 	CheckHazards HazardMode
+	// Modeled, when set, is handed the run's modeled timeline (the schedule
+	// behind iteration_ms.modeled, every batch's start and end at every
+	// stage) and the stages' total lookahead, once the run has ended; it
+	// is not called when no stage charged a device. flowrun bench --warmup
+	// times the batches after a warm-up on it.
+	Modeled func(tl *clock.Timeline, lookahead int)
 }
 
 // StageError is a stage failing on a batch.
