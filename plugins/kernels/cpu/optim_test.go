@@ -312,4 +312,3 @@ func TestImplOption(t *testing.T) {
 		t.Errorf("impl avx2 with AVX2 %v: %v", haveAVX2, err)
 	}
 }
-
