@@ -5,12 +5,15 @@
 # Baseline(NMP), tensorcasting-nmp.yaml = Ours(NMP)) for RM1–RM4 (Table II,
 # dim 64) at batch 1024, 2048 and 4096 (Sec. V), on the paper profile
 # (Xeon E5-2698 v4 with ScratchPipe's calibrated factors, V100, Table I's
-# NMP pool). Variants (VARIANTS): calibrated (the graphs as shipped), peak
-# (the host at its datasheet figures, devices.host.options.peak=true: the
-# bound of a tuned CPU software; Ours(NMP) has no host, so its calibrated
-# figures stand for it) and step15 (ScratchPipe's calibrated 15 ms
-# training-step overhead on the GPU, which the Tensor Casting graphs leave
-# at 0: docs/devices.md, "Calibration").
+# NMP pool at the rate the paper's emulation sustained, profile emulated).
+# Variants (VARIANTS): calibrated (the graphs as shipped), peak (the host at
+# its datasheet figures, devices.host.options.peak=true: the bound of a
+# tuned CPU software; Ours(NMP) has no host, so its calibrated figures
+# stand for it), table1 (the pool at Ramulator's 600 GB/s,
+# devices.nmp.options.profile=table1; the CPU systems have no pool, so
+# their calibrated figures stand for them) and step15 (ScratchPipe's
+# calibrated 15 ms training-step overhead on the GPU, which the Tensor
+# Casting graphs leave at 0: docs/devices.md, "Calibration").
 #
 # Reduced for a small shared VM: 4 training batches, no held-out batches,
 # 100 000 rows per table (the paper does not give table sizes), and
@@ -23,10 +26,9 @@
 #   scripts/bench-tensorcasting-paper.sh table [OUT]  # print the table of OUT's runs
 #
 # Environment: RMS (default "rm1 rm2 rm3 rm4"), SIZES ("1024 2048 4096"),
-# VARIANTS ("calibrated peak"), FLOWRUN (a flowrun binary; default: build
-# bin/flowrun). Writes
-# OUT/RM-bSIZE.json, OUT/RM-bSIZE-peak.json and OUT/RM-bSIZE-step15.json
-# (flowrun bench --json; flowrun report draws them).
+# VARIANTS ("calibrated peak table1"), FLOWRUN (a flowrun binary; default:
+# build bin/flowrun). Writes OUT/RM-bSIZE.json and OUT/RM-bSIZE-VARIANT.json
+# for the others (flowrun bench --json; flowrun report draws them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,7 +42,7 @@ systems = [("tensorcasting-baseline-cpu", "Baseline(CPU)"), ("tensorcasting", "O
 # rows[(variant, rm, batch)][graph] = figures, all modeled ms per batch
 rows = {}
 for path in sorted(glob.glob(os.path.join(out, "*.json"))):
-    m = re.fullmatch(r"(rm\d)-b(\d+)(?:-(peak|step15))?\.json", os.path.basename(path))
+    m = re.fullmatch(r"(rm\d)-b(\d+)(?:-(peak|table1|step15))?\.json", os.path.basename(path))
     if not m:
         continue
     rm, batch, variant = m[1], int(m[2]), m[3] or "calibrated"
@@ -63,19 +65,21 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
             "mlp": ms(tr, "mlp"), "step": step, "transfer": ms(tr, "transfer"),
             "nmp_util": nmp / it if nmp else None,
         }
-# Ours(NMP) names no host: its peak-host figures are its calibrated ones.
+# A variant runs only the graphs it changes: Ours(NMP) names no host, so its
+# peak-host figures are its calibrated ones; Baseline(CPU) and Ours(CPU) name
+# no pool, so theirs with the table1 pool are too.
 for (variant, rm, batch), g in rows.items():
-    if variant == "peak" and "tensorcasting-nmp" not in g:
-        cal = rows.get(("calibrated", rm, batch), {}).get("tensorcasting-nmp")
-        if cal:
-            g["tensorcasting-nmp"] = cal
+    if variant != "calibrated":
+        for graph, fig in rows.get(("calibrated", rm, batch), {}).items():
+            g.setdefault(graph, fig)
 
 def f(x, d=2):
     return "–" if x is None or x == 0 else f"{x:.{d}f}"
 
-titles = {"calibrated": "the graphs as shipped (calibrated host)", "peak": "host at its datasheet peak",
+titles = {"calibrated": "the graphs as shipped (calibrated host, emulated pool)", "peak": "host at its datasheet peak",
+          "table1": "pool at Ramulator's 600 GB/s (profile table1)",
           "step15": "with a 15 ms training-step overhead on the GPU"}
-for variant in ("calibrated", "peak", "step15"):
+for variant in ("calibrated", "peak", "table1", "step15"):
     keys = sorted(k for k in rows if k[0] == variant)
     if not keys:
         continue
@@ -146,7 +150,7 @@ flowrun=${FLOWRUN:-bin/flowrun}
 mkdir -p "$out"
 read -r -a rms <<<"${RMS:-rm1 rm2 rm3 rm4}"
 read -r -a sizes <<<"${SIZES:-1024 2048 4096}"
-read -r -a variants <<<"${VARIANTS:-calibrated peak}"
+read -r -a variants <<<"${VARIANTS:-calibrated peak table1}"
 common=(--set dataset.rows=100000 --set dataset.batches=4 --set dataset.eval_batches=0
 	--set stages.train.learning_rate=0.01 --set model.options.learning_rate=0.01 --set dataset.dim=64)
 for rm in "${rms[@]}"; do
@@ -166,6 +170,7 @@ for rm in "${rms[@]}"; do
 			case $v in
 			calibrated) V=() suffix= ;;
 			peak) V=(--set devices.host.options.peak=true) suffix=-peak graphs=("${graphs[@]:0:3}") ;;
+			table1) V=(--set devices.nmp.options.profile=table1) suffix=-table1 graphs=("${graphs[@]:2:2}") ;;
 			step15) V=(--set devices.gpu.options.op_overhead_ms.train-step=15) suffix=-step15 ;;
 			*) echo "unknown variant $v" >&2; exit 2 ;;
 			esac

@@ -51,3 +51,32 @@ func TestTableI(t *testing.T) {
 		}
 	}
 }
+
+// The emulated profile is Table I's pool at the 60 GB/s the paper's
+// emulation sustained (fitted, docs/devices.md): the same ranks, link and
+// capacity as table1, a tenth of its rate.
+func TestEmulatedProfile(t *testing.T) {
+	ctx := context.Background()
+	profile := func(options string) device.Profile {
+		d := nmpdimm.New()
+		if err := d.Configure(ctx, plugin.Setup{Options: json.RawMessage(options)}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := d.Profile(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	table1, emulated := profile(`{}`), profile(`{"profile": "emulated"}`)
+	if math.Abs(emulated.BandwidthGBps*emulated.Efficiency-nmpdimm.EmulatedGBps) > 1e-9 {
+		t.Fatalf("emulated sustains %g GB/s, want %g", emulated.BandwidthGBps*emulated.Efficiency, nmpdimm.EmulatedGBps)
+	}
+	if emulated.BandwidthGBps != table1.BandwidthGBps || emulated.LinkGBps != table1.LinkGBps ||
+		emulated.CapacityBytes != table1.CapacityBytes {
+		t.Fatalf("emulated %+v differs from table1 %+v beyond its efficiency", emulated, table1)
+	}
+	if r := table1.Efficiency / emulated.Efficiency; math.Abs(r-10) > 1e-9 {
+		t.Fatalf("table1 / emulated = %g, want 10", r)
+	}
+}
