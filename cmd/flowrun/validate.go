@@ -37,9 +37,11 @@ func newValidateCmd() *cobra.Command {
 		Short: "Check graphs without running them",
 		Long: `Check graphs without running anything: unknown keys, wrong types, impossible
 sizes, dangling or doubly-produced subjects, undeclared cycles, unknown stage
-kinds, unknown or unlaunchable plugins. Every problem of every file is
-reported, each with file:line and key path. Exits 0 only when all are valid,
-2 otherwise.
+kinds, unknown or unlaunchable plugins and, once the rest of a graph is
+valid, the options of its built-in plugins (each configured as a run would;
+plugin binaries are not launched). Every problem of every file is reported,
+each with file:line and key path. Exits 0 only when all are valid, 2
+otherwise.
 
 --json prints one JSON array on stdout instead, an object per graph:
   [{"file": "graphs/demo.yaml", "ok": false,
@@ -102,7 +104,8 @@ func verdict(path string, err error) validation {
 	return v
 }
 
-// validateGraph loads and checks a graph with a host that launches nothing.
+// validateGraph loads and checks a graph with a host that launches nothing
+// (builtins it configures to try their options are dropped).
 func validateGraph(path string, sets []string) (*graph.Graph, error) {
 	host, err := newHost(nil, io.Discard)
 	if err != nil {

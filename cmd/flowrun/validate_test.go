@@ -183,3 +183,47 @@ func TestValidateSetOverride(t *testing.T) {
 		t.Errorf("stderr does not name the key and the flag:\n%s", r.stderr)
 	}
 }
+
+// TestValidatePluginOptions checks that validate configures builtin plugins
+// as a run would: options given with --set that a builtin rejects are
+// reported at their key, naming the flag, as the run would fail at start.
+func TestValidatePluginOptions(t *testing.T) {
+	t.Parallel()
+	graph := filepath.Join(repoGraphs, "tensorcasting-nmp.yaml")
+	r := flowrun(t, "validate", graph, "--set", "devices.nmp.options.profile=bogus")
+	var ue usageError
+	if !errors.As(r.err, &ue) {
+		t.Fatalf("error %v, want a usage error\nstderr:\n%s", r.err, r.stderr)
+	}
+	want := graph + `: devices::nmp::options::profile: device plugin "builtin:nmp-dimm": invalid plugin configuration: profile: unknown profile "bogus"`
+	if !strings.Contains(r.stderr, want) || !strings.Contains(r.stderr, "(from --set devices.nmp.options.profile=bogus)") {
+		t.Errorf("stderr does not name the option and the flag:\n%s", r.stderr)
+	}
+	mustFlowrun(t, "validate", graph, "--set", "devices.nmp.options.profile=table1")
+}
+
+// TestValidateDoesNotLaunchPlugins checks that validate does not run a
+// plugin binary to try its options: it checks only that the file is an
+// executable, whatever its options.
+func TestValidateDoesNotLaunchPlugins(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "launched")
+	bin := filepath.Join(dir, "flowrun-device-tattletale")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\ntouch "+marker+"\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile("testdata/good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	graph := filepath.Join(dir, "graph.yaml")
+	devices := "devices:\n  host:\n    plugin: builtin:cpu-dram\n  gpu:\n    plugin: " + bin + "\n    options:\n      profile: bogus\n"
+	if err := os.WriteFile(graph, append(good, devices...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustFlowrun(t, "validate", graph)
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("validate ran the plugin binary")
+	}
+}

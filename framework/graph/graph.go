@@ -6,7 +6,8 @@
 // and their options, devices, plugins), then nodes and subjects (sources,
 // dangling and doubly used subjects, feedback), then a topological sort
 // that names any cycle not declared as feedback. Every problem is reported
-// at once, located in the graph file.
+// at once, located in the graph file. Last, on a graph that has passed all
+// of that, a Plugins that can (PluginOptions) tries each plugin's options.
 //
 // graph knows stage kinds and plugins only through the Kinds and Plugins
 // interfaces its caller provides; it must not import the stage kinds, the
@@ -46,6 +47,16 @@ type Plugins interface {
 	// PluginModel, PluginKernel, PluginCache, PluginDevice) that can be
 	// loaded.
 	Check(kind string, ref string) error
+}
+
+// PluginOptions is what a Plugins may also do: try the options of every
+// plugin the graph names, as a run will configure them, without launching
+// anything. Build calls it last, and only on a graph that has passed every
+// other check, since a plugin's configuration can depend on the built graph
+// (the cache's pipeline windows). Its errors are located with config.At,
+// as Build's own.
+type PluginOptions interface {
+	CheckOptions(g *Graph) error
 }
 
 // The plugin kinds passed to Plugins.Check.
@@ -166,7 +177,13 @@ func Build(cfg *config.Config, src *config.Source, kinds Kinds, plugins Plugins)
 	if err := errors.Join(b.errs...); err != nil {
 		return nil, src.Annotate(err)
 	}
-	return b.result(order), nil
+	g := b.result(order)
+	if po, ok := plugins.(PluginOptions); ok {
+		if err := po.CheckOptions(g); err != nil {
+			return nil, src.Annotate(err)
+		}
+	}
+	return g, nil
 }
 
 // checkDatasetFile opens a batch file named by dataset.path (dataset.kind

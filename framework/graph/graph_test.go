@@ -202,6 +202,73 @@ func TestBuildChecksEveryPlugin(t *testing.T) {
 	}
 }
 
+// optionPlugins is a Plugins that also tries options (PluginOptions): it
+// rejects them with err, and records the graphs it was given.
+type optionPlugins struct {
+	fakePlugins
+	err  error
+	seen []*Graph
+}
+
+func (p *optionPlugins) CheckOptions(g *Graph) error {
+	p.seen = append(p.seen, g)
+	return p.err
+}
+
+func TestBuildChecksPluginOptionsLast(t *testing.T) {
+	load := func(sets ...string) (*config.Config, *config.Source) {
+		t.Helper()
+		cfg, src, err := config.Load("testdata/good/linear.yaml", sets)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg, src
+	}
+
+	// On a sound graph, CheckOptions is given the built graph, and a
+	// graph whose options it accepts builds.
+	cfg, src := load()
+	p := &optionPlugins{}
+	g, err := Build(cfg, src, fakeKinds{}, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.seen) != 1 || p.seen[0] != g {
+		t.Fatalf("CheckOptions given %v, want the built graph once", p.seen)
+	}
+	if got := names(g.Nodes); !reflect.DeepEqual(got, []string{"load", "plan", "train"}) {
+		t.Errorf("the graph CheckOptions was given has nodes %v", got)
+	}
+
+	// Its errors are Build's, located in the file like Build's own.
+	p = &optionPlugins{err: errors.Join(
+		config.At("dataset::rows", errors.New("too few for the fake plugin")),
+		config.At("model::options::preset", errors.New("no such preset")),
+	)}
+	cfg, src = load("model.options.preset=rm9")
+	if g, err := Build(cfg, src, fakeKinds{}, p); g != nil || err == nil {
+		t.Fatalf("Build = %v, %v, want the options' errors", g, err)
+	} else {
+		for _, want := range []string{
+			"linear.yaml:3: dataset::rows: too few for the fake plugin",
+			"linear.yaml: model::options::preset: no such preset (from --set model.options.preset=rm9)",
+		} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("no %q in:\n%v", want, err)
+			}
+		}
+	}
+
+	// On a graph with other problems, options are not tried: the cache's
+	// Setup depends on the built graph.
+	p = &optionPlugins{err: errors.New("must not be reported")}
+	cfg, src = load("stages.load.out=[batches,extra]")
+	_, err = Build(cfg, src, fakeKinds{}, p)
+	if err == nil || strings.Contains(err.Error(), "must not be reported") || len(p.seen) != 0 {
+		t.Errorf("CheckOptions called on an unsound graph (%d times): %v", len(p.seen), err)
+	}
+}
+
 func TestBuildSet(t *testing.T) {
 	// --set can rewire a graph: here into a dangling output.
 	_, err := build(t, "testdata/good/linear.yaml", "stages.load.out=[batches,extra]")

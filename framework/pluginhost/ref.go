@@ -1,8 +1,10 @@
 package pluginhost
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +55,46 @@ func ParseRef(ref string) (Ref, error) {
 // existing, regular, executable file.
 func (h *Host) Check(kind plugin.Kind, ref string) error {
 	return h.builtins.check(kind, ref)
+}
+
+// CheckSetup tries setup on the plugin ref names, if it is a builtin: it
+// constructs a fresh instance, configures it and drops it (closing it if
+// it is an io.Closer). That launches nothing, and the instance is not the
+// one a run resolves, since every resolution calls the constructor anew.
+// A plugin binary is not launched to try its options: for one, CheckSetup
+// only does what Check does.
+//
+// The error is Configure's own, unwrapped, so that a joined error keeps
+// its parts (one per rejected option); errors about ref itself are
+// Check's.
+func (h *Host) CheckSetup(ctx context.Context, kind plugin.Kind, ref string, setup plugin.Setup) error {
+	if err := h.builtins.check(kind, ref); err != nil {
+		return err
+	}
+	r, _ := ParseRef(ref) // check parsed it
+	if !r.Builtin {
+		return nil
+	}
+	p := h.builtins.construct(kind, r.Name)
+	if c, ok := p.(io.Closer); ok {
+		defer c.Close()
+	}
+	return p.Configure(ctx, setup)
+}
+
+// construct makes a new instance of kind's builtin name, which check has
+// found.
+func (b Builtins) construct(kind plugin.Kind, name string) plugin.Base {
+	switch kind {
+	case plugin.KindCache:
+		return b.Caches[name]()
+	case plugin.KindKernel:
+		return b.Kernels[name]()
+	case plugin.KindModel:
+		return b.Models[name]()
+	default:
+		return b.Devices[name]()
+	}
 }
 
 func (b Builtins) check(kind plugin.Kind, ref string) error {

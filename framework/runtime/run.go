@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -88,12 +89,12 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		return err
 	}
 
-	hostOpts, closeHostOpts, err := cacheHostOptions(g)
+	cacheOpts, releaseCacheOpts, err := CacheOptions(g)
 	if err != nil {
 		return nil, fail(err)
 	}
-	plugins, uses, err := openPlugins(ctx, opts.Plugins, cfg, r.id, hostOpts)
-	closeHostOpts()
+	plugins, uses, err := openPlugins(ctx, opts.Plugins, cfg, r.id, cacheOpts)
+	releaseCacheOpts()
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -327,25 +328,54 @@ func cacheHostOptions(g *graph.Graph) (map[string]any, func(), error) {
 	return opts, func() { freq.Close() }, nil
 }
 
-// openPlugins opens and configures every plugin the graph names.
-func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config, runID string, cacheHost map[string]any) (stage.Plugins, []results.PluginUse, error) {
-	var ps stage.Plugins
-	var uses []results.PluginUse
-	if host == nil {
-		return ps, nil, errors.New("no plugin host")
+// CacheOptions are the options a run configures the cache with: the
+// graph's cache.options, the host's own over them (cacheHostOptions) and
+// capacity from cache.size. release frees what they refer to; call it once
+// the cache is configured.
+func CacheOptions(g *graph.Graph) (opts map[string]any, release func(), err error) {
+	cfg := g.Config
+	host, release, err := cacheHostOptions(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts = make(map[string]any, len(cfg.Cache.Options)+len(host)+1)
+	maps.Copy(opts, cfg.Cache.Options)
+	maps.Copy(opts, host)
+	opts["capacity"] = cfg.Cache.CacheRows(cfg.Dataset.Rows)
+	return opts, release, nil
+}
+
+// PluginSetup is the Setup a run configures a plugin with: the run's shape
+// from cfg and the plugin's options (for the cache, CacheOptions) as JSON.
+// flowrun validate builds its trial Setups here too, so that it tries
+// what a run will configure.
+func PluginSetup(cfg *config.Config, runID string, options map[string]any) (plugin.Setup, error) {
+	raw, err := json.Marshal(options)
+	if err != nil {
+		return plugin.Setup{}, fmt.Errorf("options: %w", err)
 	}
 	tables := make([]plugin.Table, cfg.Dataset.Tables)
 	for i := range tables {
 		tables[i] = plugin.Table{Rows: cfg.Dataset.Rows, Dim: cfg.Dataset.Dim}
 	}
+	return plugin.Setup{
+		RunID: runID, Seed: cfg.Seed, Tables: tables, BatchSize: cfg.Dataset.BatchSize,
+		Lookups: cfg.Dataset.Lookups, DenseFeatures: cfg.Dataset.DenseFeatures, Options: raw,
+	}, nil
+}
+
+// openPlugins opens and configures every plugin the graph names, the
+// cache with cacheOpts (CacheOptions).
+func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config, runID string, cacheOpts map[string]any) (stage.Plugins, []results.PluginUse, error) {
+	var ps stage.Plugins
+	var uses []results.PluginUse
+	if host == nil {
+		return ps, nil, errors.New("no plugin host")
+	}
 	configure := func(p plugin.Base, kind plugin.Kind, role, ref string, options map[string]any) error {
-		raw, err := json.Marshal(options)
+		setup, err := PluginSetup(cfg, runID, options)
 		if err != nil {
-			return fmt.Errorf("%s plugin %q: options: %w", role, ref, err)
-		}
-		setup := plugin.Setup{
-			RunID: runID, Seed: cfg.Seed, Tables: tables, BatchSize: cfg.Dataset.BatchSize,
-			Lookups: cfg.Dataset.Lookups, DenseFeatures: cfg.Dataset.DenseFeatures, Options: raw,
+			return fmt.Errorf("%s plugin %q: %w", role, ref, err)
 		}
 		if err := p.Configure(ctx, setup); err != nil {
 			return fmt.Errorf("%s plugin %q: configure: %w", role, ref, err)
@@ -372,14 +402,6 @@ func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config, run
 	if ps.Kernel, err = host.Kernel(ctx, cfg.Kernel.Plugin); opened("kernel", cfg.Kernel.Plugin, err) {
 		errs = append(errs, configure(ps.Kernel, plugin.KindKernel, "kernel", cfg.Kernel.Plugin, cfg.Kernel.Options))
 	}
-	cacheOpts := map[string]any{}
-	for k, v := range cfg.Cache.Options {
-		cacheOpts[k] = v
-	}
-	for k, v := range cacheHost {
-		cacheOpts[k] = v
-	}
-	cacheOpts["capacity"] = cfg.Cache.CacheRows(cfg.Dataset.Rows)
 	if ps.Cache, err = host.Cache(ctx, cfg.Cache.Plugin); opened("cache", cfg.Cache.Plugin, err) {
 		errs = append(errs, configure(ps.Cache, plugin.KindCache, "cache", cfg.Cache.Plugin, cacheOpts))
 	}
