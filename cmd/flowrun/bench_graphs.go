@@ -238,7 +238,7 @@ func benchGraphs(ctx context.Context, graphs, sets []string, sweep []benchSweep,
 	for _, pt := range pts {
 		for _, path := range graphs {
 			p := plan{run: benchRun{File: path, Point: pt}}
-			g, err := validateGraph(path, append(append([]string(nil), sets...), pt...))
+			g, err := validateGraph(path, append(append([]string(nil), sets...), pt...), true)
 			switch {
 			case err != nil && len(sweep) == 0:
 				// No sweep made it invalid: the graph or --set is wrong.

@@ -131,7 +131,7 @@ func TestBenchWarmupMatchesRuntime(t *testing.T) {
 			sets = append(sets, benchSmall[i])
 		}
 		sets = append(sets, "dataset.eval_batches=2")
-		g, err := validateGraph(path, sets)
+		g, err := validateGraph(path, sets, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -82,7 +82,7 @@ func runTimed(b *testing.B, path string) (time.Duration, int) {
 		b.Fatal(err)
 	}
 	defer host.Close()
-	g, err := loadGraph(path, nil, host)
+	g, err := loadGraph(path, nil, host, false)
 	if err != nil {
 		b.Fatal(err)
 	}

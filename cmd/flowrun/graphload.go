@@ -32,14 +32,21 @@ func newHost(tp trace.TracerProvider, stderr io.Writer) (*pluginhost.Host, error
 }
 
 // loadGraph reads, overrides, validates and builds a graph; every problem
-// is reported at once, each with file:line and key path.
-func loadGraph(path string, sets []string, host *pluginhost.Host) (*graph.Graph, error) {
+// is reported at once, each with file:line and key path. With tryOptions
+// the builtin plugins are also configured with their options, once, and
+// dropped (optionChecker); a run, which configures them right after,
+// does without.
+func loadGraph(path string, sets []string, host *pluginhost.Host, tryOptions bool) (*graph.Graph, error) {
 	cfg, src, err := config.Load(path, sets)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	resolvePluginPaths(cfg, filepath.Dir(path))
-	g, err := graph.Build(cfg, src, stages(), pluginChecker{host})
+	var plugins graph.Plugins = pluginChecker{host}
+	if tryOptions {
+		plugins = optionChecker{pluginChecker{host}}
+	}
+	g, err := graph.Build(cfg, src, stages(), plugins)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -75,11 +82,15 @@ func (p pluginChecker) Check(kind, ref string) error {
 	return p.host.Check(k, ref)
 }
 
+// optionChecker is a pluginChecker that also tries the builtins' options
+// (graph.PluginOptions).
+type optionChecker struct{ pluginChecker }
+
 // CheckOptions configures every builtin plugin of g with the Setup a run
 // gives it (runtime.PluginSetup, runtime.CacheOptions) and reports what
 // they reject at the plugin's options, before anything runs. Plugin
 // binaries are not launched to try theirs: a run is the first to.
-func (p pluginChecker) CheckOptions(g *graph.Graph) error {
+func (p optionChecker) CheckOptions(g *graph.Graph) error {
 	ctx := context.Background()
 	cfg := g.Config
 	runID := runtime.NewRunID()

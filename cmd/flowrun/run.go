@@ -121,9 +121,11 @@ func interruptible(cmd *cobra.Command, fn func(context.Context) error) error {
 	return err
 }
 
-// runGraph loads, validates and runs one graph (see runValidated).
+// runGraph loads, validates and runs one graph (see runValidated). The
+// builtins' options are not tried first: the run configures them at once,
+// and a static cache's warm-up would be paid twice.
 func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*results.Results, error) {
-	g, err := validateGraph(path, f.sets)
+	g, err := validateGraph(path, f.sets, false)
 	if err != nil {
 		return nil, err
 	}

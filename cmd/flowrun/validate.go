@@ -52,7 +52,7 @@ otherwise.
 			var verdicts []validation
 			bad := 0
 			for _, path := range args {
-				_, err := validateGraph(path, sets)
+				_, err := validateGraph(path, sets, true)
 				if err != nil {
 					bad++
 				}
@@ -105,12 +105,13 @@ func verdict(path string, err error) validation {
 }
 
 // validateGraph loads and checks a graph with a host that launches nothing
-// (builtins it configures to try their options are dropped).
-func validateGraph(path string, sets []string) (*graph.Graph, error) {
+// (builtins it configures to try their options, with tryOptions, are
+// dropped).
+func validateGraph(path string, sets []string, tryOptions bool) (*graph.Graph, error) {
 	host, err := newHost(nil, io.Discard)
 	if err != nil {
 		return nil, err
 	}
 	defer host.Close()
-	return loadGraph(path, sets, host)
+	return loadGraph(path, sets, host, tryOptions)
 }
