@@ -7,6 +7,7 @@ package exchange
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
@@ -23,13 +24,19 @@ func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	// A row crosses the link whole: values and optimizer state.
 	rowBytes := int64(e.set.Layout.Stride) * 4
 	// The rows collect staged (each missed row once per table) cross the
-	// link; without a collect stage, every missed lookup is charged.
+	// link; without a collect stage, every missed lookup is charged. A
+	// batch without plan's counts comes from a graph with no plan stage
+	// upstream: an error, not a link that moved nothing in 0 modeled ns.
 	missed, ok := b.Stats["collected_rows"]
 	if !ok {
-		missed = b.Stats["misses"]
+		missed, ok = b.Stats["misses"]
+	}
+	victims, ok2 := b.Stats["victims"]
+	if !ok || !ok2 {
+		return fmt.Errorf("batch %d carries no misses/victims: exchange needs a plan stage upstream", b.Seq)
 	}
 	toDevice := missed * rowBytes
-	toHost := b.Stats["victims"] * rowBytes
+	toHost := victims * rowBytes
 	ns, err := stage.Charge(ctx, b, e.name, e.dev,
 		device.Op{Name: "rows-to-device", Kind: device.Transfer, Bytes: toDevice},
 		device.Op{Name: "victims-to-host", Kind: device.Transfer, Bytes: toHost})

@@ -314,3 +314,34 @@ func TestConfig(t *testing.T) {
 		t.Errorf("unknown device: err = %v", err)
 	}
 }
+
+// A batch that carries no plan counts (exchange wired where no plan stage
+// is upstream) is an error naming the batch, not a link that moved
+// nothing.
+func TestExchangeNeedsAPlanUpstream(t *testing.T) {
+	e, gpu := mockEnv(t)
+	x := newExchanger(t, e)
+	for name, stats := range map[string]map[string]int64{
+		"nothing":        {},
+		"no victims":     {"misses": 4},
+		"no misses":      {"victims": 2},
+		"only collected": {"collected_rows": 3},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := e.Batch(t, 9)
+			for k, v := range stats {
+				b.SetStat(k, v)
+			}
+			err := x.Process(context.Background(), b)
+			if err == nil || !strings.Contains(err.Error(), "batch 9") || !strings.Contains(err.Error(), "plan stage upstream") {
+				t.Fatalf("err = %v, want one naming batch 9 and the missing plan stage", err)
+			}
+			if _, ok := b.Stats["bytes_to_device"]; ok {
+				t.Errorf("charged a batch without plan counts: %v", b.Stats)
+			}
+		})
+	}
+	if len(gpu.calls) != 0 {
+		t.Errorf("asked the link %d times for batches it cannot price", len(gpu.calls))
+	}
+}
