@@ -3,6 +3,7 @@ package stage
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/sdk/device"
@@ -23,31 +24,48 @@ func DeviceStat(name string) string { return "modeled_dev_" + name + "_ns" }
 // device). A nil device (the stage names none) costs nothing. The result
 // is modeled time and must be reported as such.
 func Charge(ctx context.Context, b *batch.Batch, name string, d device.Device, ops ...device.Op) (int64, error) {
-	each, err := ChargeEach(ctx, b, name, d, ops...)
-	var sum int64
-	for _, ns := range each {
-		sum += ns
-	}
+	_, sum, err := charge(ctx, b, name, d, sumOf, ops)
 	return sum, err
 }
 
 // ChargeEach is Charge returning each op's modeled time, in ops' order.
 func ChargeEach(ctx context.Context, b *batch.Batch, name string, d device.Device, ops ...device.Op) ([]int64, error) {
+	each, _, err := charge(ctx, b, name, d, sumOf, ops)
+	return each, err
+}
+
+// ChargeConcurrent is Charge for operations that run at the same time on
+// independent parts of the device, the two directions of a full-duplex
+// link: the longest sets the time, which it adds to b's DeviceStat(name)
+// and returns.
+func ChargeConcurrent(ctx context.Context, b *batch.Batch, name string, d device.Device, ops ...device.Op) (int64, error) {
+	_, longest, err := charge(ctx, b, name, d, maxOf, ops)
+	return longest, err
+}
+
+func charge(ctx context.Context, b *batch.Batch, name string, d device.Device, combine func([]int64) int64, ops []device.Op) ([]int64, int64, error) {
 	if d == nil || len(ops) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	res, err := d.Cost(ctx, &device.CostRequest{Seq: b.Seq, Ops: ops})
 	if err != nil {
-		return nil, fmt.Errorf("device cost: %w", err)
+		return nil, 0, fmt.Errorf("device cost: %w", err)
 	}
 	if len(res.ModeledNs) != len(ops) {
-		return nil, fmt.Errorf("device cost: %d figures for %d operations", len(res.ModeledNs), len(ops))
+		return nil, 0, fmt.Errorf("device cost: %d figures for %d operations", len(res.ModeledNs), len(ops))
 	}
-	var sum int64
-	for _, ns := range res.ModeledNs {
-		sum += ns
-	}
+	ns := combine(res.ModeledNs)
 	stat := DeviceStat(name)
-	b.SetStat(stat, b.Stats[stat]+sum)
-	return res.ModeledNs, nil
+	b.SetStat(stat, b.Stats[stat]+ns)
+	return res.ModeledNs, ns, nil
 }
+
+func sumOf(ns []int64) int64 {
+	var sum int64
+	for _, n := range ns {
+		sum += n
+	}
+	return sum
+}
+
+func maxOf(ns []int64) int64 { return slices.Max(ns) }

@@ -41,6 +41,16 @@ func TestCharge(t *testing.T) {
 	if got := b.Stats[stage.DeviceStat("gpu")]; got != 22 {
 		t.Errorf("%s = %d, want the 22 ns charged over both calls", stage.DeviceStat("gpu"), got)
 	}
+	// Ops at the same time (the two directions of a link): the longest.
+	both := batch.New(&batch.Header{Seq: 8}, nil)
+	ns, err = stage.ChargeConcurrent(ctx, both, "gpu", gpu, device.Op{Name: "in", Bytes: 6}, device.Op{Name: "out", Bytes: 9})
+	if err != nil || ns != 9 {
+		t.Fatalf("ChargeConcurrent = %d, %v; want 9", ns, err)
+	}
+	if got := both.Stats[stage.DeviceStat("gpu")]; got != 9 {
+		t.Errorf("%s = %d, want the longest concurrent op's 9", stage.DeviceStat("gpu"), got)
+	}
+	calls = calls[:2]
 	if stage.DeviceStat("gpu") != "modeled_dev_gpu_ns" {
 		t.Errorf("DeviceStat(gpu) = %q", stage.DeviceStat("gpu"))
 	}

@@ -37,7 +37,11 @@ func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	}
 	toDevice := missed * rowBytes
 	toHost := victims * rowBytes
-	ns, err := stage.Charge(ctx, b, e.name, e.dev,
+	// Both directions at once: "copies the GPU cache missed embeddings
+	// from CPU→GPU while also simultaneously copying the evicted
+	// embeddings from GPU→CPU over PCIe" (ScratchPipe Sec. IV-B), each at
+	// the link's per-direction rate.
+	ns, err := stage.ChargeConcurrent(ctx, b, e.name, e.dev,
 		device.Op{Name: "rows-to-device", Kind: device.Transfer, Bytes: toDevice},
 		device.Op{Name: "victims-to-host", Kind: device.Transfer, Bytes: toHost})
 	if err != nil {
