@@ -7,7 +7,11 @@
 // (sdk/region); the call itself carries only refs and per-table counts.
 //
 // Write a policy by implementing Cache, then call Serve from main. Check it
-// with the conformance suite in sdk/cache/cachetest.
+// with the conformance suite in sdk/cache/cachetest. In Plan, let
+// PlanRequest.View check the request against the run's tables and map its
+// arrays (and PlanRequest.FutureIDs its future windows): a malformed request
+// is then refused with plugin.ErrInvalidRequest before the policy has
+// touched its state.
 //
 // # Order, windows and what the host guarantees
 //

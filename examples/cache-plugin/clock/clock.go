@@ -13,7 +13,7 @@ package clock
 import (
 	"context"
 	"fmt"
-	"math"
+	"slices"
 	"sync"
 
 	"github.com/flowrun/flowrun/sdk/cache"
@@ -43,9 +43,11 @@ type clock struct {
 	mu     sync.Mutex
 	mapper region.Mapper // maps the host's shared-memory regions, once each
 	cfg    config
-	rows   []int64       // rows of each table, from Setup
 	tables []*clockTable // nil until Configure
 	epoch  uint64
+	// setupTables are the run's tables from Setup; the IDs of a request
+	// must be rows of them.
+	setupTables []plugin.Table
 }
 
 // New returns a CLOCK policy; Configure gives it its capacity.
@@ -70,14 +72,12 @@ func (c *clock) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := cfg.validate(); err != nil {
 		return err
 	}
-	rows := make([]int64, len(setup.Tables))
 	tables := make([]*clockTable, len(setup.Tables))
 	for t, tab := range setup.Tables {
 		if tab.Rows < 0 {
 			return fmt.Errorf("%w: table %d has %d rows", plugin.ErrInvalidConfig, t, tab.Rows)
 		}
 		n := min(cfg.Capacity, tab.Rows) // never more slots than rows
-		rows[t] = tab.Rows
 		tables[t] = &clockTable{
 			slotOf:     make(map[int64]int64, n),
 			rowOf:      make([]int64, n),
@@ -87,7 +87,7 @@ func (c *clock) Configure(_ context.Context, setup plugin.Setup) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.cfg, c.rows, c.tables, c.epoch = cfg, rows, tables, 0
+	c.cfg, c.setupTables, c.tables, c.epoch = cfg, slices.Clone(setup.Tables), tables, 0
 	return nil
 }
 
@@ -100,45 +100,47 @@ func (c *clock) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResu
 	if c.tables == nil {
 		return nil, plugin.ErrNotConfigured
 	}
-	b, err := c.view(req)
+	// View checks the request against the tables and maps its arrays; it
+	// changes nothing, so a bad request leaves the cache as it was.
+	b, err := req.View(&c.mapper, c.setupTables)
 	if err != nil {
-		return nil, fmt.Errorf("clock: batch %d: %w", req.Seq, err)
+		return nil, fmt.Errorf("clock: %w", err)
 	}
 	c.epoch++
 	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(c.tables))}
 	for t, tb := range c.tables {
 		st := &res.Tables[t]
-		lo, hi := req.TableOffsets[t], req.TableOffsets[t+1]
+		lo, hi := b.Table(t)
 		tb.used = 0
 		for i := lo; i < hi; i++ { // pass 1: hits
-			s, ok := tb.slotOf[b.ids[i]]
+			s, ok := tb.slotOf[b.IDs[i]]
 			if !ok {
-				b.hits[i] = 0
+				b.Hits[i] = 0
 				continue
 			}
 			tb.markUsed(s, c.epoch)
 			tb.referenced[s] = true
-			b.slots[i], b.hits[i] = s, 1
+			b.Slots[i], b.Hits[i] = s, 1
 			st.Hits++
 		}
 		for i := lo; i < hi; i++ { // pass 2: misses
-			if b.hits[i] == 1 {
+			if b.Hits[i] == 1 {
 				continue
 			}
 			st.Misses++
-			row := b.ids[i]
+			row := b.IDs[i]
 			if s, ok := tb.slotOf[row]; ok { // inserted earlier in this batch
-				b.slots[i] = s
+				b.Slots[i] = s
 				continue
 			}
 			s, victim := tb.place(c.epoch)
 			if s < 0 { // every slot holds a row of this batch: bypass
-				b.slots[i] = -1
+				b.Slots[i] = -1
 				continue
 			}
 			if victim >= 0 {
 				delete(tb.slotOf, victim)
-				v := b.victims[3*res.Victims:]
+				v := b.Victims[3*res.Victims:]
 				v[0], v[1], v[2] = int64(t), victim, s
 				res.Victims++
 				st.Evictions++
@@ -147,7 +149,7 @@ func (c *clock) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResu
 			tb.slotOf[row] = s
 			tb.referenced[s] = c.cfg.InsertReferenced
 			tb.markUsed(s, c.epoch)
-			b.slots[i] = s
+			b.Slots[i] = s
 		}
 	}
 	return res, nil
@@ -187,80 +189,4 @@ func (tb *clockTable) place(epoch uint64) (slot, victim int64) {
 			return s, tb.rowOf[s]
 		}
 	}
-}
-
-// batchView is a request's arrays, mapped from shared memory.
-type batchView struct {
-	ids, slots, victims []int64
-	hits                []byte
-}
-
-// view checks the request against the setup and maps its regions. Nothing
-// about the policy's state changes until every check has passed, so a bad
-// request leaves the cache as it was.
-func (c *clock) view(req *cache.PlanRequest) (*batchView, error) {
-	off := req.TableOffsets
-	if len(off) != len(c.tables)+1 || off[0] != 0 {
-		return nil, fmt.Errorf("%w: want %d table offsets starting at 0, got %v", plugin.ErrInvalidRequest, len(c.tables)+1, off)
-	}
-	for t := range c.tables {
-		if off[t+1] < off[t] {
-			return nil, fmt.Errorf("%w: table %d offsets decrease", plugin.ErrInvalidRequest, t)
-		}
-	}
-	n := off[len(c.tables)]
-	if n > math.MaxInt64/24 { // 3 int64 victims per ID must not overflow
-		return nil, fmt.Errorf("%w: %d IDs", plugin.ErrInvalidRequest, n)
-	}
-	ids, err := c.int64s(req.IDs, n, "ids")
-	if err != nil {
-		return nil, err
-	}
-	slots, err := c.int64s(req.Slots, n, "slots")
-	if err != nil {
-		return nil, err
-	}
-	victims, err := c.int64s(req.Victims, 3*n, "victims")
-	if err != nil {
-		return nil, err
-	}
-	hits, err := c.bytes(req.Hits, n, "hits")
-	if err != nil {
-		return nil, err
-	}
-	for t, rows := range c.rows {
-		for i := off[t]; i < off[t+1]; i++ {
-			if ids[i] < 0 || ids[i] >= rows {
-				return nil, fmt.Errorf("%w: table %d: id %d outside [0, %d)", plugin.ErrInvalidRequest, t, ids[i], rows)
-			}
-		}
-	}
-	return &batchView{ids: ids, slots: slots, victims: victims, hits: hits}, nil
-}
-
-// bytes maps the first n bytes of ref, refusing a ref too small for them.
-func (c *clock) bytes(ref region.Ref, n int64, what string) ([]byte, error) {
-	if n == 0 {
-		return nil, nil
-	}
-	if ref.Length < n {
-		return nil, fmt.Errorf("%w: %s: ref %s holds %d bytes, need %d", plugin.ErrInvalidRequest, what, ref, ref.Length, n)
-	}
-	b, err := c.mapper.Bytes(ref.Sub(0, n))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", plugin.ErrInvalidRequest, what, err)
-	}
-	return b, nil
-}
-
-// int64s maps n int64s of ref, which must be 8-byte aligned.
-func (c *clock) int64s(ref region.Ref, n int64, what string) ([]int64, error) {
-	if ref.Offset%8 != 0 {
-		return nil, fmt.Errorf("%w: %s: offset %d is not 8-byte aligned", plugin.ErrInvalidRequest, what, ref.Offset)
-	}
-	b, err := c.bytes(ref, 8*n, what)
-	if err != nil {
-		return nil, err
-	}
-	return region.Int64s(b), nil
 }

@@ -186,7 +186,7 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+	return p.Guard.Plan(Name, req, func(b *cache.Batch) (*cache.PlanResult, error) {
 		future, err := p.Guard.Future(req)
 		if err != nil {
 			return nil, fmt.Errorf("belady: %w", err)

@@ -155,7 +155,7 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+	return p.Guard.Plan(Name, req, func(b *cache.Batch) (*cache.PlanResult, error) {
 		p.epoch++
 		return twopass.Plan(b, p.tables), nil
 	})

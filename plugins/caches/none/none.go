@@ -45,7 +45,7 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+	return p.Guard.Plan(Name, req, func(b *cache.Batch) (*cache.PlanResult, error) {
 		res := &cache.PlanResult{Tables: make([]cache.TableStats, p.tables)}
 		for t := range p.tables {
 			lo, hi := b.Table(t)

@@ -196,13 +196,13 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+	return p.Guard.Plan(Name, req, func(b *cache.Batch) (*cache.PlanResult, error) {
 		return p.plan(req, b)
 	})
 }
 
 // plan plans the checked batch b; the Guard holds the lock.
-func (p *policy) plan(req *cache.PlanRequest, b *planreq.Batch) (*cache.PlanResult, error) {
+func (p *policy) plan(req *cache.PlanRequest, b *cache.Batch) (*cache.PlanResult, error) {
 	future, err := p.Guard.Future(req)
 	if err != nil {
 		return nil, fmt.Errorf("scratchpipe: %w", err)
@@ -243,7 +243,7 @@ func (p *policy) plan(req *cache.PlanRequest, b *planreq.Batch) (*cache.PlanResu
 // check reports, without changing the policy's state, whether table t can
 // place every row batch b misses in a slot that is free or un-held once
 // Step B has run and the future window and b's hits are held.
-func (p *policy) check(seq uint64, t int, b *planreq.Batch, future [][]int64) error {
+func (p *policy) check(seq uint64, t int, b *cache.Batch, future [][]int64) error {
 	tb := p.tables[t]
 	capacity := int64(tb.HitMap.Cap())
 	// Slots whose mask is 0 or 1 are un-held after the shift.

@@ -155,13 +155,13 @@ func selectHot(tables []*table, capacity int64) {
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	return p.Guard.Plan(Name, req, func(b *planreq.Batch) (*cache.PlanResult, error) {
+	return p.Guard.Plan(Name, req, func(b *cache.Batch) (*cache.PlanResult, error) {
 		return p.plan(req, b)
 	})
 }
 
 // plan plans the checked batch b; the Guard holds the lock.
-func (p *policy) plan(req *cache.PlanRequest, b *planreq.Batch) (*cache.PlanResult, error) {
+func (p *policy) plan(req *cache.PlanRequest, b *cache.Batch) (*cache.PlanResult, error) {
 	p.plans++
 	now := p.plans
 	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(p.tables))}

@@ -52,25 +52,26 @@ func (g *Guard) Configure(tables []plugin.Table, install func()) {
 	install()
 }
 
-// Plan checks and maps req under the lock and hands the batch to plan.
-// Errors from the request are prefixed by the policy's name.
-func (g *Guard) Plan(name string, req *cache.PlanRequest, plan func(*Batch) (*cache.PlanResult, error)) (*cache.PlanResult, error) {
+// Plan checks and maps req under the lock (cache.PlanRequest.View) and
+// hands the batch to plan. Errors from the request are prefixed by the
+// policy's name.
+func (g *Guard) Plan(name string, req *cache.PlanRequest, plan func(*cache.Batch) (*cache.PlanResult, error)) (*cache.PlanResult, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.tables == nil {
 		return nil, plugin.ErrNotConfigured
 	}
-	b, err := View(&g.mapper, g.tables, req)
+	b, err := req.View(&g.mapper, g.tables)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return plan(b)
 }
 
-// Future maps req's future windows (see the function Future); call it only
-// from inside Plan's plan.
+// Future maps and checks req's future windows
+// (cache.PlanRequest.FutureIDs); call it only from inside Plan's plan.
 func (g *Guard) Future(req *cache.PlanRequest) ([][]int64, error) {
-	return Future(&g.mapper, g.tables, req)
+	return req.FutureIDs(&g.mapper, g.tables)
 }
 
 // Info describes a built-in cache policy.

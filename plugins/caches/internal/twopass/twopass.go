@@ -9,13 +9,10 @@
 // slot to evict, what an insert records. A policy that must never bypass
 // (scratchpipe) checks up front that a victim will always be found.
 //
-// It imports only sdk/ and planreq.
+// It imports only sdk/.
 package twopass
 
-import (
-	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
-	"github.com/flowrun/flowrun/sdk/cache"
-)
+import "github.com/flowrun/flowrun/sdk/cache"
 
 // Slots is one table's resident rows: a map from row to slot and its
 // inverse. Slots [0, filled) hold rows; the rest were never used.
@@ -63,7 +60,7 @@ type Table interface {
 
 // Plan plans batch b over tables, in table order, and returns the stats
 // and victim count.
-func Plan[T Table](b *planreq.Batch, tables []T) *cache.PlanResult {
+func Plan[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(tables))}
 	for t, tb := range tables {
 		sl := tb.Resident()
