@@ -72,10 +72,7 @@ func TestCastEmpty(t *testing.T) {
 
 func TestCastStage(t *testing.T) {
 	e := stagetest.New(t, stagetest.Options{})
-	s, err := stagetest.Create(t, NewFactory(), e.Set, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := stagetest.MustCreate(t, NewFactory(), e.Set)
 	b := e.Batch(t, 2)
 	// Small: 4 bags of 3 lookups per table.
 	e.SetIDs(t, b, [][]int64{

@@ -15,11 +15,7 @@ import (
 
 func newCollector(t *testing.T, e *stagetest.Env) stage.Stage {
 	t.Helper()
-	s, err := stagetest.Create(t, NewFactory(), e.Set, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.(stage.Stage)
+	return stagetest.MustCreate(t, NewFactory(), e.Set).(stage.Stage)
 }
 
 func arraysOf(t *testing.T, b *batch.Batch) (missIndex []int64, missRows, victimRows []float32) {

@@ -61,11 +61,7 @@ func mockEnv(t *testing.T) (*stagetest.Env, *linkMock) {
 
 func newExchanger(t *testing.T, e *stagetest.Env) stage.Stage {
 	t.Helper()
-	s, err := stagetest.Create(t, NewFactory(), e.Set, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.(stage.Stage)
+	return stagetest.MustCreate(t, NewFactory(), e.Set).(stage.Stage)
 }
 
 // planned is a batch as plan (and collect, when collected >= 0) leave it.

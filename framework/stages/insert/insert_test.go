@@ -38,11 +38,7 @@ func staged(t *testing.T, e *stagetest.Env, b *batch.Batch, victims, misses [][3
 
 func newInserter(t *testing.T, e *stagetest.Env) stage.Stage {
 	t.Helper()
-	s, err := stagetest.Create(t, NewFactory(), e.Set, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.(stage.Stage)
+	return stagetest.MustCreate(t, NewFactory(), e.Set).(stage.Stage)
 }
 
 func TestInsertWritesBackThenFills(t *testing.T) {

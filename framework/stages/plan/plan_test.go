@@ -38,11 +38,7 @@ func (r *recording) Plan(ctx context.Context, req *cache.PlanRequest) (*cache.Pl
 
 func newPlanner(t *testing.T, e *stagetest.Env) *planner {
 	t.Helper()
-	s, err := stagetest.Create(t, NewFactory(), e.Set, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.(*planner)
+	return stagetest.MustCreate(t, NewFactory(), e.Set).(*planner)
 }
 
 // Plan sends each batch's request with the IDs of the batches the runtime

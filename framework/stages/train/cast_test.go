@@ -107,10 +107,7 @@ func TestOpsOfATrainingAndAHeldOutBatch(t *testing.T) {
 	host := &opRecorder{Device: e.Set.Devices["host"]}
 	gpu := &opRecorder{Device: e.Set.Devices["gpu"]}
 	e.Set.Devices["host"], e.Set.Devices["gpu"] = host, gpu
-	s, err := stagetest.Create(t, NewFactory(), e.Set, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := stagetest.MustCreate(t, NewFactory(), e.Set)
 	b := e.Batch(t, 0)
 	e.Load(t, b)
 	stagetest.Process(t, s, b)

@@ -298,6 +298,17 @@ func Create(t testing.TB, f stage.Factory, set stage.Settings, edit func(stage.C
 	return f.Create(context.Background(), set, cfg)
 }
 
+// MustCreate is Create with the factory's default config, failing t on an
+// error: the stage under test, for a test that is not about its config.
+func MustCreate(t testing.TB, f stage.Factory, set stage.Settings) any {
+	t.Helper()
+	s, err := Create(t, f, set, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // RunGraph runs the graph file at path, with sets applied as --set does,
 // in process and wired as `flowrun run` wires it: the stage kinds given,
 // the built-in plugins the shipped graphs name, an embedded NATS server,
