@@ -59,13 +59,20 @@ type table struct {
 	// batch has inserted, and back.
 	HitMap   twopass.Slots
 	HoldMask []uint64
+	// expiring counts the filled slots whose mask is exactly 1: held only
+	// by the oldest batch of the window, so the next Step B frees them.
+	// With the victim candidates (mask 0) it is what the capacity check
+	// may evict, without a scan of its own: the one scan of the masks per
+	// batch is Step B's.
+	expiring int64
 	// last is the clock of a slot's latest lookup, count its lookups since
 	// its row was inserted: the LRU and LFU keys.
 	last, count []uint64
 	victims     victimSet
-	// current is the Hold mask bit of the batch being planned (the past
-	// window); clock is the policy's, shared by its tables.
-	current int
+	// current is the Hold mask bit of the batch being planned (bit
+	// past_window, as a mask); clock is the policy's, shared by its
+	// tables.
+	current uint64
 	clock   *uint64
 	// starved is set when a miss found no un-held slot, which the capacity
 	// check rules out.
@@ -85,7 +92,7 @@ func newTable(capacity int32, victim string, rng *rand.Rand, past int, clock *ui
 		HoldMask: make([]uint64, capacity),
 		last:     make([]uint64, capacity),
 		count:    make([]uint64, capacity),
-		current:  past,
+		current:  1 << past,
 		clock:    clock,
 		checked:  make([]uint64, capacity),
 		missing:  map[int64]struct{}{},
@@ -105,26 +112,53 @@ func newTable(capacity int32, victim string, rng *rand.Rand, past int, clock *ui
 	return tb
 }
 
-// hold sets bit of slot s's mask, taking s out of the victim candidates.
-func (tb *table) hold(s int32, bit int) {
-	if tb.HoldMask[s] == 0 {
-		tb.victims.Remove(s)
+// hold sets bit (a mask with one bit set) in slot s's mask, taking s out
+// of the victim candidates. A slot already held only gains the bit; the
+// rest is out of line, which keeps hold small enough to inline into Hit.
+func (tb *table) hold(s int32, bit uint64) {
+	if m := &tb.HoldMask[s]; *m > 1 {
+		*m |= bit
+		return
 	}
-	tb.HoldMask[s] |= 1 << bit
+	tb.holdUnheld(s, bit)
+}
+
+// holdUnheld is hold for a slot whose mask is 0 (a victim candidate) or 1
+// (expiring).
+func (tb *table) holdUnheld(s int32, bit uint64) {
+	m := tb.HoldMask[s]
+	if m == 0 {
+		tb.victims.Remove(s)
+	} else {
+		tb.expiring--
+	}
+	m |= bit
+	tb.HoldMask[s] = m
+	if m == 1 { // past_window 0: the current batch's bit is bit 0
+		tb.expiring++
+	}
 }
 
 // advance is Algorithm 1's Step B: every mask moves one batch into the
-// past; a slot whose mask reaches 0 becomes a victim candidate.
+// past; a slot whose mask reaches 0 becomes a victim candidate, one whose
+// mask reaches 1 will be one after the next Step B.
 func (tb *table) advance() {
+	var expiring int64
 	for s := range tb.HitMap.Filled() {
-		if m := tb.HoldMask[s]; m != 0 {
-			m >>= 1
-			tb.HoldMask[s] = m
-			if m == 0 {
-				tb.victims.Add(s)
-			}
+		m := tb.HoldMask[s]
+		if m == 0 {
+			continue
+		}
+		m >>= 1
+		tb.HoldMask[s] = m
+		if m == 0 {
+			tb.victims.Add(s)
+		}
+		if m == 1 {
+			expiring++
 		}
 	}
+	tb.expiring = expiring
 }
 
 func (tb *table) Resident() *twopass.Slots { return &tb.HitMap }
@@ -224,7 +258,7 @@ func (p *policy) plan(req *cache.PlanRequest, b *cache.Batch) (*cache.PlanResult
 		// batch picks a victim.
 		for k, s := range tb.ahead {
 			if s >= 0 {
-				tb.hold(s, p.past+1+k/int(hi-lo))
+				tb.hold(s, 1<<(p.past+1+k/int(hi-lo)))
 			}
 		}
 	}
@@ -246,14 +280,10 @@ func (p *policy) plan(req *cache.PlanRequest, b *cache.Batch) (*cache.PlanResult
 func (p *policy) check(seq uint64, t int, b *cache.Batch, future [][]int64) error {
 	tb := p.tables[t]
 	capacity := int64(tb.HitMap.Cap())
-	// Slots whose mask is 0 or 1 are un-held after the shift.
-	var evictable int64
+	// Slots whose mask is 0 (the victim candidates) or 1 (expiring) are
+	// un-held after the shift.
+	evictable := int64(tb.victims.Len()) + tb.expiring
 	filled := tb.HitMap.Filled()
-	for s := range filled {
-		if tb.HoldMask[s] <= 1 {
-			evictable++
-		}
-	}
 	p.checks++
 	mark := p.checks
 	held := func(row int64) (int32, bool) {

@@ -319,3 +319,70 @@ func BenchmarkPlan(b *testing.B) {
 		fill(p)
 	}
 }
+
+// The capacity check counts the slots it may evict from the victim
+// candidates and the expiring slots rather than from a scan of the Hold
+// mask: after every batch, planned or refused, both must agree with the
+// scan, for every window (past 0 holds under bit 0 itself) and victim.
+func TestEvictableCountsMatchScan(t *testing.T) {
+	for _, w := range [][2]int{{0, 0}, {0, 2}, {1, 0}, {3, 2}, {2, 5}} {
+		for _, victim := range []string{VictimLRU, VictimLFU, VictimRandom} {
+			t.Run(fmt.Sprintf("past%d-future%d-%s", w[0], w[1], victim), func(t *testing.T) {
+				const n, rows, batches = 12, 300, 120
+				rng := rand.New(rand.NewPCG(uint64(w[0]), uint64(w[1])))
+				// Below the worst case of the window: some batches are
+				// refused, the others planned.
+				capacity := n*(w[0]+1) - n/4
+				c := configured(t, fmt.Sprintf(`{"capacity":%d,"past_window":%d,"future_window":%d,"victim":%q}`, capacity, w[0], w[1], victim), rows, rows)
+				p := c.(*policy)
+				a := shmtest.New(t, 1<<20)
+				plans := make([]*shmtest.Plan, batches)
+				for i := range plans {
+					// Batches from mostly hot rows to mostly distinct.
+					hot := rng.Float64()
+					ids := make([][]int64, 2)
+					for tab := range ids {
+						for range n {
+							row := rng.IntN(rows)
+							if rng.Float64() < hot {
+								row = rng.IntN(4)
+							}
+							ids[tab] = append(ids[tab], int64(row))
+						}
+					}
+					plans[i] = a.NewPlan(uint64(i), ids)
+				}
+				var refused int
+				for i, pl := range plans {
+					for _, next := range plans[i+1 : min(batches, i+1+w[1])] {
+						pl.Req.Future = append(pl.Req.Future, cache.Window{Seq: next.Req.Seq, IDs: next.Req.IDs})
+					}
+					if _, err := c.Plan(context.Background(), pl.Req); err != nil {
+						if !errors.Is(err, plugin.ErrInvalidRequest) {
+							t.Fatalf("batch %d: %v", i, err)
+						}
+						refused++
+					}
+					for tab, tb := range p.tables {
+						var zero, one int64
+						for s := range tb.HitMap.Filled() {
+							switch tb.HoldMask[s] {
+							case 0:
+								zero++
+							case 1:
+								one++
+							}
+						}
+						if int64(tb.victims.Len()) != zero || tb.expiring != one {
+							t.Fatalf("batch %d table %d: %d candidates and %d expiring, the masks have %d zero and %d one",
+								i, tab, tb.victims.Len(), tb.expiring, zero, one)
+						}
+					}
+				}
+				if refused == 0 || refused == batches {
+					t.Fatalf("%d of %d batches refused: the test does not exercise both paths", refused, batches)
+				}
+			})
+		}
+	}
+}

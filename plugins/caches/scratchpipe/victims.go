@@ -14,6 +14,8 @@ type victimSet interface {
 	Remove(s int32)
 	// Pick removes and returns the slot to evict.
 	Pick() (int32, bool)
+	// Len is the number of candidates.
+	Len() int
 }
 
 // keyedVictims picks the smallest key: the least recently used slot, or
@@ -26,6 +28,7 @@ type keyedVictims struct {
 func (v *keyedVictims) Add(s int32)         { v.heap.Push(s, v.key(s)) }
 func (v *keyedVictims) Remove(s int32)      { v.heap.Remove(s) }
 func (v *keyedVictims) Pick() (int32, bool) { return v.heap.Pop() }
+func (v *keyedVictims) Len() int            { return v.heap.Len() }
 
 // randomVictims picks uniformly from a deterministic generator.
 type randomVictims struct {
@@ -58,6 +61,8 @@ func (v *randomVictims) Remove(s int32) {
 	v.slots = v.slots[:len(v.slots)-1]
 	v.pos[s] = -1
 }
+
+func (v *randomVictims) Len() int { return len(v.slots) }
 
 func (v *randomVictims) Pick() (int32, bool) {
 	if len(v.slots) == 0 {
