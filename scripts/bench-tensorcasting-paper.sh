@@ -6,14 +6,15 @@
 # dim 64) at batch 1024, 2048 and 4096 (Sec. V), on the paper profile
 # (Xeon E5-2698 v4 with ScratchPipe's calibrated factors, V100, Table I's
 # NMP pool at the rate the paper's emulation sustained, profile emulated).
-# Variants (VARIANTS): calibrated (the graphs as shipped), peak (the host at
-# its datasheet figures, devices.host.options.peak=true: the bound of a
-# tuned CPU software; Ours(NMP) has no host, so its calibrated figures
-# stand for it), table1 (the pool at Ramulator's 600 GB/s,
-# devices.nmp.options.profile=table1; the CPU systems have no pool, so
-# their calibrated figures stand for them) and step15 (ScratchPipe's
-# calibrated 15 ms training-step overhead on the GPU, which the Tensor
-# Casting graphs leave at 0: docs/devices.md, "Calibration").
+# Variants (VARIANTS): calibrated (the graphs as shipped), table1 (the pool
+# at Ramulator's 600 GB/s, devices.nmp.options.profile=table1; the CPU
+# systems have no pool, so their calibrated figures stand for them),
+# datasheet (every device at its datasheet or design figure: the host at
+# its peak, devices.host.options.peak=true, the bound of a tuned CPU
+# software, and the pool at 600 GB/s; Ours(NMP) has no host, so its table1
+# figures stand for it) and step15 (ScratchPipe's calibrated 15 ms
+# training-step overhead on the GPU, which the Tensor Casting graphs leave
+# at 0: docs/devices.md, "Calibration").
 #
 # Reduced for a small shared VM: 4 training batches, no held-out batches,
 # 100 000 rows per table (the paper does not give table sizes), and
@@ -26,7 +27,7 @@
 #   scripts/bench-tensorcasting-paper.sh table [OUT]  # print the table of OUT's runs
 #
 # Environment: RMS (default "rm1 rm2 rm3 rm4"), SIZES ("1024 2048 4096"),
-# VARIANTS ("calibrated peak table1"), FLOWRUN (a flowrun binary; default:
+# VARIANTS ("calibrated table1 datasheet"), FLOWRUN (a flowrun binary; default:
 # build bin/flowrun). Writes OUT/RM-bSIZE.json and OUT/RM-bSIZE-VARIANT.json
 # for the others (flowrun bench --json; flowrun report draws them).
 set -euo pipefail
@@ -42,7 +43,7 @@ systems = [("tensorcasting-baseline-cpu", "Baseline(CPU)"), ("tensorcasting", "O
 # rows[(variant, rm, batch)][graph] = figures, all modeled ms per batch
 rows = {}
 for path in sorted(glob.glob(os.path.join(out, "*.json"))):
-    m = re.fullmatch(r"(rm\d)-b(\d+)(?:-(peak|table1|step15))?\.json", os.path.basename(path))
+    m = re.fullmatch(r"(rm\d)-b(\d+)(?:-(datasheet|table1|step15))?(?:-nmp)?\.json", os.path.basename(path))
     if not m:
         continue
     rm, batch, variant = m[1], int(m[2]), m[3] or "calibrated"
@@ -65,21 +66,24 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
             "mlp": ms(tr, "mlp"), "step": step, "transfer": ms(tr, "transfer"),
             "nmp_util": nmp / it if nmp else None,
         }
-# A variant runs only the graphs it changes: Ours(NMP) names no host, so its
-# peak-host figures are its calibrated ones; Baseline(CPU) and Ours(CPU) name
-# no pool, so theirs with the table1 pool are too.
+# A variant runs only the graphs it changes and takes the others' figures
+# from the variant they equal: Baseline(CPU) and Ours(CPU) name no pool, so
+# with the table1 pool theirs are the calibrated ones; Ours(NMP) names no
+# host, so on the datasheet its figures are table1's.
+borrow = {"table1": ("calibrated",), "datasheet": ("table1",), "step15": ()}
 for (variant, rm, batch), g in rows.items():
-    if variant != "calibrated":
-        for graph, fig in rows.get(("calibrated", rm, batch), {}).items():
+    for other in borrow.get(variant, ()):
+        for graph, fig in rows.get((other, rm, batch), {}).items():
             g.setdefault(graph, fig)
 
 def f(x, d=2):
     return "–" if x is None or x == 0 else f"{x:.{d}f}"
 
-titles = {"calibrated": "the graphs as shipped (calibrated host, emulated pool)", "peak": "host at its datasheet peak",
-          "table1": "pool at Ramulator's 600 GB/s (profile table1)",
+titles = {"calibrated": "the graphs as shipped (calibrated host, emulated pool)",
+          "table1": "pool at Ramulator's 600 GB/s (profile table1), calibrated host",
+          "datasheet": "every device at its datasheet or design figure (host peak, pool at 600 GB/s)",
           "step15": "with a 15 ms training-step overhead on the GPU"}
-for variant in ("calibrated", "peak", "table1", "step15"):
+for variant in ("calibrated", "table1", "datasheet", "step15"):
     keys = sorted(k for k in rows if k[0] == variant)
     if not keys:
         continue
@@ -113,22 +117,27 @@ for variant in ("calibrated", "peak", "table1", "step15"):
                 if r:
                     fig12.append((rm, batch, graph, base["backward"] / (r["cast"] + r["backward"])))
     print(f"\n### {titles[variant]}: summary (modeled)\n")
+    # The averages are over the paper's default batch sizes (Sec. V); larger
+    # ones (Sec. VI-D) are listed per batch only.
+    default = {1024, 2048, 4096}
+    print("Over batch 1024, 2048 and 4096 (the paper's defaults); other batch sizes per batch only.\n")
+    fig12 = [x for x in fig12 if x[1] in default]
     for name in ("Ours(CPU)", "Baseline(NMP)", "Ours(NMP)"):
-        v = [s for _, _, s in speed[name]]
+        v = [s for _, b, s in speed[name] if b in default]
         if v:
             print(f"- {name} over Baseline(CPU): {min(v):.2f}–{max(v):.2f}×, mean {statistics.mean(v):.2f}×, "
                   f"geomean {statistics.geometric_mean(v):.2f}× ({len(v)} points)")
             for b in sorted({b for _, b, _ in speed[name]}):
                 w = [s for _, bb, s in speed[name] if bb == b]
                 print(f"  - batch {b}: {min(w):.2f}–{max(w):.2f}×, mean {statistics.mean(w):.2f}×")
-    oc = {(rm, b): s for rm, b, s in speed["Ours(CPU)"]}
-    bn = {(rm, b): s for rm, b, s in speed["Baseline(NMP)"]}
+    oc = {(rm, b): s for rm, b, s in speed["Ours(CPU)"] if b in default}
+    bn = {(rm, b): s for rm, b, s in speed["Baseline(NMP)"] if b in default}
     v = [oc[k] / bn[k] for k in oc if k in bn]
     if v:
         print(f"- Ours(CPU) over Baseline(NMP): {min(v):.2f}–{max(v):.2f}×, mean {statistics.mean(v):.2f}×")
     for name, u in util.items():
         for group in (("rm1", "rm2"), ("rm3", "rm4")):
-            w = [x for rm, _, x in u if rm in group]
+            w = [x for rm, b, x in u if rm in group and b in default]
             if w:
                 print(f"- {name} NMP utilisation, {'/'.join(g.upper() for g in group)}: mean {100 * statistics.mean(w):.1f} % "
                       f"({100 * min(w):.1f}–{100 * max(w):.1f} %)")
@@ -150,7 +159,7 @@ flowrun=${FLOWRUN:-bin/flowrun}
 mkdir -p "$out"
 read -r -a rms <<<"${RMS:-rm1 rm2 rm3 rm4}"
 read -r -a sizes <<<"${SIZES:-1024 2048 4096}"
-read -r -a variants <<<"${VARIANTS:-calibrated peak table1}"
+read -r -a variants <<<"${VARIANTS:-calibrated table1 datasheet}"
 common=(--set dataset.rows=100000 --set dataset.batches=4 --set dataset.eval_batches=0
 	--set stages.train.learning_rate=0.01 --set model.options.learning_rate=0.01 --set dataset.dim=64)
 for rm in "${rms[@]}"; do
@@ -169,8 +178,12 @@ for rm in "${rms[@]}"; do
 				graphs/tensorcasting-baseline-nmp.yaml graphs/tensorcasting-nmp.yaml)
 			case $v in
 			calibrated) V=() suffix= ;;
-			peak) V=(--set devices.host.options.peak=true) suffix=-peak graphs=("${graphs[@]:0:3}") ;;
 			table1) V=(--set devices.nmp.options.profile=table1) suffix=-table1 graphs=("${graphs[@]:2:2}") ;;
+			datasheet)
+				# Baseline(NMP) has both a host and a pool: its own run.
+				"$flowrun" bench "${graphs[2]}" "${P[@]}" --set devices.host.options.peak=true \
+					--set devices.nmp.options.profile=table1 --json --out "$out/$rm-b$b-datasheet-nmp.json" >/dev/null
+				V=(--set devices.host.options.peak=true) suffix=-datasheet graphs=("${graphs[@]:0:2}") ;;
 			step15) V=(--set devices.gpu.options.op_overhead_ms.train-step=15) suffix=-step15 ;;
 			*) echo "unknown variant $v" >&2; exit 2 ;;
 			esac
