@@ -80,10 +80,12 @@ type table struct {
 
 	// Scratch for the capacity check: the check that last counted a slot,
 	// the rows a batch misses, and the slot (-1: none) of each ID of the
-	// future window, which Plan then holds without looking it up again.
+	// future window and of the batch, which Plan then holds and twopass
+	// plans without looking them up again.
 	checked []uint64
 	missing map[int64]struct{}
 	ahead   []int32
+	found   []int32
 }
 
 func newTable(capacity int32, victim string, rng *rand.Rand, past int, clock *uint64) *table {
@@ -188,6 +190,10 @@ func (tb *table) Insert(s int32) {
 	tb.count[s] = 0
 	tb.Hit(s)
 }
+
+// Found is the slot of each of the batch's lookups, as the capacity check
+// found them.
+func (tb *table) Found() []int32 { return tb.found }
 
 func (tb *table) Release() {}
 
@@ -306,10 +312,14 @@ func (p *policy) check(seq uint64, t int, b *cache.Batch, future [][]int64) erro
 		}
 	}
 	clear(tb.missing)
+	tb.found = tb.found[:0]
 	for _, row := range b.IDs[lo:hi] {
-		if _, ok := held(row); !ok {
+		s, ok := held(row)
+		if !ok {
+			s = -1
 			tb.missing[row] = struct{}{}
 		}
+		tb.found = append(tb.found, s)
 	}
 	needed := int64(len(tb.missing))
 	free := capacity - int64(filled)

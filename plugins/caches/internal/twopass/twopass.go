@@ -58,6 +58,16 @@ type Table interface {
 	Release()
 }
 
+// Finder is a Table that has already looked up the batch's rows, with no
+// change to its Slots since (only Plan changes them). Plan's first pass
+// then takes the slots it found instead of looking every row up again.
+type Finder interface {
+	// Found returns the slot of each of the table's lookups in the batch,
+	// in request order, -1 where the row is not resident; nil when the
+	// table has not looked them up.
+	Found() []int32
+}
+
 // Plan plans batch b over tables, in table order, and returns the stats
 // and victim count.
 func Plan[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
@@ -66,10 +76,21 @@ func Plan[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 		sl := tb.Resident()
 		lo, hi := b.Table(t)
 		st := &res.Tables[t]
+		var found []int32
+		if f, ok := any(tb).(Finder); ok {
+			found = f.Found()
+		}
 		// Pass 1: hits. Holding them first is what keeps a later miss of
 		// this batch from evicting a row an earlier position already hit.
 		for i := lo; i < hi; i++ {
-			s, ok := sl.slotOf[b.IDs[i]]
+			var s int32
+			var ok bool
+			if found != nil {
+				s = found[i-lo]
+				ok = s >= 0
+			} else {
+				s, ok = sl.slotOf[b.IDs[i]]
+			}
 			if !ok {
 				b.Hits[i] = 0
 				continue
