@@ -81,11 +81,15 @@ type table struct {
 	// Scratch for the capacity check: the check that last counted a slot,
 	// the rows a batch misses, and the slot (-1: none) of each ID of the
 	// future window and of the batch, which Plan then holds and twopass
-	// plans without looking them up again.
-	checked []uint64
-	missing map[int64]struct{}
-	ahead   []int32
-	found   []int32
+	// plans without looking them up again. aheadSeq is the batch of
+	// ahead's first window, whose slots the next check tries first; spare
+	// is the buffer ahead alternates with.
+	checked  []uint64
+	missing  map[int64]struct{}
+	ahead    []int32
+	aheadSeq uint64
+	spare    []int32
+	found    []int32
 }
 
 func newTable(capacity int32, victim string, rng *rand.Rand, past int, clock *uint64) *table {
@@ -292,31 +296,46 @@ func (p *policy) check(seq uint64, t int, b *cache.Batch, future [][]int64) erro
 	filled := tb.HitMap.Filled()
 	p.checks++
 	mark := p.checks
-	held := func(row int64) (int32, bool) {
-		s, ok := tb.HitMap.Lookup(row)
-		if ok && tb.HoldMask[s] <= 1 && tb.checked[s] != mark {
+	// held returns the slot of row (-1: none), tried first at hint.
+	held := func(row int64, hint int32) int32 {
+		s, ok := tb.HitMap.LookupFrom(row, hint)
+		if !ok {
+			return -1
+		}
+		if tb.HoldMask[s] <= 1 && tb.checked[s] != mark {
 			tb.checked[s] = mark
 			evictable--
 		}
-		return s, ok
+		return s
+	}
+	// The check of batch seq-1 looked up this batch and all but the last
+	// of its future batches. A row it found is still in that slot (batch
+	// seq-1 held it under its batch's bit) unless the host sends other
+	// IDs; a row it did not find may have been inserted since.
+	var last []int32
+	if tb.aheadSeq == seq {
+		last = tb.ahead
+	}
+	hint := func(j int) int32 {
+		if j < len(last) {
+			return last[j]
+		}
+		return -1
 	}
 	lo, hi := b.Table(t)
-	tb.ahead = tb.ahead[:0]
-	for _, ids := range future {
-		for _, row := range ids[lo:hi] {
-			s, ok := held(row)
-			if !ok {
-				s = -1
-			}
-			tb.ahead = append(tb.ahead, s)
+	n := int(hi - lo)
+	tb.ahead, tb.spare = tb.spare[:0], tb.ahead
+	tb.aheadSeq = seq + 1
+	for k, ids := range future {
+		for i, row := range ids[lo:hi] {
+			tb.ahead = append(tb.ahead, held(row, hint((k+1)*n+i)))
 		}
 	}
 	clear(tb.missing)
 	tb.found = tb.found[:0]
-	for _, row := range b.IDs[lo:hi] {
-		s, ok := held(row)
-		if !ok {
-			s = -1
+	for i, row := range b.IDs[lo:hi] {
+		s := held(row, hint(i))
+		if s < 0 {
 			tb.missing[row] = struct{}{}
 		}
 		tb.found = append(tb.found, s)

@@ -33,6 +33,15 @@ func (sl *Slots) Lookup(row int64) (int32, bool) {
 	return s, ok
 }
 
+// LookupFrom is Lookup for a row that an earlier lookup found in slot
+// hint (-1: found nowhere): a row still there is found without the map.
+func (sl *Slots) LookupFrom(row int64, hint int32) (int32, bool) {
+	if 0 <= hint && hint < sl.filled && sl.rowOf[hint] == row {
+		return hint, true
+	}
+	return sl.Lookup(row)
+}
+
 // Cap is the number of slots.
 func (sl *Slots) Cap() int32 { return int32(len(sl.rowOf)) }
 
