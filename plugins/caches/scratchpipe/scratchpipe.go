@@ -275,6 +275,9 @@ func (p *policy) plan(req *cache.PlanRequest, b *cache.Batch) (*cache.PlanResult
 	// Step C: the batch's hits, then its misses in request order; the
 	// Hit-Map gets a missed row now, Storage at this batch's insert.
 	res := twopass.Plan(b, p.tables)
+	for _, tb := range p.tables {
+		tb.found = tb.found[:0] // for this batch only (twopass.Finder)
+	}
 	for t, tb := range p.tables {
 		if tb.starved { // check said it fits; a bug, not a request to refuse
 			tb.starved = false

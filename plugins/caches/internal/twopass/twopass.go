@@ -87,7 +87,11 @@ func Plan[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 		st := &res.Tables[t]
 		var found []int32
 		if f, ok := any(tb).(Finder); ok {
-			found = f.Found()
+			// Only an answer for every lookup of this batch's table is
+			// taken; anything else is looked up again.
+			if fs := f.Found(); len(fs) == int(hi-lo) {
+				found = fs
+			}
 		}
 		// Pass 1: hits. Holding them first is what keeps a later miss of
 		// this batch from evicting a row an earlier position already hit.
