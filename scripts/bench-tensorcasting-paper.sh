@@ -145,6 +145,11 @@ for variant in ("calibrated", "table1", "datasheet", "step15"):
         w = [x for _, _, g, x in fig12 if g == graph]
         if w:
             print(f"- Fig. 12 right axis, expand-coalesce / (cast + casted gather-reduce), {name}: {min(w):.2f}–{max(w):.2f}×")
+    # Sec. VI-A: the pool's casted gather-reduce against the host's.
+    w = [rows[k]["tensorcasting"]["backward"] / rows[k]["tensorcasting-nmp"]["backward"] for k in keys
+         if k[2] in default and {"tensorcasting", "tensorcasting-nmp"} <= rows[k].keys()]
+    if w:
+        print(f"- casted gather-reduce, Ours(CPU) / Ours(NMP): {min(w):.2f}–{max(w):.2f}×")
 EOF
 }
 
