@@ -145,6 +145,18 @@ for variant in ("calibrated", "table1", "datasheet", "step15"):
         w = [x for _, _, g, x in fig12 if g == graph]
         if w:
             print(f"- Fig. 12 right axis, expand-coalesce / (cast + casted gather-reduce), {name}: {min(w):.2f}–{max(w):.2f}×")
+    if variant == "table1":
+        # The pool's fit (docs/devices.md, profile emulated): the factor f by
+        # which the pool's time must grow for Baseline(NMP) to keep it busy
+        # Fig. 15's 6.5 % on RM1/RM2: f·N / (f·N + rest) = 0.065.
+        fit = []
+        for k in keys:
+            r = rows[k].get("tensorcasting-baseline-nmp")
+            if k[1] in ("rm1", "rm2") and r and r["nmp_util"]:
+                n = r["nmp_util"] * r["it"]
+                fit.append(f"{k[1].upper()}/{k[2]} {0.065 / 0.935 * (r['it'] - n) / n:.2f}")
+        if fit:
+            print(f"- pool fit, f for Baseline(NMP) busy 6.5 % on RM1/RM2: {', '.join(fit)}")
     # Sec. VI-A: the pool's casted gather-reduce against the host's.
     w = [rows[k]["tensorcasting"]["backward"] / rows[k]["tensorcasting-nmp"]["backward"] for k in keys
          if k[2] in default and {"tensorcasting", "tensorcasting-nmp"} <= rows[k].keys()]
