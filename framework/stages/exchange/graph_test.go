@@ -21,15 +21,6 @@ import (
 
 var adagrad = config.Embedding{Optimizer: "adagrad", Epsilon: 1e-8}
 
-func create(t *testing.T, f stage.Factory, e *stagetest.Env) stage.Stage {
-	t.Helper()
-	s, err := stagetest.Create(t, f, e.Set, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.(stage.Stage)
-}
-
 // distinctMisses counts, from the plan alone, the rows that must cross to
 // the device: per table, each row the plan misses and gives a slot, once.
 func distinctMisses(t *testing.T, e *stagetest.Env, b *batch.Batch) int64 {
@@ -101,7 +92,8 @@ func TestExchangeChargesWhatCollectStaged(t *testing.T) {
 	if rowBytes != 32 {
 		t.Fatalf("row of %d bytes, want dim 4 + 4 Adagrad accumulators", rowBytes)
 	}
-	c, x, in := create(t, collect.NewFactory(), e), create(t, exchange.NewFactory(), e), create(t, insert.NewFactory(), e)
+	create := func(f stage.Factory) stage.Stage { return stagetest.MustCreate(t, f, e.Set).(stage.Stage) }
+	c, x, in := create(collect.NewFactory()), create(exchange.NewFactory()), create(insert.NewFactory())
 
 	steps := []struct {
 		ids             [][]int64
@@ -230,12 +222,17 @@ func TestExchangeInThePipeline(t *testing.T) {
 	if res.Cache == nil || res.Cache.LinkBytes["to_device"] != toDevice || res.Cache.LinkBytes["to_host"] != toHost {
 		t.Errorf("results' link bytes %+v, want to_device %d and to_host %d", res.Cache, toDevice, toHost)
 	}
+	found := false
 	for _, s := range res.Stages {
 		if s.Name != "exchange" {
 			continue
 		}
+		found = true
 		if s.Batches != batches+evals || s.ModeledMs == nil || s.ModeledMs.Max <= 0 {
 			t.Errorf("exchange: %d batches, modeled %+v", s.Batches, s.ModeledMs)
 		}
+	}
+	if !found {
+		t.Errorf("results list no stage exchange: %+v", res.Stages)
 	}
 }
