@@ -50,7 +50,9 @@ func TestCharge(t *testing.T) {
 	if got := both.Stats[stage.DeviceStat("gpu")]; got != 9 {
 		t.Errorf("%s = %d, want the longest concurrent op's 9", stage.DeviceStat("gpu"), got)
 	}
-	calls = calls[:2]
+	if len(calls) != 3 || calls[2].Seq != 8 || len(calls[2].Ops) != 2 {
+		t.Errorf("device asked %d times (%+v), want once more, with batch 8's sequence and both ops", len(calls), calls)
+	}
 	if stage.DeviceStat("gpu") != "modeled_dev_gpu_ns" {
 		t.Errorf("DeviceStat(gpu) = %q", stage.DeviceStat("gpu"))
 	}
@@ -60,7 +62,7 @@ func TestCharge(t *testing.T) {
 	if ns, err := stage.Charge(ctx, b, "host", nil, device.Op{Bytes: 1}); ns != 0 || err != nil {
 		t.Errorf("nil device: %d, %v", ns, err)
 	}
-	if ns, err := stage.Charge(ctx, b, "gpu", gpu); ns != 0 || err != nil || len(calls) != 2 {
+	if ns, err := stage.Charge(ctx, b, "gpu", gpu); ns != 0 || err != nil || len(calls) != 3 {
 		t.Errorf("no ops: %d, %v after %d calls", ns, err, len(calls))
 	}
 	if _, ok := b.Stats[stage.DeviceStat("host")]; ok {
