@@ -139,10 +139,7 @@ func (t *trainer) castBackward(ctx context.Context, b *batch.Batch, tables []ker
 	if err != nil {
 		return nil, 0, fmt.Errorf("apply: %w", err)
 	}
-	for _, c := range counts {
-		unique += c
-	}
-	return apply, unique, nil
+	return apply, total(counts), nil
 }
 
 // ensureCastScratch creates, on first need, the region that holds the
