@@ -6,58 +6,48 @@ import (
 	"github.com/flowrun/flowrun/framework/clock"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/framework/stage"
 )
 
-// modeledTimes is what a run's stages charged on the modeled clock, by
-// batch sequence.
-type modeledTimes struct {
-	// Batches is the run's batch count, held-out batches included.
-	Batches int
-	// Stage is each stage's modeled time per batch (modeled_ns; 0 or
-	// missing where it charged nothing).
-	Stage map[string][]int64
-	// Device is, per stage, the part of it charged to each of the graph's
-	// devices (stage.DeviceStat); missing for a stage that recorded none.
-	Device map[string]map[string][]int64
-}
-
-// scheduleModeled schedules the graph's real dependency graph on t, the way
-// every run's modeled clock is computed (DESIGN.md "Two clocks"): one
-// clock stage per graph stage, upstream by subject, the plan stage looking
-// ahead by its future window, each stage occupying the devices it names
-// (or its ModeledResources), each device for the part of the stage's time
-// charged to it when the stage said, and as many batches in flight as the
-// runtime's batch pool (one past the lookahead for a sequential graph).
-// It returns the timeline and the stages' total lookahead.
-func scheduleModeled(nodes []graph.Node, cfg *config.Config, t modeledTimes) (*clock.Timeline, int, error) {
+// scheduleModeled schedules the run's real dependency graph on what its
+// stages charged per batch (modBySeq, devBySeq), the way every run's
+// modeled clock is computed (DESIGN.md "Two clocks"): one clock stage per
+// graph stage, upstream by subject, a stage that looks ahead
+// (stage.Lookahead: plan's future window) by as many batches, each stage
+// occupying the devices it names (or its ModeledResources), each device
+// for the part of the stage's time charged to it when the stage said, and
+// as many batches in flight as the run's batch pool (one past the
+// lookahead for a sequential graph). It returns the timeline and the
+// stages' total lookahead.
+func (r *run) scheduleModeled(cfg *config.Config) (*clock.Timeline, int, error) {
 	producer := map[string]string{}
-	for _, n := range nodes {
+	for _, n := range r.nodes {
 		for _, out := range n.Out {
 			producer[out] = n.Name
 		}
 	}
 	lookahead := 0
-	specs := make([]clock.StageSpec, len(nodes))
-	durations := make([][]int64, len(nodes))
-	for i, n := range nodes {
+	specs := make([]clock.StageSpec, len(r.nodes))
+	durations := make([][]int64, len(r.nodes))
+	for i, n := range r.nodes {
 		res, byDevice := stageResources(n.Options)
 		specs[i] = clock.StageSpec{Name: n.Name, Resources: res}
 		if n.In != "" {
 			specs[i].Upstream = []string{producer[n.In]}
 		}
-		if w, ok := n.Options.(graph.Windowed); ok {
-			_, future := w.Windows()
-			specs[i].Lookahead = future
-			lookahead += future
+		if la, ok := n.stage.(stage.Lookahead); ok {
+			specs[i].Lookahead = la.Lookahead()
+			lookahead += specs[i].Lookahead
 		}
-		durations[i] = fit(t.Stage[n.Name], t.Batches)
-		if devs := t.Device[n.Name]; byDevice && devs != nil {
+		durations[i] = n.modBySeq
+		if byDevice && n.devBySeq != nil {
 			// The stage said what it charged to each of its devices: the
 			// clock holds each for that long (not at all for a device it
-			// charged nothing), not all of them for its whole time.
+			// charged nothing, nil here), not all of them for its whole
+			// time.
 			specs[i].Holds = make(map[string][]int64, len(res))
 			for _, d := range res {
-				specs[i].Holds[d] = fit(devs[d], t.Batches)
+				specs[i].Holds[d] = n.devBySeq[d]
 			}
 		}
 	}
@@ -65,18 +55,11 @@ func scheduleModeled(nodes []graph.Node, cfg *config.Config, t modeledTimes) (*c
 	if cfg.Pipeline == config.Sequential {
 		mode = clock.Sequential
 	}
-	tl, err := clock.Scheduler{Mode: mode, Depth: poolBuffers(cfg, len(nodes), lookahead)}.Schedule(specs, durations)
+	tl, err := clock.Scheduler{Mode: mode, Depth: poolBuffers(cfg, len(r.nodes), lookahead)}.Schedule(specs, durations)
 	if err != nil {
 		return nil, 0, fmt.Errorf("modeled clock: %w", err)
 	}
 	return tl, lookahead, nil
-}
-
-// fit is v as exactly n values, zeros where it has none.
-func fit(v []int64, n int) []int64 {
-	out := make([]int64, n)
-	copy(out, v)
-	return out
 }
 
 // stageResources are the devices and links a stage occupies on the modeled

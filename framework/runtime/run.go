@@ -487,21 +487,14 @@ func (r *run) results(cfg *config.Config, digest string, uses []results.PluginUs
 // iteration time and throughput in res. Nothing is modeled when no stage
 // charged a device.
 func (r *run) modeledClock(res *results.Results, cfg *config.Config, hand func(*clock.Timeline, int)) error {
-	times := modeledTimes{Batches: r.total, Stage: map[string][]int64{}, Device: map[string]map[string][]int64{}}
-	nodes := make([]graph.Node, len(r.nodes))
 	charged := false
-	for i, n := range r.nodes {
+	for _, n := range r.nodes {
 		charged = charged || len(n.modNs) > 0
-		nodes[i] = n.Node
-		times.Stage[n.Name] = n.modBySeq
-		if n.devBySeq != nil {
-			times.Device[n.Name] = n.devBySeq
-		}
 	}
 	if !charged || r.total == 0 {
 		return nil
 	}
-	tl, lookahead, err := scheduleModeled(nodes, cfg, times)
+	tl, lookahead, err := r.scheduleModeled(cfg)
 	if err != nil {
 		return err
 	}
