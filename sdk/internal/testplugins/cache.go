@@ -3,6 +3,7 @@ package testplugins
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/flowrun/flowrun/sdk/cache"
@@ -16,12 +17,12 @@ import (
 type LRU struct {
 	mu     sync.Mutex
 	mem    region.Mapper
+	setup  []plugin.Table // the run's tables, for PlanRequest.View
 	tables []lruTable
 	tick   int64
 }
 
 type lruTable struct {
-	rows    int64
 	slotOf  map[int64]int64 // row -> slot
 	rowAt   []int64         // slot -> row, -1 when free
 	lastUse []int64         // slot -> tick of last use
@@ -50,13 +51,14 @@ func (c *LRU) Configure(_ context.Context, setup plugin.Setup) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.setup = slices.Clone(setup.Tables)
 	c.tables = make([]lruTable, len(setup.Tables))
-	for i, t := range setup.Tables {
+	for i := range setup.Tables {
 		rowAt := make([]int64, opts.Capacity)
 		for s := range rowAt {
 			rowAt[s] = -1
 		}
-		c.tables[i] = lruTable{rows: t.Rows, slotOf: map[int64]int64{}, rowAt: rowAt, lastUse: make([]int64, opts.Capacity)}
+		c.tables[i] = lruTable{slotOf: map[int64]int64{}, rowAt: rowAt, lastUse: make([]int64, opts.Capacity)}
 	}
 	return nil
 }
@@ -67,44 +69,17 @@ func (c *LRU) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult
 	if c.tables == nil {
 		return nil, plugin.ErrNotConfigured
 	}
-	if len(req.TableOffsets) != len(c.tables)+1 {
-		return nil, fmt.Errorf("%w: %d table offsets for %d tables", plugin.ErrInvalidRequest, len(req.TableOffsets), len(c.tables))
-	}
-	n := req.TableOffsets[len(c.tables)]
-	idsB, err := mapAtLeast(&c.mem, req.IDs, 8*n, "ids")
+	b, err := req.View(&c.mem, c.setup)
 	if err != nil {
 		return nil, err
 	}
-	slotsB, err := mapAtLeast(&c.mem, req.Slots, 8*n, "slots")
-	if err != nil {
-		return nil, err
-	}
-	hits, err := mapAtLeast(&c.mem, req.Hits, n, "hits")
-	if err != nil {
-		return nil, err
-	}
-	victimsB, err := mapAtLeast(&c.mem, req.Victims, 24*n, "victims")
-	if err != nil {
-		return nil, err
-	}
-	ids, slots, victims := region.Int64s(idsB), region.Int64s(slotsB), region.Int64s(victimsB)
+	ids, slots, hits, victims := b.IDs, b.Slots, b.Hits, b.Victims
 
 	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(c.tables))}
-	for t := range c.tables {
-		lo, hi := req.TableOffsets[t], req.TableOffsets[t+1]
-		if lo < 0 || hi < lo || hi > n {
-			return nil, fmt.Errorf("%w: table %d offsets [%d, %d) outside %d ids", plugin.ErrInvalidRequest, t, lo, hi, n)
-		}
-		for _, id := range ids[lo:hi] {
-			if id < 0 || id >= c.tables[t].rows {
-				return nil, fmt.Errorf("%w: table %d row %d outside [0, %d)", plugin.ErrInvalidRequest, t, id, c.tables[t].rows)
-			}
-		}
-	}
 	c.tick++
 	for t := range c.tables {
 		tab := &c.tables[t]
-		lo, hi := req.TableOffsets[t], req.TableOffsets[t+1]
+		lo, hi := b.Table(t)
 		type outcome struct {
 			slot int64
 			hit  byte
