@@ -163,18 +163,23 @@ func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []b
 	return slots, hits, victims, nil
 }
 
+// skewedBatches draws n batches of per IDs below rows, skewed towards low
+// IDs (a uniform draw below a uniform bound).
+func skewedBatches(rng *rand.Rand, n, per, rows int) [][]int64 {
+	all := make([][]int64, n)
+	for i := range all {
+		for range per {
+			all[i] = append(all[i], int64(rng.IntN(rng.IntN(rows)+1)))
+		}
+	}
+	return all
+}
+
 func TestMatchesReference(t *testing.T) {
 	for _, w := range [][2]int{{3, 2}, {0, 0}, {1, 3}, {5, 0}} {
 		t.Run(fmt.Sprintf("past%d-future%d", w[0], w[1]), func(t *testing.T) {
 			const capacity, rows, batches = 48, 200, 150
-			rng := rand.New(rand.NewPCG(uint64(w[0]), uint64(w[1])))
-			per := capacity / (w[0] + 1 + w[1])
-			all := make([][]int64, batches)
-			for i := range all {
-				for range per {
-					all[i] = append(all[i], int64(rng.IntN(rng.IntN(rows)+1)))
-				}
-			}
+			all := skewedBatches(rand.New(rand.NewPCG(uint64(w[0]), uint64(w[1]))), batches, capacity/(w[0]+1+w[1]), rows)
 			c := configured(t, fmt.Sprintf(`{"capacity":%d,"past_window":%d,"future_window":%d}`, capacity, w[0], w[1]), rows)
 			steps := planAll(t, c, w[1], all)
 			ref := &reference{Model: reftest.Model{Capacity: capacity}, past: w[0], future: w[1]}
@@ -211,13 +216,7 @@ func TestSlotsWhenWindowsDiffer(t *testing.T) {
 		t.Run(fmt.Sprintf("past%d-future%d", w[0], w[1]), func(t *testing.T) {
 			const capacity, rows, batches = 48, 200, 150
 			rng := rand.New(rand.NewPCG(uint64(w[0])+7, uint64(w[1])))
-			per := capacity / (w[0] + 1 + w[1])
-			all := make([][]int64, batches)
-			for i := range all {
-				for range per {
-					all[i] = append(all[i], int64(rng.IntN(rng.IntN(rows)+1)))
-				}
-			}
+			all := skewedBatches(rng, batches, capacity/(w[0]+1+w[1]), rows)
 			c := configured(t, fmt.Sprintf(`{"capacity":%d,"past_window":%d,"future_window":%d}`, capacity, w[0], w[1]), rows)
 			hitMap := &c.(*policy).tables[0].HitMap
 			a := shmtest.New(t, 1<<20)
