@@ -132,4 +132,10 @@ type Options struct {
 	// PlanRequest (ScratchPipe: 2, the distance from [Collect] to [Insert]).
 	// The host sends it when it is not 0.
 	Future int `json:"future,omitempty"`
+	// Frequencies is the host's access-frequency profile, sent when the
+	// policy's Needs asked for one (ProfileBatches > 0): a region of int64
+	// (table, row, count) triples, table by table and rows ascending, over
+	// the first ProfileBatches training batches. It is valid only during
+	// Configure.
+	Frequencies *region.Ref `json:"frequencies,omitempty"`
 }
