@@ -1,6 +1,9 @@
 package bus
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,6 +30,25 @@ type Conn struct {
 	// noResponderRetries counts publish attempts that found no subscriber;
 	// tests read it to know a publisher really started before its consumer.
 	noResponderRetries atomic.Int64
+	// resent counts requests sent again after a reconnect.
+	resent atomic.Int64
+
+	// nonce and sent make every Publish's message id unique across the
+	// connections of a run (HeaderMsgID).
+	nonce string
+	sent  atomic.Uint64
+
+	// reconnected is closed and replaced at every reconnect, to wake the
+	// publishers whose request or reply the outage may have lost.
+	reconnected chan struct{}
+	// lost is closed, with lostErr set, once the server has been
+	// unreachable for longer than the grace; the connection is then of no
+	// further use to the run.
+	lost    chan struct{}
+	lostErr error
+	grace   time.Duration
+	outage  *time.Timer
+	url     string
 }
 
 // Option configures Connect.
@@ -35,8 +57,17 @@ type Option func(*connOptions)
 type connOptions struct {
 	name    string
 	timeout time.Duration
+	grace   time.Duration
 	log     *slog.Logger
 }
+
+// DefaultGrace is how long a connection waits for its server to come back
+// after losing it before it gives up (Lost).
+const DefaultGrace = 10 * time.Second
+
+// ErrServerLost is the cause Lost reports: the server was unreachable for
+// longer than the grace.
+var ErrServerLost = errors.New("bus: NATS server lost")
 
 // WithName names the connection as the server (and `nats server report
 // connections`) shows it, e.g. "flowrun/plan".
@@ -46,6 +77,12 @@ func WithName(name string) Option { return func(o *connOptions) { o.name = name 
 // URL must fail fast, not hang a run's start-up.
 func WithConnectTimeout(d time.Duration) Option { return func(o *connOptions) { o.timeout = d } }
 
+// WithGrace sets how long the connection rides out an unreachable server
+// (a restart) before it reports the server lost: Lost is closed, and every
+// Publish waiting on the connection returns ErrServerLost. Default
+// DefaultGrace.
+func WithGrace(d time.Duration) Option { return func(o *connOptions) { o.grace = d } }
+
 // WithLogger receives disconnects, reconnects and asynchronous NATS errors.
 // Without it they are discarded.
 func WithLogger(l *slog.Logger) Option { return func(o *connOptions) { o.log = l } }
@@ -53,16 +90,23 @@ func WithLogger(l *slog.Logger) Option { return func(o *connOptions) { o.log = l
 // Connect dials a NATS server (nats://host:port, or a comma-separated list
 // of them). It does not retry a failed first connection: an unreachable
 // server is a configuration error to report now. Once connected, it
-// reconnects indefinitely, because a stage waiting on a batch should ride out
-// a server restart rather than abandon the run.
+// reconnects for the grace (WithGrace), because a stage waiting on a batch
+// should ride out a server restart rather than abandon the run; a request
+// whose request or reply the outage may have lost is sent again
+// (Publish), and a server gone for longer than the grace ends the
+// connection's use (Lost).
 func Connect(serverURL string, opts ...Option) (*Conn, error) {
-	o := connOptions{timeout: 2 * time.Second}
+	o := connOptions{timeout: 2 * time.Second, grace: DefaultGrace}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	log := o.log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	c := &Conn{
+		log: log, subs: map[*Subscription]struct{}{}, nonce: newNonce(),
+		reconnected: make(chan struct{}), lost: make(chan struct{}), grace: o.grace, url: redactURLs(serverURL),
 	}
 	nopts := []nats.Option{
 		nats.Timeout(o.timeout),
@@ -73,9 +117,11 @@ func Connect(serverURL string, opts ...Option) (*Conn, error) {
 			if err != nil {
 				log.Warn("bus: disconnected", "error", err)
 			}
+			c.disconnected()
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("bus: reconnected", "url", nc.ConnectedUrlRedacted())
+			c.reconnect()
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subject := ""
@@ -92,7 +138,67 @@ func Connect(serverURL string, opts ...Option) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: connect %s: %w", redactURLs(serverURL), err)
 	}
-	return &Conn{nc: nc, log: log, subs: map[*Subscription]struct{}{}}, nil
+	c.nc = nc
+	return c, nil
+}
+
+func newNonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// disconnected starts the grace: unless the server is back before it ends,
+// the connection is lost.
+func (c *Conn) disconnected() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.outage != nil || c.lostErr != nil {
+		return
+	}
+	c.outage = time.AfterFunc(c.grace, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.outage == nil || c.lostErr != nil {
+			return
+		}
+		c.lostErr = fmt.Errorf("%w: %s unreachable for %s (the grace)", ErrServerLost, c.url, c.grace)
+		close(c.lost)
+		c.log.Error("bus: server lost", "url", c.url, "grace", c.grace)
+	})
+}
+
+// reconnect ends the grace and wakes every publisher waiting for a reply.
+func (c *Conn) reconnect() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.outage != nil {
+		c.outage.Stop()
+		c.outage = nil
+	}
+	close(c.reconnected)
+	c.reconnected = make(chan struct{})
+}
+
+// reconnects is the channel the next reconnect closes.
+func (c *Conn) reconnects() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reconnected
+}
+
+// Lost is closed once the server has been unreachable for longer than the
+// grace; LostErr then says which server and for how long. A run selects on
+// it beside its own completion, so that a server gone for good ends the
+// run with an error instead of a wait.
+func (c *Conn) Lost() <-chan struct{} { return c.lost }
+
+// LostErr is the reason Lost was closed (wrapping ErrServerLost), nil
+// before.
+func (c *Conn) LostErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lostErr
 }
 
 // NATS exposes the underlying connection for what the bus does not cover
@@ -114,6 +220,12 @@ func (c *Conn) Close() {
 		_ = s.Close()
 	}
 	c.nc.Close()
+	c.mu.Lock()
+	if c.outage != nil {
+		c.outage.Stop()
+		c.outage = nil
+	}
+	c.mu.Unlock()
 }
 
 func (c *Conn) track(s *Subscription) {

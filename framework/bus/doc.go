@@ -40,11 +40,20 @@
 //   - a nack (header Flowrun-Bus: nack): a subscriber that was closing
 //     received the message but did not take it into its queue.
 //
-// Retries use a small exponential backoff until the context ends. Any other
-// outcome (ack, connection error, context end while waiting for the reply)
-// is final: the message may have been delivered, and retrying could
-// duplicate a batch. A Publish that returns a context error is therefore
-// "delivery unknown"; it only happens when the run is being torn down.
+// Retries use a small exponential backoff until the context ends.
+//
+// A server restart can lose a request or its ack (an ack sent while the
+// publisher's connection is down has nowhere to go), so a publisher still
+// waiting when its connection reconnects sends the message again at once.
+// That is safe because every Publish stamps a message id (header
+// Flowrun-Msg-Id, the same on every attempt) and a subscription acks an id
+// it has already queued without queueing it twice. A connection whose
+// server stays unreachable for longer than its grace (WithGrace, default
+// 10 s) is lost: every waiting Publish returns ErrServerLost and Lost is
+// closed, so a run ends with an error naming the server instead of waiting.
+// Any other outcome (ack, connection error, context end while waiting for
+// the reply) is final. A Publish that returns a context error is "delivery
+// unknown"; it only happens when the run is being torn down.
 //
 // When a Subscription closes (Close, or its context ends) it stops interest,
 // nacks every message it has not yet queued so their publishers retry

@@ -51,7 +51,19 @@ type Subscription struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// seen are the ids of the last messages queued (HeaderMsgID), oldest
+	// first in order, so that one sent again after a reconnect is acked
+	// without being queued twice. Only handle touches them.
+	seen  map[string]struct{}
+	order []string
 }
+
+// seenIDs bounds the ids a subscription remembers. A message is sent again
+// only while its publisher waits for its ack, and a publisher waits for
+// one message at a time, so this needs to exceed the publishers of one
+// subject, not the messages.
+const seenIDs = 4096
 
 // Subscribe receives subject's messages. credits is the capacity of the
 // local queue: at most credits messages are acknowledged and not yet taken
@@ -78,6 +90,7 @@ func (c *Conn) Subscribe(ctx context.Context, subject string, credits int, opts 
 		ctx:     sctx,
 		cancel:  cancel,
 		drain:   o.drainTimeout,
+		seen:    make(map[string]struct{}),
 	}
 	sub, err := c.nc.QueueSubscribe(subject, o.queue, s.handle)
 	if err != nil {
@@ -129,13 +142,34 @@ func (s *Subscription) handle(m *nats.Msg) {
 		reply(m, ackRefused)
 		return
 	}
+	id := m.Header.Get(HeaderMsgID)
+	if _, dup := s.seen[id]; dup && id != "" {
+		// Queued already; its ack was lost in an outage.
+		reply(m, ackQueued)
+		return
+	}
 	msg := &Message{Subject: m.Subject, Header: m.Header, Data: m.Data}
 	select {
 	case s.ch <- msg:
+		s.remember(id)
 		reply(m, ackQueued)
 	case <-s.ctx.Done():
 		reply(m, ackRefused)
 	}
+}
+
+// remember records a queued message's id, forgetting the oldest beyond
+// seenIDs.
+func (s *Subscription) remember(id string) {
+	if id == "" {
+		return
+	}
+	if len(s.order) == seenIDs {
+		delete(s.seen, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.seen[id] = struct{}{}
+	s.order = append(s.order, id)
 }
 
 // reply answers a request. A message without a reply subject came from a
