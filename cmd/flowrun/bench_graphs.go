@@ -78,23 +78,8 @@ Subcommands measure single plugins: flowrun bench kernel --help.`,
 			if err != nil {
 				return err
 			}
-			if f.out != "" {
-				if err := results.WriteJSON(f.out, rep); err != nil {
-					return err
-				}
-			}
-			switch {
-			case f.json:
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
-					return err
-				}
-			case !f.quiet:
-				bench.WriteTable(cmd.OutOrStdout(), rep)
-				if f.out != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "%-12s %s\n", "results", f.out)
-				}
+			if err := f.write(cmd.OutOrStdout(), rep); err != nil {
+				return err
 			}
 			if n := rep.Failed(); n > 0 {
 				return fmt.Errorf("%d of %d runs failed (see the table)", n, len(rep.Runs))
@@ -110,6 +95,28 @@ Subcommands measure single plugins: flowrun bench kernel --help.`,
 	fl.StringVar(&f.out, "out", "", "also write the comparison as JSON to `FILE`")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
 	return cmd
+}
+
+// write writes the comparison to --out, and prints it as JSON (--json),
+// as the table, or not at all (--quiet).
+func (f benchGraphsFlags) write(stdout io.Writer, rep *bench.Comparison) error {
+	if f.out != "" {
+		if err := results.WriteJSON(f.out, rep); err != nil {
+			return err
+		}
+	}
+	switch {
+	case f.json:
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	case !f.quiet:
+		bench.WriteTable(stdout, rep)
+		if f.out != "" {
+			fmt.Fprintf(stdout, "%-12s %s\n", "results", f.out)
+		}
+	}
+	return nil
 }
 
 // benchRunner checks and runs bench's graphs as flowrun run does, with
