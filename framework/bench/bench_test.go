@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/flowrun/flowrun/framework/internal/golden"
 	"github.com/flowrun/flowrun/framework/results"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/ with what the code prints now")
 
 // fakeRunner checks graphs with CheckF; a nil CheckF finds every graph in
 // graphs, by path.
@@ -306,24 +302,5 @@ func TestWriteTableGolden(t *testing.T) {
 	c.Sweep, c.Warmup, c.DigestsEqual, c.Runs = nil, 0, true, c.Runs[2:]
 	b.WriteString("--\n")
 	WriteTable(&b, c)
-	golden(t, "table.golden", b.String())
-}
-
-// golden compares got with testdata/NAME, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *updateGolden {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -run %s -update rewrites it)\ngot:\n%s\nwant:\n%s", path, t.Name(), got, want)
-	}
+	golden.Check(t, "table.golden", b.String())
 }

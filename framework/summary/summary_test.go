@@ -2,18 +2,14 @@ package summary
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowrun/flowrun/framework/clock"
+	"github.com/flowrun/flowrun/framework/internal/golden"
 	"github.com/flowrun/flowrun/framework/results"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/ with what the code prints now")
 
 // fixedResults is a training run's results with every section of the
 // summary filled in, and numbers chosen to exercise the formatting
@@ -73,7 +69,7 @@ func fixedResults() *results.Results {
 func TestSummaryGolden(t *testing.T) {
 	var b bytes.Buffer
 	Write(&b, fixedResults())
-	golden(t, "summary.golden", b.String())
+	golden.Check(t, "summary.golden", b.String())
 }
 
 // TestSummaryInference checks the lines that depend on the kind of run:
@@ -203,24 +199,5 @@ func TestProgressOffTerminal(t *testing.T) {
 	}
 	if _, err := p.Write([]byte("warning\n")); err != nil || b.String() != "warning\n" {
 		t.Errorf("progress.Write off a terminal: %v, wrote %q", err, b.String())
-	}
-}
-
-// golden compares got with testdata/NAME, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *updateGolden {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -run %s -update rewrites it)\ngot:\n%s\nwant:\n%s", path, t.Name(), got, want)
 	}
 }
