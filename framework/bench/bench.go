@@ -8,9 +8,10 @@
 // The package runs nothing itself: a Runner checks and runs each graph,
 // and a kernel.Kernel is handed in, so the command wires it to the runtime
 // and the plugin host while a test hands it fakes. It imports
-// framework/results and framework/summary (the terminal layout) and the
-// SDK; not the runtime, the plugin host or the graph, and it names no
-// plugin or stage kind.
+// framework/results, framework/summary (the terminal layout), the SDK and
+// framework/stages/cast's Cast (Tensor Casting Alg. 2, to cast the index
+// the casted gather-reduce reads); not the runtime, the plugin host or the
+// graph, and it names no plugin or stage kind.
 package bench
 
 import (
