@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flowrun/framework/bench"
 	"github.com/flowrun/flowrun/framework/clock"
 )
 
@@ -16,6 +18,15 @@ import (
 // window, 64 × 4 × 6 rows, fits in 5 % of 60000 rows).
 var benchSmall = []string{"--set", "dataset.batches=6", "--set", "dataset.eval_batches=0", "--set", "dataset.rows=60000",
 	"--set", "dataset.batch_size=64", "--set", "dataset.lookups=4"}
+
+// readBench decodes the bench JSON file at path into rep.
+func readBench(path string, rep *bench.Comparison) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, rep)
+}
 
 func scratchPipeGraphs() []string {
 	var files []string
@@ -37,11 +48,11 @@ func TestBenchGraphs(t *testing.T) {
 			t.Errorf("table without %q:\n%s", want, r.stdout)
 		}
 	}
-	var rep benchReport
-	if err := readJSON(out, &rep); err != nil {
+	var rep bench.Comparison
+	if err := readBench(out, &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Kind != benchKind || rep.Baseline != "no-cache" || len(rep.Runs) != 4 || !rep.DigestsEqual {
+	if rep.Kind != bench.Kind || rep.Baseline != "no-cache" || len(rep.Runs) != 4 || !rep.DigestsEqual {
 		t.Fatalf("report %+v", rep)
 	}
 	for i, run := range rep.Runs {
@@ -70,7 +81,7 @@ func TestBenchSweep(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.err.Error(), "1 of 4 runs failed") {
 		t.Fatalf("err %v, want one failed run", r.err)
 	}
-	var rep benchReport
+	var rep bench.Comparison
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatalf("%v in %q", err, r.stdout)
 	}
@@ -102,26 +113,6 @@ func TestBenchUsage(t *testing.T) {
 	}
 }
 
-func TestSweepPoints(t *testing.T) {
-	sw, err := parseSweeps([]string{"a=1,2", "b= x , y "})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := points(sw)
-	want := [][]string{{"a=1", "b=x"}, {"a=1", "b=y"}, {"a=2", "b=x"}, {"a=2", "b=y"}}
-	if len(got) != len(want) {
-		t.Fatalf("points %v", got)
-	}
-	for i := range want {
-		if strings.Join(got[i], " ") != strings.Join(want[i], " ") {
-			t.Errorf("point %d: %v, want %v", i, got[i], want[i])
-		}
-	}
-	if p := points(nil); len(p) != 1 || len(p[0]) != 0 {
-		t.Errorf("no sweep: %v", p)
-	}
-}
-
 // The modeled timeline the runtime hands bench is the one behind the run's
 // modeled iteration time: with no warm-up left out it gives that figure.
 func TestBenchWarmupMatchesRuntime(t *testing.T) {
@@ -135,34 +126,33 @@ func TestBenchWarmupMatchesRuntime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var tl *clock.Timeline
-		var lookahead int
-		f := runFlags{quiet: true, hazards: "off", modeled: func(t *clock.Timeline, la int) { tl, lookahead = t, la }}
+		var m *bench.Modeled
+		f := runFlags{quiet: true, hazards: "off", modeled: func(tl *clock.Timeline, la int) { m = modeledSchedule(tl, la) }}
 		res, err := runValidated(context.Background(), g, path, f, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tl == nil {
+		if m == nil {
 			t.Fatalf("%s: no modeled timeline handed over", path)
 		}
-		batches := tl.Batches
+		batches := m.Batches
 		if batches != 8 {
 			t.Fatalf("%s: %d batches in the modeled timeline, want 6 + 2 held-out", path, batches)
 		}
-		got := windowIterationMs(tl, 1, batches-1)
+		got := m.IterationMs(1, batches-1)
 		if diff := got - res.IterationMs.Modeled; diff > 1e-9 || diff < -1e-9 {
 			t.Errorf("%s: modeled iteration %g ms over batches 1 to the last, %g ms in the results", filepath.Base(path), got, res.IterationMs.Modeled)
 		}
 		// The last lookahead+1 batches are left out (none without a
 		// lookahead).
 		tail := 0
-		if lookahead > 0 {
-			tail = lookahead + 1
+		if m.Lookahead > 0 {
+			tail = m.Lookahead + 1
 		}
-		if _, err := steadyModeledMs(tl, lookahead, batches-tail); err == nil {
+		if _, err := m.SteadyMs(batches - tail); err == nil {
 			t.Errorf("%s: a warm-up leaving no batch accepted", path)
 		}
-		if v, err := steadyModeledMs(tl, lookahead, batches-tail-1); err != nil || v <= 0 {
+		if v, err := m.SteadyMs(batches - tail - 1); err != nil || v <= 0 {
 			t.Errorf("%s: a warm-up leaving one batch: %v, %v", path, v, err)
 		}
 	}
@@ -173,7 +163,7 @@ func TestBenchWarmupMatchesRuntime(t *testing.T) {
 func TestBenchWarmup(t *testing.T) {
 	graphs := scratchPipeGraphs()[2:]
 	r := mustFlowrun(t, append(append([]string{"bench"}, graphs...), append(benchSmall, "--warmup", "2", "--json")...)...)
-	var rep benchReport
+	var rep bench.Comparison
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/flowrun/flowrun/framework/data"
+	"github.com/flowrun/flowrun/framework/summary"
 )
 
 // convertFormats are the input formats of flowrun convert.
@@ -122,7 +123,7 @@ func openInput(path string, stdin io.Reader) (io.Reader, string, int64, func(), 
 func printBatchFile(w io.Writer, path string, h *data.Header) {
 	var size string
 	if st, err := os.Stat(path); err == nil {
-		size = ", " + bytesIEC(st.Size())
+		size = ", " + summary.BytesIEC(st.Size())
 	}
 	fmt.Fprintf(w, "wrote      %s: %d %s samples, %d tables × %d lookups, %d dense features%s\n",
 		path, h.Samples, h.Source, h.Tables, h.Lookups, h.Dense, size)
@@ -172,15 +173,15 @@ func (p *byteProgress) add(n int) {
 		return
 	}
 	p.last = now
-	rate := bytesIEC(int64(float64(p.done)/now.Sub(p.start).Seconds())) + "/s"
+	rate := summary.BytesIEC(int64(float64(p.done)/now.Sub(p.start).Seconds())) + "/s"
 	if p.total <= 0 {
-		fmt.Fprintf(p.w, "\rread %s  %s ", bytesIEC(p.done), rate)
+		fmt.Fprintf(p.w, "\rread %s  %s ", summary.BytesIEC(p.done), rate)
 		return
 	}
 	const width = 30
 	filled := min(width, int(float64(p.done)/float64(p.total)*width))
 	fmt.Fprintf(p.w, "\r[%s%s] %s of %s  %s ", strings.Repeat("=", filled), strings.Repeat(" ", width-filled),
-		bytesIEC(p.done), bytesIEC(p.total), rate)
+		summary.BytesIEC(p.done), summary.BytesIEC(p.total), rate)
 }
 
 func (p *byteProgress) finish() {

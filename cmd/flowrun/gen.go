@@ -8,6 +8,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/data"
+	"github.com/flowrun/flowrun/framework/summary"
 )
 
 func newGenCmd() *cobra.Command {
@@ -42,9 +43,9 @@ Every key of the graph can be overridden with --set, as for run.`,
 			if d.Kind != "synthetic" {
 				return usageError{fmt.Errorf("%s: dataset.kind is %s, and gen writes synthetic data (add --set dataset.kind=synthetic --set dataset.path=)", args[0], d.Kind)}
 			}
-			bar := newProgress(cmd.ErrOrStderr(), quiet)
-			h, err := data.WriteSynthetic(out, cfg.Seed, d, bar.update)
-			bar.finish()
+			bar := summary.NewProgress(cmd.ErrOrStderr(), quiet)
+			h, err := data.WriteSynthetic(out, cfg.Seed, d, bar.Update)
+			bar.Finish()
 			if err != nil {
 				return err
 			}

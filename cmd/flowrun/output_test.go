@@ -83,23 +83,6 @@ func TestRunSummaryNoControlCharacters(t *testing.T) {
 	}
 }
 
-// TestProgressOffTerminal: a bar on a writer that is not a terminal draws
-// nothing and passes writes through.
-func TestProgressOffTerminal(t *testing.T) {
-	var b bytes.Buffer
-	p := newProgress(&b, false)
-	for i := 1; i <= 5; i++ {
-		p.update(i, 5)
-	}
-	p.finish()
-	if b.Len() != 0 {
-		t.Errorf("progress off a terminal wrote %q", b.String())
-	}
-	if _, err := p.Write([]byte("warning\n")); err != nil || b.String() != "warning\n" {
-		t.Errorf("progress.Write off a terminal: %v, wrote %q", err, b.String())
-	}
-}
-
 // TestValidateJSON checks validate --json on a good and a bad graph.
 func TestValidateJSON(t *testing.T) {
 	t.Parallel()

@@ -2,19 +2,17 @@ package main
 
 import (
 	"errors"
-	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/flowrun/flowrun/framework/results"
 )
 
 // flowrun report draws every figure its inputs have data for, as PNG and
 // SVG: from a results.json the breakdown and the loss, from a bench the
-// speedups, from a bench with a cache.size sweep the hit rates.
+// speedups, from a bench with a cache.size sweep the hit rates. What the
+// images hold is tested in framework/report.
 func TestReport(t *testing.T) {
 	dir := t.TempDir()
 	res := filepath.Join(dir, "results.json")
@@ -34,33 +32,6 @@ func TestReport(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("report wrote %v, want %v", got, want)
 	}
-	f, err := os.Open(filepath.Join(out, "breakdown.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := img.Bounds(); b.Dx() < 600 || b.Dy() < 300 {
-		t.Errorf("breakdown.png is %v", b)
-	}
-	svg, err := os.ReadFile(filepath.Join(out, "breakdown.svg"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Modeled figures say so (DESIGN.md §2.2).
-	for _, want := range []string{"<svg", "modeled", "wall"} {
-		if !strings.Contains(string(svg), want) {
-			t.Errorf("breakdown.svg without %q", want)
-		}
-	}
-	svg, _ = os.ReadFile(filepath.Join(out, "speedup.svg"))
-	if !strings.Contains(string(svg), "modeled") {
-		t.Error("speedup.svg does not say modeled")
-	}
-
 	// Only the formats asked for.
 	r = mustFlowrun(t, "report", res, "--out", filepath.Join(dir, "png"), "--format", "png")
 	if strings.Contains(r.stdout, ".svg") || !strings.Contains(r.stdout, "breakdown.png") {
@@ -85,52 +56,5 @@ func TestReportUsage(t *testing.T) {
 	}
 	if r := flowrun(t, "report", notResults, "--out", dir); r.err == nil || !strings.Contains(r.err.Error(), "neither a results.json") {
 		t.Errorf("not a results file: %v", r.err)
-	}
-}
-
-func TestNiceTicks(t *testing.T) {
-	var labels []string
-	for _, tk := range (niceTicks{}).Ticks(0, 1.3) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	if !slices.Equal(labels, []string{"0", "0.25", "0.5", "0.75", "1", "1.25"}) {
-		t.Errorf("ticks %v", labels)
-	}
-}
-
-// Runs from several files are labelled by file; runs that still share a
-// label get their position, the file named once.
-func TestReportLabels(t *testing.T) {
-	dir := t.TempDir()
-	run := func(graph string) *results.Results {
-		return &results.Results{Graph: graph, Stages: []results.Stage{{Name: "train", Kind: "train"}}}
-	}
-	bench := filepath.Join(dir, "bench.json")
-	rep := benchReport{Kind: benchKind, Runs: []benchRun{{Graph: "a", Results: run("a")}, {Graph: "a", Results: run("a")}}}
-	if err := results.WriteJSON(bench, rep); err != nil {
-		t.Fatal(err)
-	}
-	res := filepath.Join(dir, "r.json")
-	if err := run("b").Write(res); err != nil {
-		t.Fatal(err)
-	}
-	label := func(paths ...string) []string {
-		in, err := readReportInputs(paths)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, r := range in.runs {
-			got = append(got, r.Label)
-		}
-		return got
-	}
-	if got, want := label(bench, res), []string{"a (bench) #1", "a (bench) #2", "b (r)"}; !slices.Equal(got, want) {
-		t.Errorf("labels %q, want %q", got, want)
-	}
-	if got, want := label(bench), []string{"a (bench) #1", "a (bench) #2"}; !slices.Equal(got, want) {
-		t.Errorf("one file: labels %q, want %q", got, want)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/runtime"
+	"github.com/flowrun/flowrun/framework/summary"
 	"github.com/flowrun/flowrun/framework/telemetry"
 )
 
@@ -88,7 +89,7 @@ interleaving actually broke.`,
 			case f.json:
 				return printResultsJSON(cmd.OutOrStdout(), res)
 			case !f.quiet:
-				printSummary(cmd.OutOrStdout(), res)
+				summary.Write(cmd.OutOrStdout(), res)
 				if f.out != "" {
 					fmt.Fprintf(cmd.OutOrStdout(), "%-12s %s\n", "results", f.out)
 				}
@@ -137,7 +138,7 @@ func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*
 // before returning.
 func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, stderr io.Writer) (*results.Results, error) {
 	// The bar carries the run's log lines (and plugins' output) above it.
-	bar := newProgress(stderr, f.quiet)
+	bar := summary.NewProgress(stderr, f.quiet)
 	level := slog.LevelWarn
 	if f.quiet {
 		level = slog.LevelError
@@ -190,11 +191,11 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	}
 	defer conn.Close()
 
-	defer bar.finish()
+	defer bar.Finish()
 	defer stageProcs(len(g.Nodes))()
 	res, err := runtime.Run(ctx, runtime.Options{
 		Graph: g, Stages: stages(), Plugins: host, Bus: conn,
-		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.update, RunID: runID,
+		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
 		CheckHazards: hazards, Modeled: f.modeled,
 	})
 	if err != nil {

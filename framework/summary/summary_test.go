@@ -1,19 +1,15 @@
-package main
+package summary
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flowrun/flowrun/framework/clock"
+	"github.com/flowrun/flowrun/framework/internal/golden"
 	"github.com/flowrun/flowrun/framework/results"
 )
-
-var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/ with what the code prints now")
 
 // fixedResults is a training run's results with every section of the
 // summary filled in, and numbers chosen to exercise the formatting
@@ -72,11 +68,11 @@ func fixedResults() *results.Results {
 // rewrites it).
 func TestSummaryGolden(t *testing.T) {
 	var b bytes.Buffer
-	printSummary(&b, fixedResults())
-	golden(t, "summary.golden", b.String())
+	Write(&b, fixedResults())
+	golden.Check(t, "summary.golden", b.String())
 }
 
-// TestSummaryInference checks the lines that depend on the kind of graph:
+// TestSummaryInference checks the lines that depend on the kind of run:
 // an inference run has queries, no training batches, no loss and no cache.
 func TestSummaryInference(t *testing.T) {
 	r := fixedResults()
@@ -86,7 +82,7 @@ func TestSummaryInference(t *testing.T) {
 	r.IterationMs.Modeled, r.Throughput.ModeledSamplesPerS = 0, 0
 	r.Metrics = results.Metrics{NDCG: &ndcg, Extra: map[string]float64{"ndcg_k": 32, "ndcg_queries": 20}}
 	var b bytes.Buffer
-	printSummary(&b, r)
+	Write(&b, r)
 	out := b.String()
 	for _, want := range []string{"20 batches in 362.9 ms wall\n", "ranking      NDCG@32 0.2987 over 20 queries\n", "iteration    7.561 ms/batch wall\n"} {
 		if !strings.Contains(out, want) {
@@ -100,11 +96,37 @@ func TestSummaryInference(t *testing.T) {
 	}
 }
 
+// TestTraining: whether a run trained is read from its data, whatever its
+// stages are called: a loss curve or held-out batches.
+func TestTraining(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*results.Results)
+		want string
+	}{
+		{"loss and held-out", func(*results.Results) {}, "40 training batches + 8 held-out"},
+		{"loss only", func(r *results.Results) { r.EvalBatches = 0 }, "40 training batches"},
+		{"held-out only", func(r *results.Results) { r.Metrics.Loss = nil }, "40 training batches + 8 held-out"},
+		{"neither", func(r *results.Results) { r.Metrics.Loss, r.EvalBatches = nil, 0 }, "40 batches"},
+		{"stages renamed", func(r *results.Results) {
+			for i := range r.Stages {
+				r.Stages[i].Kind = "x"
+			}
+		}, "40 training batches + 8 held-out"},
+	} {
+		r := fixedResults()
+		c.edit(r)
+		if got := batchCounts(r); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 // TestSummaryModeledLabelled checks non-negotiable 2: every line with a
 // modeled figure says so.
 func TestSummaryModeledLabelled(t *testing.T) {
 	var b bytes.Buffer
-	printSummary(&b, fixedResults())
+	Write(&b, fixedResults())
 	primitives := false
 	for _, l := range strings.Split(b.String(), "\n") {
 		if strings.HasPrefix(l, "iteration") || strings.HasPrefix(l, "throughput") {
@@ -124,13 +146,25 @@ func TestSummaryModeledLabelled(t *testing.T) {
 	}
 }
 
-func TestTable(t *testing.T) {
-	tb := table{align: "lr"}
-	tb.row("a", "1")
-	tb.row("longer", "12345")
-	tb.row("é", "")
+// TestSummaryMemoryFallback: without a memory breakdown the process's peak
+// resident set stands alone, labelled measured.
+func TestSummaryMemoryFallback(t *testing.T) {
+	r := fixedResults()
+	r.Memory = nil
 	var b bytes.Buffer
-	tb.write(&b, "> ")
+	Write(&b, r)
+	if want := "memory peak  58.8 MiB  host  flowrun process: peak resident set  measured\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+}
+
+func TestTable(t *testing.T) {
+	tb := Table{Align: "lr"}
+	tb.Row("a", "1")
+	tb.Row("longer", "12345")
+	tb.Row("é", "")
+	var b bytes.Buffer
+	tb.Write(&b, "> ")
 	want := "a           1\n> longer  12345\n> é\n"
 	if b.String() != want {
 		t.Errorf("table:\n%q\nwant\n%q", b.String(), want)
@@ -139,11 +173,11 @@ func TestTable(t *testing.T) {
 
 func TestFormatting(t *testing.T) {
 	for _, c := range []struct{ got, want string }{
-		{thousands(0), "0"}, {thousands(999.4), "999"}, {thousands(1000), "1,000"},
-		{thousands(-1234567), "-1,234,567"}, {thousands(11457443.6), "11,457,444"},
-		{bytesIEC(0), "0 B"}, {bytesIEC(1023), "1023 B"}, {bytesIEC(1024), "1.0 KiB"},
-		{bytesIEC(61681664), "58.8 MiB"}, {bytesIEC(3 << 30), "3.0 GiB"},
-		{ms(0.0224), "0.022 ms"}, {ms(362.94), "362.9 ms"}, {ms(2686.2), "2,686 ms"},
+		{Thousands(0), "0"}, {Thousands(999.4), "999"}, {Thousands(1000), "1,000"},
+		{Thousands(-1234567), "-1,234,567"}, {Thousands(11457443.6), "11,457,444"},
+		{BytesIEC(0), "0 B"}, {BytesIEC(1023), "1023 B"}, {BytesIEC(1024), "1.0 KiB"},
+		{BytesIEC(61681664), "58.8 MiB"}, {BytesIEC(3 << 30), "3.0 GiB"},
+		{Ms(0.0224), "0.022 ms"}, {Ms(362.94), "362.9 ms"}, {Ms(2686.2), "2,686 ms"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
@@ -151,21 +185,19 @@ func TestFormatting(t *testing.T) {
 	}
 }
 
-// golden compares got with testdata/NAME, or rewrites it with -update.
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *updateGolden {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
+// TestProgressOffTerminal: a bar on a writer that is not a terminal draws
+// nothing and passes writes through.
+func TestProgressOffTerminal(t *testing.T) {
+	var b bytes.Buffer
+	p := NewProgress(&b, false)
+	for i := 1; i <= 5; i++ {
+		p.Update(i, 5)
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
+	p.Finish()
+	if b.Len() != 0 {
+		t.Errorf("progress off a terminal wrote %q", b.String())
 	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -run %s -update rewrites it)\ngot:\n%s\nwant:\n%s", path, t.Name(), got, want)
+	if _, err := p.Write([]byte("warning\n")); err != nil || b.String() != "warning\n" {
+		t.Errorf("progress.Write off a terminal: %v, wrote %q", err, b.String())
 	}
 }

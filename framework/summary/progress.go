@@ -1,4 +1,4 @@
-package main
+package summary
 
 import (
 	"io"
@@ -11,10 +11,10 @@ import (
 	"golang.org/x/term"
 )
 
-// progress draws a progress bar (mpb) on a terminal and nothing elsewhere:
+// Progress draws a progress bar (mpb) on a terminal and nothing elsewhere:
 // logs, pipes, files and --quiet/--json runs get no control characters,
 // only what the command prints at the end.
-type progress struct {
+type Progress struct {
 	w       io.Writer
 	enabled bool
 
@@ -24,21 +24,22 @@ type progress struct {
 	done int64
 	// total is the bar's total; 0 while the runtime does not know it.
 	total int64
-	// finished: finish ran, and a late update draws nothing.
+	// finished: Finish ran, and a late update draws nothing.
 	finished bool
 }
 
-// newProgress returns a bar drawing on w when w is a terminal and quiet is
+// NewProgress returns a bar drawing on w when w is a terminal and quiet is
 // false, and a no-op otherwise.
-func newProgress(w io.Writer, quiet bool) *progress {
+func NewProgress(w io.Writer, quiet bool) *Progress {
 	f, ok := w.(*os.File)
-	return &progress{w: w, enabled: !quiet && ok && term.IsTerminal(int(f.Fd()))}
+	return &Progress{w: w, enabled: !quiet && ok && term.IsTerminal(int(f.Fd()))}
 }
 
-// update is runtime.Options.Progress: batches done so far and the total
-// (0 while unknown). The runtime calls it from its stages' goroutines, and
-// done may arrive out of order; the bar only moves forward.
-func (p *progress) update(done, total int) {
+// Update takes the batches done so far and the total (0 while unknown):
+// the runtime's progress callback. The runtime calls it from its stages'
+// goroutines, and done may arrive out of order; the bar only moves
+// forward.
+func (p *Progress) Update(done, total int) {
 	if !p.enabled {
 		return
 	}
@@ -50,20 +51,7 @@ func (p *progress) update(done, total int) {
 	if p.p == nil {
 		// Bars are made on the first batch, not before the run, so a graph
 		// that fails to start draws nothing.
-		p.p = mpb.New(mpb.WithOutput(p.w), mpb.WithWidth(72), mpb.WithAutoRefresh())
-		p.bar = p.p.New(int64(total), mpb.BarStyle().Lbound("[").Filler("=").Tip(">").Padding(" ").Rbound("]"),
-			mpb.BarRemoveOnComplete(),
-			mpb.PrependDecorators(
-				decor.Name("batches "),
-				decor.Any(func(s decor.Statistics) string { return counts(s.Current, s.Total) }, decor.WCSyncWidth),
-			),
-			mpb.AppendDecorators(
-				decor.AverageSpeed(0, " %.1f batches/s", decor.WCSyncWidth),
-				decor.Name("  ETA "),
-				decor.AverageETA(decor.ET_STYLE_GO),
-			),
-		)
-		p.total = int64(total)
+		p.start(total)
 	}
 	if int64(total) != p.total && total > 0 {
 		p.total = int64(total)
@@ -75,10 +63,28 @@ func (p *progress) update(done, total int) {
 	}
 }
 
+// start makes the bar; p.mu is held.
+func (p *Progress) start(total int) {
+	p.p = mpb.New(mpb.WithOutput(p.w), mpb.WithWidth(72), mpb.WithAutoRefresh())
+	p.bar = p.p.New(int64(total), mpb.BarStyle().Lbound("[").Filler("=").Tip(">").Padding(" ").Rbound("]"),
+		mpb.BarRemoveOnComplete(),
+		mpb.PrependDecorators(
+			decor.Name("batches "),
+			decor.Any(func(s decor.Statistics) string { return counts(s.Current, s.Total) }, decor.WCSyncWidth),
+		),
+		mpb.AppendDecorators(
+			decor.AverageSpeed(0, " %.1f batches/s", decor.WCSyncWidth),
+			decor.Name("  ETA "),
+			decor.AverageETA(decor.ET_STYLE_GO),
+		),
+	)
+	p.total = int64(total)
+}
+
 // Write prints b above the bar while one is drawn, and straight to the
 // terminal otherwise, so that warnings logged during a run do not tear the
 // bar apart. It is the writer of the run's logger and of plugins' output.
-func (p *progress) Write(b []byte) (int, error) {
+func (p *Progress) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	bars := p.p
 	p.mu.Unlock()
@@ -98,11 +104,11 @@ func counts(done, total int64) string {
 	return strconv.FormatInt(done, 10) + "/" + strconv.FormatInt(total, 10)
 }
 
-// finish removes the bar from the terminal and waits until it is gone, so
+// Finish removes the bar from the terminal and waits until it is gone, so
 // that what the command prints next starts on a clean line. A bar that did
 // not reach its total (a failed or interrupted run, or a total the runtime
 // never knew) is dropped the same way.
-func (p *progress) finish() {
+func (p *Progress) Finish() {
 	if !p.enabled {
 		return
 	}

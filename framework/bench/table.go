@@ -1,0 +1,107 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/flowrun/flowrun/framework/summary"
+)
+
+// WriteTable writes the side-by-side table of c: one row per run, modeled
+// figures labelled modeled, then whether the digests agree.
+func WriteTable(w io.Writer, c *Comparison) {
+	swept := len(c.Sweep) > 0
+	t := summary.Table{Align: "llrrrrrrrrl"}
+	if !swept {
+		t.Align = "lrrrrrrrrl"
+	}
+	header := []string{"graph"}
+	if swept {
+		header = append(header, "point")
+	}
+	modeledHead := "modeled ms/batch"
+	if c.Warmup > 0 {
+		modeledHead = fmt.Sprintf("modeled ms/batch (after %d)", c.Warmup)
+	}
+	header = append(header, "batches", "wall ms/batch", modeledHead, "speedup wall", "speedup modeled",
+		"hit rate", "to device/batch", "to host/batch", "digest")
+	t.Row(header...)
+	var errs []string
+	for _, r := range c.Runs {
+		cells := []string{r.Graph}
+		if swept {
+			cells = append(cells, strings.Join(r.Point, " "))
+		}
+		if r.Error != "" {
+			cells = append(cells, "-", "failed", "-", "-", "-", "-", "-", "-", "-")
+			errs = append(errs, fmt.Sprintf("%s %s: %s", r.File, strings.Join(r.Point, " "), firstLine(r.Error)))
+		} else {
+			cells = append(cells, r.cells(c.Warmup)...)
+		}
+		t.Row(cells...)
+	}
+	t.Write(w, "")
+	fmt.Fprintln(w)
+	writeFooter(w, c, errs)
+}
+
+// cells are a finished run's figures in the table's columns from
+// batches on.
+func (r *Run) cells(warmup int) []string {
+	dash := func(ok bool, s string) string {
+		if !ok {
+			return "-"
+		}
+		return s
+	}
+	sw, sm := "-", "-"
+	if s := r.Speedup; s != nil {
+		sw = fmt.Sprintf("%.2f×", s.Wall)
+		sm = dash(s.Modeled > 0, fmt.Sprintf("%.2f×", s.Modeled))
+	}
+	hit := "-"
+	if r.HitRate != nil {
+		hit = fmt.Sprintf("%.1f%%", 100**r.HitRate)
+	}
+	link := func(k string) string {
+		v, ok := r.LinkBytesPerBatch[k]
+		return dash(ok, summary.BytesIEC(int64(v)))
+	}
+	digest := r.Digest
+	if len(digest) > 12 {
+		digest = digest[:12]
+	}
+	return []string{fmt.Sprint(r.Batches),
+		fmt.Sprintf("%.3f", r.IterationMs.Wall),
+		dash(r.modeled(warmup) > 0, fmt.Sprintf("%.3f", r.modeled(warmup))),
+		sw, sm, hit, link("to_device"), link("to_host"), digest}
+}
+
+// writeFooter writes the lines under the table: the baseline and what
+// each clock means, the digests' verdict, the failed runs and the wall
+// time of them all.
+func writeFooter(w io.Writer, c *Comparison, errs []string) {
+	clockNote := "steady state of the modeled schedule"
+	if c.Warmup > 0 {
+		clockNote = fmt.Sprintf("steady state of the modeled schedule of the batches after the first %d", c.Warmup)
+	}
+	fmt.Fprintf(w, "%-12s %s (wall: measured here, whole run; modeled: the devices' cost models, %s)\n",
+		"baseline", c.Baseline, clockNote)
+	verdict := "every run at each point ends with the same model digest"
+	if !c.DigestsEqual {
+		verdict = "DIFFER between runs at the same point"
+	}
+	fmt.Fprintf(w, "%-12s %s\n", "digests", verdict)
+	for _, e := range errs {
+		fmt.Fprintf(w, "%-12s %s\n", "failed", e)
+	}
+	fmt.Fprintf(w, "%-12s %s for %d runs\n", "wall", summary.Ms(c.WallMs), len(c.Runs))
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " …"
+	}
+	return s
+}

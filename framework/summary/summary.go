@@ -1,0 +1,265 @@
+// Package summary writes what a run leaves behind for a terminal: the
+// end-of-run summary of a results.Results (a table of the stages, then the
+// run's totals one line each), the progress bar drawn while it runs, and
+// the text layout other terminal tables share (Table, Ms, Thousands,
+// BytesIEC).
+//
+// Every figure comes from the results, so the summary and results.json
+// agree, and every modeled figure says "modeled" (DESIGN.md §2.2). It
+// imports framework/results only: not the runtime, the graph, a stage or a
+// plugin, and it names no stage kind; what kind of run it describes it
+// reads from the results' data.
+package summary
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/flowrun/flowrun/framework/results"
+)
+
+// Write writes the end-of-run summary of r: a table of the stages
+// (measured wall time per batch beside modeled device time, and each
+// stage's share of the modeled schedule), then the run's totals, one line
+// each. Every modeled figure says "modeled"; everything else is measured.
+func Write(w io.Writer, r *results.Results) {
+	writeHead(w, r)
+	writeStages(w, r)
+	line := func(label, format string, args ...any) {
+		fmt.Fprintf(w, "%-12s %s\n", label, fmt.Sprintf(format, args...))
+	}
+	writeClocks(line, r)
+	writePrimitives(line, r)
+	writeCache(line, r.Cache)
+	writeMetrics(line, r.Metrics)
+	writeMemory(w, line, r)
+	if p := pluginsLine(r.Plugins); p != "" {
+		line("plugins", "%s", p)
+	}
+	line("digest", "%s", r.Digest)
+}
+
+// lineFunc writes one labelled line of the totals.
+type lineFunc func(label, format string, args ...any)
+
+// writeHead names the run and says how many batches ran in what time.
+func writeHead(w io.Writer, r *results.Results) {
+	head := fmt.Sprintf("graph %s  run %s  seed %d", r.Graph, r.RunID, r.Seed)
+	if r.File != "" {
+		head += "  file " + r.File
+	}
+	fmt.Fprintln(w, head)
+	fmt.Fprintf(w, "%s in %s wall\n\n", batchCounts(r), Ms(r.WallMs))
+}
+
+// writeStages writes the stage table; its modeled columns only when some
+// stage has a modeled figure.
+func writeStages(w io.Writer, r *results.Results) {
+	share := map[string]float64{}
+	if c := r.ModeledClock; c != nil {
+		for _, u := range c.Stages {
+			share[u.Name] = u.Utilisation
+		}
+	}
+	modeled := false
+	for _, s := range r.Stages {
+		modeled = modeled || s.ModeledMs != nil || share[s.Name] > 0
+	}
+	t := Table{Align: "llrrrrrr"}
+	header := []string{"stage", "kind", "batches", "wall p50 ms", "wall p95 ms", "wall p99 ms"}
+	if modeled {
+		header = append(header, "modeled mean ms", "modeled share")
+	}
+	t.Row(header...)
+	for _, s := range r.Stages {
+		cells := []string{s.Name, s.Kind, fmt.Sprint(s.Batches),
+			fmt.Sprintf("%.3f", s.WallMs.P50), fmt.Sprintf("%.3f", s.WallMs.P95), fmt.Sprintf("%.3f", s.WallMs.P99)}
+		if modeled {
+			mean, sh := "-", "-"
+			if s.ModeledMs != nil {
+				mean = fmt.Sprintf("%.3f", s.ModeledMs.Mean)
+			}
+			if u := share[s.Name]; u > 0 {
+				sh = fmt.Sprintf("%.1f%%", 100*u)
+			}
+			cells = append(cells, mean, sh)
+		}
+		t.Row(cells...)
+	}
+	t.Write(w, "")
+	fmt.Fprintln(w)
+}
+
+// writeClocks writes the iteration time and the throughput, wall beside
+// modeled.
+func writeClocks(line lineFunc, r *results.Results) {
+	iter := fmt.Sprintf("%s/batch wall", Ms(r.IterationMs.Wall))
+	if r.IterationMs.Modeled > 0 {
+		iter += fmt.Sprintf("   %s/batch modeled", Ms(r.IterationMs.Modeled))
+		if c := r.ModeledClock; c != nil {
+			iter += " (" + schedule(c.Mode, c.Depth, c.Batches, float64(c.MakespanNs)/1e6, c.Bottleneck) + ")"
+		}
+	}
+	line("iteration", "%s", iter)
+	thr := fmt.Sprintf("%s samples/s wall", Thousands(r.Throughput.WallSamplesPerS))
+	if r.Throughput.ModeledSamplesPerS > 0 {
+		thr += fmt.Sprintf("   %s samples/s modeled", Thousands(r.Throughput.ModeledSamplesPerS))
+	}
+	line("throughput", "%s", thr)
+}
+
+// writePrimitives writes each stage's modeled time per primitive, largest
+// first.
+func writePrimitives(line lineFunc, r *results.Results) {
+	label := "primitives"
+	for _, p := range r.Primitives {
+		if len(p.ModeledMs) == 0 || p.Batches == 0 {
+			continue
+		}
+		parts := make([]string, 0, len(p.ModeledMs))
+		for _, k := range sortedKeysBy(p.ModeledMs) {
+			parts = append(parts, fmt.Sprintf("%s %.3f", k, p.ModeledMs[k]/float64(p.Batches)))
+		}
+		line(label, "%s, modeled ms/batch over its %d batches: %s", p.Stage, p.Batches, strings.Join(parts, ", "))
+		label = ""
+	}
+}
+
+// writeCache writes the cache's hit rate and the bytes it moved per link.
+func writeCache(line lineFunc, c *results.Cache) {
+	if c == nil {
+		return
+	}
+	line("cache", "%s, %s rows/table: hit rate %.1f%% (%s hits, %s misses, %s evictions)",
+		c.Plugin, Thousands(float64(c.Rows)), 100*c.HitRate,
+		Thousands(float64(c.Hits)), Thousands(float64(c.Misses)), Thousands(float64(c.Evictions)))
+	if len(c.LinkBytes) > 0 {
+		links := make([]string, 0, len(c.LinkBytes))
+		for _, k := range slices.Sorted(maps.Keys(c.LinkBytes)) {
+			links = append(links, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_", " "), BytesIEC(c.LinkBytes[k])))
+		}
+		line("", "moved %s", strings.Join(links, ", "))
+	}
+}
+
+// writeMetrics writes the training loss, the held-out metrics and the
+// ranking quality, each where the run has it.
+func writeMetrics(line lineFunc, m results.Metrics) {
+	if l := m.Loss; l != nil {
+		line("loss", "%.4f → %.4f (mean of first/last tenth %.4f → %.4f)", l.First, l.Last, l.FirstTenthMean, l.LastTenthMean)
+	}
+	if m.AUC != nil || m.LogLoss != nil || m.NE != nil {
+		var parts []string
+		if m.AUC != nil {
+			parts = append(parts, fmt.Sprintf("AUC %.4f", *m.AUC))
+		}
+		if m.LogLoss != nil {
+			parts = append(parts, fmt.Sprintf("logloss %.4f", *m.LogLoss))
+		}
+		if m.NE != nil {
+			parts = append(parts, fmt.Sprintf("NE %.4f", *m.NE))
+		}
+		line("held-out", "%s  (%s samples)", strings.Join(parts, "  "), Thousands(float64(m.EvalCount)))
+	}
+	if m.NDCG != nil {
+		line("ranking", "NDCG@%.0f %.4f over %.0f queries", m.Extra["ndcg_k"], *m.NDCG, m.Extra["ndcg_queries"])
+	}
+}
+
+// writeMemory writes the peak memory per holder as a table under its
+// label, or the process's peak resident set where the run has no
+// breakdown.
+func writeMemory(w io.Writer, line lineFunc, r *results.Results) {
+	if len(r.Memory) == 0 {
+		if r.HostRSSPeakBytes > 0 {
+			line("memory peak", "%s  host  flowrun process: peak resident set  measured", BytesIEC(r.HostRSSPeakBytes))
+		}
+		return
+	}
+	m := Table{Align: "rlll"}
+	for _, h := range r.Memory {
+		virtual := ""
+		if h.VirtualBytes > 0 {
+			virtual = "of " + BytesIEC(h.VirtualBytes)
+		}
+		m.Row(BytesIEC(h.PeakBytes), h.Device+"  "+shortWhat(h.What), virtual, h.Source)
+	}
+	fmt.Fprintf(w, "%-12s ", "memory peak")
+	m.Write(w, strings.Repeat(" ", 13))
+}
+
+// sortedKeysBy lists m's keys, largest value first (then by name).
+func sortedKeysBy(m map[string]float64) []string {
+	keys := slices.Sorted(maps.Keys(m))
+	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(m[b], m[a]) })
+	return keys
+}
+
+// Training reports whether r is a training run, from its data: training
+// leaves a loss curve (one point per training batch) or held-out batches
+// scored after it; an inference run has neither.
+func Training(r *results.Results) bool {
+	return r.Metrics.Loss != nil || r.EvalBatches > 0
+}
+
+// batchCounts says how many batches ran: training and held-out ones for a
+// training run, batches (queries) for an inference run.
+func batchCounts(r *results.Results) string {
+	if !Training(r) {
+		return fmt.Sprintf("%d batches", r.Batches)
+	}
+	s := fmt.Sprintf("%d training batches", r.Batches)
+	if r.EvalBatches > 0 {
+		s += fmt.Sprintf(" + %d held-out", r.EvalBatches)
+	}
+	return s
+}
+
+// schedule describes the modeled clock's schedule in a few words.
+func schedule(mode string, depth, batches int, makespanMs float64, bottleneck string) string {
+	s := mode + " schedule"
+	if depth > 0 {
+		s += fmt.Sprintf(", depth %d", depth)
+	}
+	s += fmt.Sprintf(", %d batches in %s", batches, Ms(makespanMs))
+	if bottleneck != "" {
+		s += ", bottleneck " + bottleneck
+	}
+	return s
+}
+
+// shortWhat keeps the name of a memory holder and drops the explanation in
+// parentheses (results.json keeps it all).
+func shortWhat(what string) string {
+	if i := strings.Index(what, " ("); i > 0 {
+		return what[:i]
+	}
+	return what
+}
+
+// pluginsLine names the run's plugins by role, out-of-process ones marked.
+func pluginsLine(ps []results.PluginUse) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	parts := make([]string, len(ps))
+	remote := 0
+	for i, p := range ps {
+		parts[i] = p.Role + " " + p.Ref
+		if p.Remote {
+			parts[i] += "*"
+			remote++
+		}
+	}
+	switch remote {
+	case 0:
+		return strings.Join(parts, ", ") + " (all in process)"
+	case len(ps):
+		return strings.Join(parts, ", ") + " (all out of process)"
+	}
+	return strings.Join(parts, ", ") + " (*: out of process)"
+}
