@@ -1,16 +1,4 @@
-// Package twopass is the per-batch planner shared by the built-in
-// replacement policies (lru, lfu, belady, scratchpipe). It owns the steps
-// that are the same for all of them: the row-to-slot map, the two passes
-// (hits first, so that no miss of the batch evicts a row the batch uses;
-// then misses in request order, a row repeated within the batch reusing the
-// slot its first miss got), free slots before victims, bypass (slot -1) when
-// every slot holds a row of the batch, the per-table stats and the victim
-// triples. A policy supplies only its order: which slot a hit holds, which
-// slot to evict, what an insert records. A policy that must never bypass
-// (scratchpipe) checks up front that a victim will always be found.
-//
-// It imports only sdk/.
-package twopass
+package plankit
 
 import "github.com/flowrun/flowrun/sdk/cache"
 
@@ -68,7 +56,7 @@ type Table interface {
 }
 
 // Finder is a Table that has already looked up the batch's rows, with no
-// change to its Slots since (only Plan changes them). Plan's first pass
+// change to its Slots since (only TwoPass changes them). TwoPass's first pass
 // then takes the slots it found instead of looking every row up again.
 type Finder interface {
 	// Found returns the slot of each of the table's lookups in the batch,
@@ -77,9 +65,9 @@ type Finder interface {
 	Found() []int32
 }
 
-// Plan plans batch b over tables, in table order, and returns the stats
+// TwoPass plans batch b over tables, in table order, and returns the stats
 // and victim count.
-func Plan[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
+func TwoPass[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(tables))}
 	for t, tb := range tables {
 		sl := tb.Resident()
