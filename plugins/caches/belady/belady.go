@@ -112,10 +112,6 @@ func (tb *table) window(future [][]int64, lo, hi int64) {
 	}
 }
 
-func (tb *table) Resident() *plankit.Slots { return &tb.Slots }
-
-func (tb *table) Tick() {}
-
 // Hit holds s for this batch: out of never and of the window's candidates.
 func (tb *table) Hit(s int32) {
 	tb.take(s)

@@ -55,8 +55,6 @@ func newTable(capacity int32, clock *uint64) *table {
 	}
 }
 
-func (tb *table) Resident() *plankit.Slots { return &tb.Slots }
-
 // Tick advances the clock once per lookup.
 func (tb *table) Tick() { *tb.clock++ }
 

@@ -93,10 +93,6 @@ func (tb *table) touch(s int32) {
 	tb.pushFront(s)
 }
 
-func (tb *table) Resident() *plankit.Slots { return &tb.Slots }
-
-func (tb *table) Tick() {}
-
 // Hit marks s as used by this batch and makes it the most recently used.
 func (tb *table) Hit(s int32) {
 	tb.usedBy[s] = *tb.epoch

@@ -36,6 +36,9 @@ func (sl *Slots) Cap() int32 { return int32(len(sl.rowOf)) }
 // Filled is the number of slots that hold rows.
 func (sl *Slots) Filled() int32 { return sl.filled }
 
+// Resident returns sl, so that a Table embedding its Slots has Resident.
+func (sl *Slots) Resident() *Slots { return sl }
+
 // Table is one table's policy.
 type Table interface {
 	// Resident returns the table's slots.
@@ -43,9 +46,6 @@ type Table interface {
 	// Hit holds slot s, which has a row this batch looks up, for the rest
 	// of the batch (pass 1, and pass 2 for a row inserted earlier in it).
 	Hit(s int32)
-	// Tick is called once per lookup, as it is planned: before Hit for a
-	// hit, before anything else for a miss.
-	Tick()
 	// Victim takes a filled slot the batch does not use out of the
 	// policy's order; false when every slot holds a row of the batch.
 	Victim() (int32, bool)
@@ -53,6 +53,13 @@ type Table interface {
 	Insert(s int32)
 	// Release ends the batch for this table.
 	Release()
+}
+
+// Ticker is a Table that counts lookups (an LFU's clock, say).
+type Ticker interface {
+	// Tick is called once per lookup, as it is planned: before Hit for a
+	// hit, before anything else for a miss.
+	Tick()
 }
 
 // Finder is a Table that has already looked up the batch's rows, with no
@@ -73,6 +80,10 @@ func TwoPass[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 		sl := tb.Resident()
 		lo, hi := b.Table(t)
 		st := &res.Tables[t]
+		tick := func() {}
+		if tk, ok := any(tb).(Ticker); ok {
+			tick = tk.Tick
+		}
 		var found []int32
 		if f, ok := any(tb).(Finder); ok {
 			// Only an answer for every lookup of this batch's table is
@@ -96,7 +107,7 @@ func TwoPass[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 				b.Hits[i] = 0
 				continue
 			}
-			tb.Tick()
+			tick()
 			tb.Hit(s)
 			b.Slots[i] = int64(s)
 			b.Hits[i] = 1
@@ -109,7 +120,7 @@ func TwoPass[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 			}
 			st.Misses++
 			row := b.IDs[i]
-			tb.Tick()
+			tick()
 			if s, ok := sl.slotOf[row]; ok { // inserted earlier in this batch
 				tb.Hit(s)
 				b.Slots[i] = int64(s)
