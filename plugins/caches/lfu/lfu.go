@@ -87,8 +87,11 @@ func (tb *table) Release() {
 	tb.used = tb.used[:0]
 }
 
+// policy holds no window (plankit.Windowless: its Needs are zero), so the
+// host keeps it to sequential graphs when they have Storage.
 type policy struct {
 	plankit.Guard
+	plankit.Windowless
 	tables []*table
 	clock  uint64
 }
@@ -102,26 +105,9 @@ func (p *policy) Info(context.Context) (plugin.Info, error) {
 		fields()), nil
 }
 
-// Needs declares nothing: LFU holds no window, so the host keeps it to
-// sequential graphs. It checks the options as Configure does.
-func (p *policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
-	return cache.Needs{}, plankit.Decode(setup, &Config{})
-}
-
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
-	var cfg Config
-	if err := plankit.Decode(setup, &cfg); err != nil {
-		return err
-	}
-	tables, err := plankit.PerTable(cfg.Capacity, setup.Tables, func(_ int, c int32) *table { return newTable(c, &p.clock) })
-	if err != nil {
-		return err
-	}
-	p.Guard.Configure(setup.Tables, func() {
-		p.tables = tables
-		p.clock = 0
-	})
-	return nil
+	return plankit.ConfigureTables(&p.Guard, setup, func(c int32) *table { return newTable(c, &p.clock) },
+		func(tables []*table) { p.tables, p.clock = tables, 0 })
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {

@@ -118,8 +118,11 @@ func (tb *table) Insert(s int32) {
 
 func (tb *table) Release() {}
 
+// policy holds no window (plankit.Windowless: its Needs are zero), so the
+// host keeps it to sequential graphs when they have Storage.
 type policy struct {
 	plankit.Guard
+	plankit.Windowless
 	tables []*table
 	epoch  uint64
 }
@@ -133,26 +136,9 @@ func (p *policy) Info(context.Context) (plugin.Info, error) {
 		fields()), nil
 }
 
-// Needs declares nothing: LRU holds no window, so the host keeps it to
-// sequential graphs. It checks the options as Configure does.
-func (p *policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
-	return cache.Needs{}, plankit.Decode(setup, &Config{})
-}
-
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
-	var cfg Config
-	if err := plankit.Decode(setup, &cfg); err != nil {
-		return err
-	}
-	tables, err := plankit.PerTable(cfg.Capacity, setup.Tables, func(_ int, c int32) *table { return newTable(c, &p.epoch) })
-	if err != nil {
-		return err
-	}
-	p.Guard.Configure(setup.Tables, func() {
-		p.tables = tables
-		p.epoch = 0
-	})
-	return nil
+	return plankit.ConfigureTables(&p.Guard, setup, func(c int32) *table { return newTable(c, &p.epoch) },
+		func(tables []*table) { p.tables, p.epoch = tables, 0 })
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {

@@ -50,8 +50,8 @@ const Name = "scratchpipe"
 const Version = "0.1.0"
 
 // table is one table's scratchpad controller. The batch is planned by
-// twopass (hits held first, then misses in request order); table supplies
-// the Hold mask and the victim order.
+// plankit.TwoPass (hits held first, then misses in request order); table
+// supplies the Hold mask and the victim order.
 type table struct {
 	// HitMap maps a row to the slot it will occupy once every planned
 	// batch has inserted, and back.
@@ -78,8 +78,8 @@ type table struct {
 
 	// Scratch for the capacity check: the check that last counted a slot,
 	// the rows a batch misses, and the slot (-1: none) of each ID of the
-	// future window and of the batch, which Plan then holds and twopass
-	// plans without looking them up again. aheadSeq is the batch of
+	// future window and of the batch, which Plan then holds and
+	// plankit.TwoPass plans without looking them up again. aheadSeq is the batch of
 	// ahead's first window, whose slots the next check tries first; spare
 	// is the buffer ahead alternates with.
 	checked  []uint64

@@ -1,6 +1,7 @@
 package plankit
 
 import (
+	"context"
 	"fmt"
 	"math"
 
@@ -101,4 +102,30 @@ func IgnoredWindow(name string) plugin.Field {
 // HostFields documents HostOptions: the capacity and both ignored windows.
 func HostFields() []plugin.Field {
 	return []plugin.Field{CapacityField, IgnoredWindow("past"), IgnoredWindow("future")}
+}
+
+// Windowless is embedded by a policy that holds no pipeline window and has
+// only HostOptions (an LRU, say): its Needs checks the options and declares
+// nothing, so a host keeps the policy to graphs where it is exact.
+type Windowless struct{}
+
+// Needs implements cache.Declarer: the zero Needs, or the options' error.
+func (Windowless) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
+	return cache.Needs{}, Decode(setup, &HostOptions{})
+}
+
+// ConfigureTables is the Configure of a policy with only HostOptions: it
+// decodes them, builds one table per embedding table with build (given its
+// Capacity) and hands them to install under g's lock.
+func ConfigureTables[T any](g *Guard, setup plugin.Setup, build func(c int32) T, install func([]T)) error {
+	var cfg HostOptions
+	if err := Decode(setup, &cfg); err != nil {
+		return err
+	}
+	tables, err := PerTable(cfg.Capacity, setup.Tables, func(_ int, c int32) T { return build(c) })
+	if err != nil {
+		return err
+	}
+	g.Configure(setup.Tables, func() { install(tables) })
+	return nil
 }
