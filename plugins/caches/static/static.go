@@ -135,8 +135,8 @@ func readFrequencies(ref region.Ref, setup []plugin.Table, tables []*table) erro
 	for i := 0; i+3 <= len(v); i += 3 {
 		t, row, n := v[i], v[i+1], v[i+2]
 		if t < 0 || t >= int64(len(setup)) || row < 0 || row >= setup[t].Rows || n < 0 {
-			return fmt.Errorf("%w: frequencies: triple %d (table %d, row %d, count %d) outside the run's %d tables or their rows, or negative",
-				plugin.ErrInvalidConfig, i/3, t, row, n, len(setup))
+			return plugin.FieldErrorf("frequencies", "triple %d (table %d, row %d, count %d) outside the run's %d tables or their rows, or negative",
+				i/3, t, row, n, len(setup))
 		}
 		if tb := tables[t]; !tb.whole {
 			tb.count[row] += uint64(n)
