@@ -11,7 +11,10 @@
 // PlanRequest.View check the request against the run's tables and map its
 // arrays (and PlanRequest.FutureIDs its future windows): a malformed request
 // is then refused with plugin.ErrInvalidRequest before the policy has
-// touched its state.
+// touched its state. The planning kit sdk/cache/plankit has the parts
+// every policy shares (the request guard, the two passes, a slot heap); a
+// policy that holds the pipeline's windows, or wants a warm-up profile,
+// says so by implementing Declarer.
 //
 // # Order, windows and what the host guarantees
 //

@@ -5,6 +5,8 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/flowrun/flowrun/sdk/internal/pb"
 	"github.com/flowrun/flowrun/sdk/internal/rpc"
@@ -58,6 +60,26 @@ func (c *client) Plan(ctx context.Context, req *PlanRequest) (*PlanResult, error
 	return out, nil
 }
 
+// Needs implements Declarer: it asks the plugin, which answers the zero
+// Needs when its policy declares none. A plugin built before the Needs call
+// existed answers Unimplemented, which is the zero Needs too.
+func (c *client) Needs(ctx context.Context, setup plugin.Setup) (Needs, error) {
+	res, err := c.Stub.Needs(ctx, &pb.ConfigureRequest{Setup: rpc.SetupToPB(setup)})
+	if status.Code(err) == codes.Unimplemented {
+		return Needs{}, nil
+	}
+	if err != nil {
+		return Needs{}, rpc.FromStatus(err)
+	}
+	return Needs{
+		HoldsWindows:   res.GetHoldsWindows(),
+		Past:           int(res.GetPast()),
+		Future:         int(res.GetFuture()),
+		NeverBypasses:  res.GetNeverBypasses(),
+		ProfileBatches: int(res.GetProfileBatches()),
+	}, nil
+}
+
 // server is the plugin half: it turns RPCs into calls on the implementation.
 // rpc.BaseServer answers Info and Configure.
 type server struct {
@@ -91,6 +113,21 @@ func (s *server) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanResult,
 		}
 	}
 	return out, nil
+}
+
+// Needs answers with NeedsOf: the zero Needs when Impl declares none.
+func (s *server) Needs(ctx context.Context, req *pb.ConfigureRequest) (*pb.CacheNeeds, error) {
+	n, err := NeedsOf(ctx, s.Impl, rpc.SetupFromPB(req.GetSetup()))
+	if err != nil {
+		return nil, rpc.ToStatus(err)
+	}
+	return &pb.CacheNeeds{
+		HoldsWindows:   n.HoldsWindows,
+		Past:           int64(n.Past),
+		Future:         int64(n.Future),
+		NeverBypasses:  n.NeverBypasses,
+		ProfileBatches: int64(n.ProfileBatches),
+	}, nil
 }
 
 func windowsToPB(ws []Window) []*pb.Window {

@@ -114,3 +114,27 @@ func TestTraceContextReachesThePlugin(t *testing.T) {
 		t.Errorf("plugin saw span context %+v, want the caller's %+v (remote)", got, parent)
 	}
 }
+
+// declaring is a Mock that declares needs, recording the setup it got.
+type declaring struct {
+	cachetest.Mock
+	needs cache.Needs
+	got   plugin.Setup
+}
+
+func (d *declaring) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
+	d.got = setup
+	return d.needs, nil
+}
+
+func TestNeedsCrossTheWire(t *testing.T) {
+	impl := &declaring{needs: cache.Needs{HoldsWindows: true, Past: 4, Future: 3, NeverBypasses: true, ProfileBatches: 16}}
+	setup := plugin.Setup{RunID: "r", Seed: 3, Tables: []plugin.Table{{Rows: 10, Dim: 4}}, BatchSize: 8, Lookups: 2, Options: []byte(`{"capacity":4}`)}
+	n, err := cache.NeedsOf(context.Background(), connect(t, impl), setup)
+	if err != nil || n != impl.needs {
+		t.Fatalf("Needs = %+v, %v; want %+v", n, err, impl.needs)
+	}
+	if !reflect.DeepEqual(impl.got, setup) {
+		t.Errorf("plugin got %+v, want %+v", impl.got, setup)
+	}
+}

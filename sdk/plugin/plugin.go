@@ -113,7 +113,9 @@ type Base interface {
 }
 
 // DecodeOptions decodes a plugin's options into dst, rejecting unknown keys
-// and trailing data. Empty options leave dst (the defaults) untouched.
+// and trailing data. Empty options leave dst (the defaults) untouched. An
+// unknown key and a value of the wrong type are a *FieldError naming the
+// key.
 func DecodeOptions(raw json.RawMessage, dst any) error {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return nil
@@ -121,7 +123,7 @@ func DecodeOptions(raw json.RawMessage, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+		return decodeError(err, dst)
 	}
 	if dec.More() {
 		return fmt.Errorf("%w: trailing data after options", ErrInvalidConfig)

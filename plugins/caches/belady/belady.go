@@ -25,10 +25,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
-	"github.com/flowrun/flowrun/plugins/caches/internal/slotheap"
-	"github.com/flowrun/flowrun/plugins/caches/internal/twopass"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -40,11 +38,11 @@ const Version = "0.1.0"
 
 // table is one table's cache.
 type table struct {
-	twopass.Slots
+	plankit.Slots
 	last []uint64 // clock of the slot's latest lookup
 	// never holds the filled slots that neither the current batch nor the
 	// future window uses (next use +∞), keyed by recency.
-	never *slotheap.Heap
+	never *plankit.SlotHeap
 	// Per batch: the slots taken out of never, the next use of each slot
 	// the window uses (stamped with the batch), and the window's slots by
 	// farthest next use, consumed from the front.
@@ -60,11 +58,11 @@ type table struct {
 
 func newTable(capacity int32, plans, clock *uint64) *table {
 	return &table{
-		Slots:   twopass.NewSlots(capacity),
+		Slots:   plankit.NewSlots(capacity),
 		plans:   plans,
 		clock:   clock,
 		last:    make([]uint64, capacity),
-		never:   slotheap.New(capacity),
+		never:   plankit.NewSlotHeap(capacity),
 		stamp:   make([]uint64, capacity),
 		nextUse: make([]int, capacity),
 	}
@@ -114,10 +112,6 @@ func (tb *table) window(future [][]int64, lo, hi int64) {
 	}
 }
 
-func (tb *table) Resident() *twopass.Slots { return &tb.Slots }
-
-func (tb *table) Tick() {}
-
 // Hit holds s for this batch: out of never and of the window's candidates.
 func (tb *table) Hit(s int32) {
 	tb.take(s)
@@ -146,15 +140,18 @@ func (tb *table) Insert(s int32) { tb.Hit(s) }
 func (tb *table) Release() {
 	for _, s := range tb.out {
 		if !tb.never.Contains(s) {
-			tb.never.Push(s, slotheap.Key{Major: tb.last[s]})
+			tb.never.Push(s, plankit.Key{Major: tb.last[s]})
 		}
 	}
 	tb.out, tb.soonest = tb.out[:0], tb.soonest[:0]
 	tb.sorted, tb.consumed = false, 0
 }
 
+// policy holds no window (plankit.Windowless: its Needs are zero), so the
+// host keeps it to sequential graphs when they have Storage.
 type policy struct {
-	planreq.Guard
+	plankit.Guard
+	plankit.Windowless
 	tables []*table
 	clock  uint64
 	plans  uint64
@@ -164,25 +161,14 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return planreq.Info(Name, Version,
+	return plankit.Info(Name, Version,
 		"Belady's optimal replacement over the host's future window (farthest next use, else LRU): the upper bound on hit rate",
 		fields()), nil
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
-	var cfg Config
-	if err := planreq.Decode(setup, &cfg); err != nil {
-		return err
-	}
-	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(_ int, c int32) *table { return newTable(c, &p.plans, &p.clock) })
-	if err != nil {
-		return err
-	}
-	p.Guard.Configure(setup.Tables, func() {
-		p.tables = tables
-		p.clock, p.plans = 0, 0
-	})
-	return nil
+	return plankit.ConfigureTables(&p.Guard, setup, func(c int32) *table { return newTable(c, &p.plans, &p.clock) },
+		func(tables []*table) { p.tables, p.clock, p.plans = tables, 0, 0 })
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
@@ -198,6 +184,6 @@ func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanRes
 			lo, hi := b.Table(t)
 			tb.window(future, lo, hi)
 		}
-		return twopass.Plan(b, p.tables), nil
+		return plankit.TwoPass(b, p.tables), nil
 	})
 }

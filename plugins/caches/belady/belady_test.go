@@ -121,3 +121,8 @@ func TestHorizonRaisesHitRate(t *testing.T) {
 func TestConfigure(t *testing.T) {
 	reftest.CheckConfigure(t, New, Name, ``, `{"capacity":0}`, `{"capacity":2,"ways":4}`)
 }
+
+// It holds no window: zero Needs, bad options with their key.
+func TestNeeds(t *testing.T) {
+	reftest.CheckNeeds(t, New, map[string]cache.Needs{`{"capacity": 4, "past": 3, "future": 2}`: {}}, map[string]string{`{"capacity": 0}`: "capacity"})
+}

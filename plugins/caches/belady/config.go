@@ -1,8 +1,7 @@
 package belady
 
 import (
-	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
-	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -11,19 +10,12 @@ import (
 // number of future batches the host sends with each request, is the
 // policy's horizon (the more, the closer to the true optimum). Past is
 // accepted and ignored.
-type Config struct {
-	cache.Options
-}
-
-// Validate checks the options.
-func (c Config) Validate() error {
-	return planreq.CheckCapacity(c.Capacity, 1)
-}
+type Config = plankit.HostOptions
 
 func fields() []plugin.Field {
 	return []plugin.Field{
-		planreq.CapacityField,
+		plankit.CapacityField,
 		{Name: "future", Type: "int", Default: "0", Description: "future batches the host sends with each request (filled by the host): the policy's horizon"},
-		planreq.IgnoredWindow("past"),
+		plankit.IgnoredWindow("past"),
 	}
 }

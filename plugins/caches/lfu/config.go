@@ -1,8 +1,7 @@
 package lfu
 
 import (
-	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
-	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -10,19 +9,6 @@ import (
 // is the number of rows each table's cache holds (a table with fewer rows
 // holds all of them); the host's windows (past, future) are accepted and
 // ignored: LFU holds no window, so it is safe only in sequential graphs.
-type Config struct {
-	cache.Options
-}
+type Config = plankit.HostOptions
 
-// Validate checks the options.
-func (c Config) Validate() error {
-	return planreq.CheckCapacity(c.Capacity, 1)
-}
-
-func fields() []plugin.Field {
-	return []plugin.Field{
-		planreq.CapacityField,
-		planreq.IgnoredWindow("past"),
-		planreq.IgnoredWindow("future"),
-	}
-}
+func fields() []plugin.Field { return plankit.HostFields() }

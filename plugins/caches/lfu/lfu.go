@@ -21,10 +21,8 @@ package lfu
 
 import (
 	"context"
-	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
-	"github.com/flowrun/flowrun/plugins/caches/internal/slotheap"
-	"github.com/flowrun/flowrun/plugins/caches/internal/twopass"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -36,12 +34,12 @@ const Version = "0.1.0"
 
 // table is one table's cache.
 type table struct {
-	twopass.Slots
+	plankit.Slots
 	// count is the lookups of the slot's row since it was inserted; last
 	// is the clock of its latest lookup (the tie-break).
 	count, last []uint64
 	// candidates are the filled slots the current batch does not use.
-	candidates *slotheap.Heap
+	candidates *plankit.SlotHeap
 	// used lists the slots the current batch took out of candidates.
 	used  []int32
 	clock *uint64
@@ -49,15 +47,13 @@ type table struct {
 
 func newTable(capacity int32, clock *uint64) *table {
 	return &table{
-		Slots:      twopass.NewSlots(capacity),
+		Slots:      plankit.NewSlots(capacity),
 		count:      make([]uint64, capacity),
 		last:       make([]uint64, capacity),
-		candidates: slotheap.New(capacity),
+		candidates: plankit.NewSlotHeap(capacity),
 		clock:      clock,
 	}
 }
-
-func (tb *table) Resident() *twopass.Slots { return &tb.Slots }
 
 // Tick advances the clock once per lookup.
 func (tb *table) Tick() { *tb.clock++ }
@@ -86,13 +82,16 @@ func (tb *table) Insert(s int32) {
 // new counts.
 func (tb *table) Release() {
 	for _, s := range tb.used {
-		tb.candidates.Push(s, slotheap.Key{Major: tb.count[s], Minor: tb.last[s]})
+		tb.candidates.Push(s, plankit.Key{Major: tb.count[s], Minor: tb.last[s]})
 	}
 	tb.used = tb.used[:0]
 }
 
+// policy holds no window (plankit.Windowless: its Needs are zero), so the
+// host keeps it to sequential graphs when they have Storage.
 type policy struct {
-	planreq.Guard
+	plankit.Guard
+	plankit.Windowless
 	tables []*table
 	clock  uint64
 }
@@ -101,29 +100,18 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return planreq.Info(Name, Version,
+	return plankit.Info(Name, Version,
 		"per-table LFU over capacity rows (ties by LRU); evicts only rows the current batch does not use, bypasses the excess",
 		fields()), nil
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
-	var cfg Config
-	if err := planreq.Decode(setup, &cfg); err != nil {
-		return err
-	}
-	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(_ int, c int32) *table { return newTable(c, &p.clock) })
-	if err != nil {
-		return err
-	}
-	p.Guard.Configure(setup.Tables, func() {
-		p.tables = tables
-		p.clock = 0
-	})
-	return nil
+	return plankit.ConfigureTables(&p.Guard, setup, func(c int32) *table { return newTable(c, &p.clock) },
+		func(tables []*table) { p.tables, p.clock = tables, 0 })
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
 	return p.Guard.Plan(Name, req, func(b *cache.Batch) (*cache.PlanResult, error) {
-		return twopass.Plan(b, p.tables), nil
+		return plankit.TwoPass(b, p.tables), nil
 	})
 }

@@ -130,3 +130,8 @@ func TestBadRequestLeavesStateUnchanged(t *testing.T) {
 		t.Fatalf("state changed by a rejected batch: %+v", res.Tables[0])
 	}
 }
+
+// It holds no window: zero Needs, bad options with their key.
+func TestNeeds(t *testing.T) {
+	reftest.CheckNeeds(t, New, map[string]cache.Needs{`{"capacity": 4, "past": 3, "future": 2}`: {}}, map[string]string{`{"capacity": 0}`: "capacity"})
+}

@@ -21,9 +21,8 @@ package lru
 
 import (
 	"context"
-	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
-	"github.com/flowrun/flowrun/plugins/caches/internal/twopass"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -40,7 +39,7 @@ const nilSlot = -1
 // prev and next link the slots from most (head) to least (tail) recently
 // used.
 type table struct {
-	twopass.Slots
+	plankit.Slots
 	prev, next []int32
 	// usedBy is the epoch of the last batch that used the slot; a slot whose
 	// usedBy is the current epoch must not be evicted.
@@ -51,7 +50,7 @@ type table struct {
 
 func newTable(capacity int32, epoch *uint64) *table {
 	return &table{
-		Slots:  twopass.NewSlots(capacity),
+		Slots:  plankit.NewSlots(capacity),
 		prev:   make([]int32, capacity),
 		next:   make([]int32, capacity),
 		usedBy: make([]uint64, capacity),
@@ -94,10 +93,6 @@ func (tb *table) touch(s int32) {
 	tb.pushFront(s)
 }
 
-func (tb *table) Resident() *twopass.Slots { return &tb.Slots }
-
-func (tb *table) Tick() {}
-
 // Hit marks s as used by this batch and makes it the most recently used.
 func (tb *table) Hit(s int32) {
 	tb.usedBy[s] = *tb.epoch
@@ -123,8 +118,11 @@ func (tb *table) Insert(s int32) {
 
 func (tb *table) Release() {}
 
+// policy holds no window (plankit.Windowless: its Needs are zero), so the
+// host keeps it to sequential graphs when they have Storage.
 type policy struct {
-	planreq.Guard
+	plankit.Guard
+	plankit.Windowless
 	tables []*table
 	epoch  uint64
 }
@@ -133,30 +131,19 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return planreq.Info(Name, Version,
+	return plankit.Info(Name, Version,
 		"per-table LRU over capacity rows; evicts only rows the current batch does not use, bypasses the excess",
 		fields()), nil
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
-	var cfg Config
-	if err := planreq.Decode(setup, &cfg); err != nil {
-		return err
-	}
-	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(_ int, c int32) *table { return newTable(c, &p.epoch) })
-	if err != nil {
-		return err
-	}
-	p.Guard.Configure(setup.Tables, func() {
-		p.tables = tables
-		p.epoch = 0
-	})
-	return nil
+	return plankit.ConfigureTables(&p.Guard, setup, func(c int32) *table { return newTable(c, &p.epoch) },
+		func(tables []*table) { p.tables, p.epoch = tables, 0 })
 }
 
 func (p *policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
 	return p.Guard.Plan(Name, req, func(b *cache.Batch) (*cache.PlanResult, error) {
 		p.epoch++
-		return twopass.Plan(b, p.tables), nil
+		return plankit.TwoPass(b, p.tables), nil
 	})
 }

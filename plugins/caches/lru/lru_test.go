@@ -204,3 +204,8 @@ func BenchmarkPlan(b *testing.B) {
 		}
 	}
 }
+
+// It holds no window: zero Needs, bad options with their key.
+func TestNeeds(t *testing.T) {
+	reftest.CheckNeeds(t, New, map[string]cache.Needs{`{"capacity": 4, "past": 3, "future": 2}`: {}}, map[string]string{`{"capacity": 0}`: "capacity"})
+}

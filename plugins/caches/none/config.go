@@ -1,8 +1,8 @@
 package none
 
 import (
-	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -16,7 +16,7 @@ type Config struct {
 
 // Validate checks the options.
 func (c Config) Validate() error {
-	return planreq.CheckCapacity(c.Capacity, 0)
+	return plankit.CheckCapacity(c.Capacity, 0)
 }
 
 // fields documents Config for Info.

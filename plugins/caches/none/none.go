@@ -10,8 +10,8 @@ package none
 import (
 	"context"
 
-	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -22,7 +22,7 @@ const Name = "none"
 const Version = "0.1.0"
 
 type policy struct {
-	planreq.Guard
+	plankit.Guard
 	tables int
 }
 
@@ -30,14 +30,23 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return planreq.Info(Name, Version,
+	return plankit.Info(Name, Version,
 		"no cache: every lookup misses and bypasses (slot -1); the baseline every policy is compared with",
 		fields()), nil
 }
 
+// Needs declares that the policy holds every window: it never evicts. It
+// checks the options as Configure does.
+func (p *policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
+	if err := plankit.Decode(setup, &Config{}); err != nil {
+		return cache.Needs{}, err
+	}
+	return cache.Needs{HoldsWindows: true}, nil
+}
+
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	var cfg Config
-	if err := planreq.Decode(setup, &cfg); err != nil {
+	if err := plankit.Decode(setup, &cfg); err != nil {
 		return err
 	}
 	p.Guard.Configure(setup.Tables, func() { p.tables = len(setup.Tables) })

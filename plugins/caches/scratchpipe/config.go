@@ -1,7 +1,6 @@
 package scratchpipe
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/flowrun/flowrun/sdk/cache"
@@ -63,38 +62,36 @@ func (c Config) Windows() (past, future int) {
 
 // Validate checks the options, joining every error.
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{plugin.ErrInvalidConfig}, args...)...))
-	}
+	var errs plugin.FieldErrors
 	if c.Capacity < 1 {
-		bad("capacity: must be ≥ 1, got %d", c.Capacity)
+		errs.Add("capacity", "must be ≥ 1, got %d", c.Capacity)
 	}
 	if c.Past < 0 {
-		bad("past: must be ≥ 0, got %d", c.Past)
+		errs.Add("past", "must be ≥ 0, got %d", c.Past)
 	}
 	if c.Future < 0 {
-		bad("future: must be ≥ 0, got %d", c.Future)
+		errs.Add("future", "must be ≥ 0, got %d", c.Future)
 	}
 	past, future := c.Windows()
 	if past < 0 {
-		bad("past_window: must be ≥ 0, got %d", past)
+		errs.Add("past_window", "must be ≥ 0, got %d", past)
 	}
 	if future < 0 {
-		bad("future_window: must be ≥ 0, got %d", future)
+		errs.Add("future_window", "must be ≥ 0, got %d", future)
 	}
 	if past >= 0 && future >= 0 && past+1+future > 64 {
-		bad("past_window + 1 + future_window: the Hold mask has 64 bits, got %d", past+1+future)
+		// Two keys at fault: no FieldError.
+		errs = append(errs, fmt.Errorf("%w: past_window + 1 + future_window: the Hold mask has 64 bits, got %d", plugin.ErrInvalidConfig, past+1+future))
 	}
 	if c.FutureWindow != nil && c.Future > 0 && *c.FutureWindow > c.Future {
-		bad("future_window: %d, but the host sends only %d future batches (future); raise the graph's future window or lower future_window", *c.FutureWindow, c.Future)
+		errs.Add("future_window", "%d, but the host sends only %d future batches (future); raise the graph's future window or lower future_window", *c.FutureWindow, c.Future)
 	}
 	switch c.Victim {
 	case VictimLRU, VictimLFU, VictimRandom:
 	default:
-		bad("victim: must be lru, lfu or random, got %q", c.Victim)
+		errs.Add("victim", "must be lru, lfu or random, got %q", c.Victim)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 func fields() []plugin.Field {

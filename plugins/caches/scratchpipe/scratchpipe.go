@@ -38,10 +38,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 
-	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
-	"github.com/flowrun/flowrun/plugins/caches/internal/slotheap"
-	"github.com/flowrun/flowrun/plugins/caches/internal/twopass"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -52,12 +50,12 @@ const Name = "scratchpipe"
 const Version = "0.1.0"
 
 // table is one table's scratchpad controller. The batch is planned by
-// twopass (hits held first, then misses in request order); table supplies
-// the Hold mask and the victim order.
+// plankit.TwoPass (hits held first, then misses in request order); table
+// supplies the Hold mask and the victim order.
 type table struct {
 	// HitMap maps a row to the slot it will occupy once every planned
 	// batch has inserted, and back.
-	HitMap   twopass.Slots
+	HitMap   plankit.Slots
 	HoldMask []uint64
 	// expiring counts the filled slots whose mask is exactly 1: held only
 	// by the oldest batch of the window, so the next Step B frees them.
@@ -80,8 +78,8 @@ type table struct {
 
 	// Scratch for the capacity check: the check that last counted a slot,
 	// the rows a batch misses, and the slot (-1: none) of each ID of the
-	// future window and of the batch, which Plan then holds and twopass
-	// plans without looking them up again. aheadSeq is the batch of
+	// future window and of the batch, which Plan then holds and
+	// plankit.TwoPass plans without looking them up again. aheadSeq is the batch of
 	// ahead's first window, whose slots the next check tries first; spare
 	// is the buffer ahead alternates with.
 	checked  []uint64
@@ -94,7 +92,7 @@ type table struct {
 
 func newTable(capacity int32, victim string, rng *rand.Rand, past int, clock *uint64) *table {
 	tb := &table{
-		HitMap:   twopass.NewSlots(capacity),
+		HitMap:   plankit.NewSlots(capacity),
 		HoldMask: make([]uint64, capacity),
 		last:     make([]uint64, capacity),
 		count:    make([]uint64, capacity),
@@ -105,14 +103,14 @@ func newTable(capacity int32, victim string, rng *rand.Rand, past int, clock *ui
 	}
 	switch victim {
 	case VictimLFU:
-		tb.victims = &keyedVictims{heap: slotheap.New(capacity), key: func(s int32) slotheap.Key {
-			return slotheap.Key{Major: tb.count[s], Minor: tb.last[s]}
+		tb.victims = &keyedVictims{heap: plankit.NewSlotHeap(capacity), key: func(s int32) plankit.Key {
+			return plankit.Key{Major: tb.count[s], Minor: tb.last[s]}
 		}}
 	case VictimRandom:
 		tb.victims = newRandomVictims(capacity, rng)
 	default:
-		tb.victims = &keyedVictims{heap: slotheap.New(capacity), key: func(s int32) slotheap.Key {
-			return slotheap.Key{Major: tb.last[s]}
+		tb.victims = &keyedVictims{heap: plankit.NewSlotHeap(capacity), key: func(s int32) plankit.Key {
+			return plankit.Key{Major: tb.last[s]}
 		}}
 	}
 	return tb
@@ -167,7 +165,7 @@ func (tb *table) advance() {
 	tb.expiring = expiring
 }
 
-func (tb *table) Resident() *twopass.Slots { return &tb.HitMap }
+func (tb *table) Resident() *plankit.Slots { return &tb.HitMap }
 
 // Tick advances the clock once per lookup.
 func (tb *table) Tick() { *tb.clock++ }
@@ -202,7 +200,7 @@ func (tb *table) Found() []int32 { return tb.found }
 func (tb *table) Release() {}
 
 type policy struct {
-	planreq.Guard
+	plankit.Guard
 	tables       []*table // nil until Configure
 	past, future int
 	clock        uint64
@@ -214,18 +212,39 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return planreq.Info(Name, Version,
+	return plankit.Info(Name, Version,
 		"ScratchPipe's scratchpad controller: Hit-Map updated at plan time, Hold mask over the past and future windows (Algorithm 1), victims among un-held slots by LRU, LFU or random; never bypasses",
 		fields()), nil
 }
 
+// Needs declares the Hold mask: the policy holds its windows and never
+// bypasses, so Storage must hold their worst case. Its own past_window and
+// future_window options, where wider than the host's windows, are the
+// windows that worst case spans; where narrower, it does not hold the
+// host's windows.
+func (p *policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
+	cfg := defaultConfig()
+	if err := plankit.Decode(setup, &cfg); err != nil {
+		return cache.Needs{}, err
+	}
+	past, future := cfg.Windows()
+	needs := cache.Needs{HoldsWindows: past >= cfg.Past && future >= cfg.Future, NeverBypasses: true}
+	if cfg.PastWindow != nil && past > cfg.Past {
+		needs.Past = past
+	}
+	if cfg.FutureWindow != nil && future > cfg.Future {
+		needs.Future = future
+	}
+	return needs, nil
+}
+
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	cfg := defaultConfig()
-	if err := planreq.Decode(setup, &cfg); err != nil {
+	if err := plankit.Decode(setup, &cfg); err != nil {
 		return err
 	}
 	past, future := cfg.Windows()
-	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(t int, c int32) *table {
+	tables, err := plankit.PerTable(cfg.Capacity, setup.Tables, func(t int, c int32) *table {
 		return newTable(c, cfg.Victim, rand.New(rand.NewPCG(setup.Seed, uint64(t))), past, &p.clock)
 	})
 	if err != nil {
@@ -274,9 +293,9 @@ func (p *policy) plan(req *cache.PlanRequest, b *cache.Batch) (*cache.PlanResult
 	}
 	// Step C: the batch's hits, then its misses in request order; the
 	// Hit-Map gets a missed row now, Storage at this batch's insert.
-	res := twopass.Plan(b, p.tables)
+	res := plankit.TwoPass(b, p.tables)
 	for _, tb := range p.tables {
-		tb.found = tb.found[:0] // for this batch only (twopass.Finder)
+		tb.found = tb.found[:0] // for this batch only (plankit.Finder)
 	}
 	for t, tb := range p.tables {
 		if tb.starved { // check said it fits; a bug, not a request to refuse

@@ -3,7 +3,7 @@ package scratchpipe
 import (
 	"math/rand/v2"
 
-	"github.com/flowrun/flowrun/plugins/caches/internal/slotheap"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 )
 
 // victimSet holds a table's un-held, filled slots: the only slots a plan
@@ -21,8 +21,8 @@ type victimSet interface {
 // keyedVictims picks the smallest key: the least recently used slot, or
 // the least frequently used with ties by recency.
 type keyedVictims struct {
-	heap *slotheap.Heap
-	key  func(s int32) slotheap.Key
+	heap *plankit.SlotHeap
+	key  func(s int32) plankit.Key
 }
 
 func (v *keyedVictims) Add(s int32)         { v.heap.Push(s, v.key(s)) }

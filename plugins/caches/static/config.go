@@ -1,7 +1,6 @@
 package static
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/flowrun/flowrun/sdk/cache"
@@ -52,39 +51,51 @@ func (c Config) profile() string {
 	return c.Profile
 }
 
+// hostProfiles reports whether the options ask for the host's frequencies
+// without giving them: the host then profiles the first WarmupBatches
+// training batches and fills Frequencies before Configure (Needs).
+func (c Config) hostProfiles() bool {
+	return c.Profile == ProfileFrequencies && c.Frequencies == nil
+}
+
 // Validate checks the options, joining every error.
-func (c Config) Validate() error {
-	var errs []error
-	bad := func(format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{plugin.ErrInvalidConfig}, args...)...))
-	}
+func (c Config) Validate() error { return c.validate(false) }
+
+// validate checks the options; before the host has profiled (Needs), the
+// frequencies it will fill are not yet missing.
+func (c Config) validate(beforeProfile bool) error {
+	var errs plugin.FieldErrors
 	if c.Capacity < 1 {
-		bad("capacity: must be ≥ 1, got %d", c.Capacity)
+		errs.Add("capacity", "must be ≥ 1, got %d", c.Capacity)
 	}
 	if c.Past < 0 {
-		bad("past: must be ≥ 0, got %d", c.Past)
+		errs.Add("past", "must be ≥ 0, got %d", c.Past)
 	}
 	switch c.profile() {
 	case ProfileFirstBatches:
 		if c.WarmupBatches < 1 {
-			bad("warmup_batches: must be ≥ 1, got %d", c.WarmupBatches)
+			errs.Add("warmup_batches", "must be ≥ 1, got %d", c.WarmupBatches)
 		}
 		if c.Frequencies != nil {
-			bad("frequencies: given, but profile is %s", ProfileFirstBatches)
+			errs.Add("frequencies", "given, but profile is %s", ProfileFirstBatches)
 		}
 		if c.Past > 0 {
-			bad("profile: %s needs a sequential graph (the host's past window is %d: warm-up batches in flight would still train hot rows on the host when they are filled); pass the host's frequencies instead", ProfileFirstBatches, c.Past)
+			errs.Add("profile", "%s needs a sequential graph (the host's past window is %d: warm-up batches in flight would still train hot rows on the host when they are filled); pass the host's frequencies instead", ProfileFirstBatches, c.Past)
 		}
 	case ProfileFrequencies:
-		if c.Frequencies == nil || c.Frequencies.IsZero() {
-			bad("frequencies: profile %s needs the host's (table, row, count) region", ProfileFrequencies)
+		if beforeProfile && c.hostProfiles() {
+			if c.WarmupBatches < 1 {
+				errs.Add("warmup_batches", "must be ≥ 1, got %d", c.WarmupBatches)
+			}
+		} else if c.Frequencies == nil || c.Frequencies.IsZero() {
+			errs.Add("frequencies", "profile %s needs the host's (table, row, count) region", ProfileFrequencies)
 		} else if c.Frequencies.Length%24 != 0 || c.Frequencies.Length < 0 {
-			bad("frequencies: %d bytes is not a whole number of (table, row, count) int64 triples", c.Frequencies.Length)
+			errs.Add("frequencies", "%d bytes is not a whole number of (table, row, count) int64 triples", c.Frequencies.Length)
 		}
 	default:
-		bad("profile: must be %s or %s, got %q", ProfileFirstBatches, ProfileFrequencies, c.Profile)
+		errs.Add("profile", "must be %s or %s, got %q", ProfileFirstBatches, ProfileFrequencies, c.Profile)
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 func fields() []plugin.Field {

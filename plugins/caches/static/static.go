@@ -29,9 +29,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/flowrun/flowrun/plugins/caches/internal/planreq"
 	"github.com/flowrun/flowrun/plugins/internal/shm"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
 )
@@ -55,7 +55,7 @@ type table struct {
 }
 
 type policy struct {
-	planreq.Guard
+	plankit.Guard
 	cfg      Config
 	tables   []*table // nil until Configure
 	plans    uint64   // plans answered, the current one included
@@ -67,17 +67,40 @@ type policy struct {
 func New() cache.Cache { return &policy{} }
 
 func (p *policy) Info(context.Context) (plugin.Info, error) {
-	return planreq.Info(Name, Version,
+	return plankit.Info(Name, Version,
 		"static top-N cache (Yin et al., ScratchPipe Fig. 4b): the capacity most frequent rows per table, profiled from the host's frequencies or the first batches, never evicted; the rest bypass",
 		fields()), nil
 }
 
+// Needs declares that the policy holds every window (it never evicts) and,
+// when its options ask for the host's frequencies without giving them, the
+// warm-up batches the host profiles (uncapped: Setup does not say how many
+// training batches the run has, so the host caps it). It checks the options
+// as Configure will once the host has filled the frequencies.
+func (p *policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
+	cfg := defaultConfig()
+	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
+		return cache.Needs{}, err
+	}
+	if err := cfg.validate(true); err != nil {
+		return cache.Needs{}, err
+	}
+	if err := plankit.CheckTables(setup.Tables); err != nil {
+		return cache.Needs{}, err
+	}
+	needs := cache.Needs{HoldsWindows: true}
+	if cfg.hostProfiles() {
+		needs.ProfileBatches = cfg.WarmupBatches
+	}
+	return needs, nil
+}
+
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 	cfg := defaultConfig()
-	if err := planreq.Decode(setup, &cfg); err != nil {
+	if err := plankit.Decode(setup, &cfg); err != nil {
 		return err
 	}
-	tables, err := planreq.PerTable(cfg.Capacity, setup.Tables, func(t int, c int32) *table {
+	tables, err := plankit.PerTable(cfg.Capacity, setup.Tables, func(t int, c int32) *table {
 		tb := &table{whole: cfg.Capacity >= setup.Tables[t].Rows, filledAt: make([]uint64, c)}
 		if !tb.whole {
 			tb.count = map[int64]uint64{}
@@ -112,8 +135,8 @@ func readFrequencies(ref region.Ref, setup []plugin.Table, tables []*table) erro
 	for i := 0; i+3 <= len(v); i += 3 {
 		t, row, n := v[i], v[i+1], v[i+2]
 		if t < 0 || t >= int64(len(setup)) || row < 0 || row >= setup[t].Rows || n < 0 {
-			return fmt.Errorf("%w: frequencies: triple %d (table %d, row %d, count %d) outside the run's %d tables or their rows, or negative",
-				plugin.ErrInvalidConfig, i/3, t, row, n, len(setup))
+			return plugin.FieldErrorf("frequencies", "triple %d (table %d, row %d, count %d) outside the run's %d tables or their rows, or negative",
+				i/3, t, row, n, len(setup))
 		}
 		if tb := tables[t]; !tb.whole {
 			tb.count[row] += uint64(n)

@@ -15,7 +15,9 @@
 // and checks every answer: slots in [-1, capacity), hits 0 or 1, per-table
 // counts, one slot per row and one row per slot in a batch, victims that
 // were really resident, no resident row dropped or moved without being
-// reported as a victim, and the sentinel errors. With WithWindows it also
+// reported as a victim, the sentinel errors, and the policy's declared
+// cache.Needs (no change of state, bad options as plugin.FieldError). With
+// WithWindows it also
 // checks that the policy is safe in a pipelined graph: no batch evicts a
 // slot one of the previous batches of the past window uses, nor a row one
 // of its future batches looks up.
@@ -52,6 +54,9 @@ type config struct {
 	// that the policy honours them.
 	past, future int
 	holds        bool
+	// declares says the policy implements cache.Declarer (known only in
+	// process: over gRPC every policy answers Needs).
+	declares bool
 }
 
 // WithCapacity sets the capacity the suite configures, for policies that
@@ -86,7 +91,9 @@ func newConfig(opts []Option) config {
 // served over real gRPC in this process. Every subtest gets a fresh policy.
 func Run(t *testing.T, newImpl func() cache.Cache, opts ...Option) {
 	t.Helper()
-	plugintest.Run(t, plugin.KindCache, cache.ServerPlugin, newImpl, newConfig(opts).runContract)
+	c := newConfig(opts)
+	_, c.declares = newImpl().(cache.Declarer)
+	plugintest.Run(t, plugin.KindCache, cache.ServerPlugin, newImpl, c.runContract)
 }
 
 // RunBinary checks that the plugin binary at path answers "describe" as a

@@ -3,6 +3,7 @@ package cachetest
 import (
 	"fmt"
 
+	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -28,126 +29,153 @@ func newResident(nTables int) *resident {
 	return r
 }
 
+// violations collects a check's errors, up to maxErrors.
+type violations []error
+
+// add records a violation and reports whether there is room for more.
+func (v *violations) add(format string, args ...any) bool {
+	if len(*v) < maxErrors {
+		*v = append(*v, fmt.Errorf(format, args...))
+	}
+	return len(*v) < maxErrors
+}
+
 // checkPlan checks one batch's outcome against the contract and, when model
 // is not nil, against the residency model, which it then advances. It
 // returns every violation found (up to maxErrors).
 func checkPlan(tabs []plugin.Table, capacity int64, ids [][]int64, o outcome, model *resident) []error {
-	var errs []error
-	add := func(format string, args ...any) bool {
-		if len(errs) < maxErrors {
-			errs = append(errs, fmt.Errorf(format, args...))
-		}
-		return len(errs) < maxErrors
+	if err := checkResult(tabs, ids, o.result); err != nil {
+		return []error{err}
 	}
-	res := o.result
+	var errs violations
+	for t, tab := range ids {
+		checkLookups(&errs, t, tab, capacity, o)
+	}
+	checkVictims(&errs, tabs, capacity, o)
+	if model == nil || len(errs) > 0 {
+		return errs
+	}
+	model.advance(&errs, ids, o)
+	return errs
+}
+
+// checkResult checks what the rest of the checks rely on: a result with
+// stats for every table and a victim count the request has room for.
+func checkResult(tabs []plugin.Table, ids [][]int64, res *cache.PlanResult) error {
 	if res == nil {
-		return []error{fmt.Errorf("Plan returned a nil result and no error")}
+		return fmt.Errorf("Plan returned a nil result and no error")
 	}
 	if len(res.Tables) != len(tabs) {
-		return []error{fmt.Errorf("result has stats for %d tables, want %d", len(res.Tables), len(tabs))}
+		return fmt.Errorf("result has stats for %d tables, want %d", len(res.Tables), len(tabs))
 	}
 	var n int64
 	for _, tab := range ids {
 		n += int64(len(tab))
 	}
 	if res.Victims < 0 || res.Victims > n {
-		return []error{fmt.Errorf("result reports %d victims; the request has room for 0..%d", res.Victims, n)}
+		return fmt.Errorf("result reports %d victims; the request has room for 0..%d", res.Victims, n)
 	}
+	return nil
+}
 
-	// Per lookup: ranges, and one answer per row.
+// checkLookups checks table t's lookups: ranges, one answer per row, one
+// row per slot, and the stats against the hit bytes.
+func checkLookups(errs *violations, t int, tab []int64, capacity int64, o outcome) {
 	type answer struct {
 		slot int64
 		hit  byte
 	}
-	for t, tab := range ids {
-		var hits, misses int64
-		byRow := map[int64]answer{}
-		rowBySlot := map[int64]int64{}
-		for i, row := range tab {
-			slot, hit := o.slots[t][i], o.hits[t][i]
-			if slot < -1 || slot >= capacity {
-				add("table %d lookup %d (row %d): slot %d outside [-1, %d)", t, i, row, slot, capacity)
-			}
-			switch hit {
-			case 0:
-				misses++
-			case 1:
-				hits++
-			default:
-				add("table %d lookup %d (row %d): hit byte %d, want 0 or 1", t, i, row, hit)
-			}
-			if prev, ok := byRow[row]; ok {
-				if prev != (answer{slot, hit}) {
-					add("table %d row %d: repeated lookups got (slot %d, hit %d) and (slot %d, hit %d); one row has one answer per batch", t, row, prev.slot, prev.hit, slot, hit)
-				}
-				continue
-			}
-			byRow[row] = answer{slot, hit}
-			if slot >= 0 {
-				if other, ok := rowBySlot[slot]; ok {
-					add("table %d slot %d: given to rows %d and %d in one batch", t, slot, other, row)
-				}
-				rowBySlot[slot] = row
-			}
+	var hits, misses int64
+	byRow := map[int64]answer{}
+	rowBySlot := map[int64]int64{}
+	for i, row := range tab {
+		slot, hit := o.slots[t][i], o.hits[t][i]
+		if slot < -1 || slot >= capacity {
+			errs.add("table %d lookup %d (row %d): slot %d outside [-1, %d)", t, i, row, slot, capacity)
 		}
-		st := res.Tables[t]
-		if st.Hits+st.Misses != int64(len(tab)) {
-			add("table %d: hits %d + misses %d = %d, want %d lookups", t, st.Hits, st.Misses, st.Hits+st.Misses, len(tab))
+		switch hit {
+		case 0:
+			misses++
+		case 1:
+			hits++
+		default:
+			errs.add("table %d lookup %d (row %d): hit byte %d, want 0 or 1", t, i, row, hit)
 		}
-		if st.Hits != hits || st.Misses != misses {
-			add("table %d: stats say %d hits / %d misses, hit bytes say %d / %d", t, st.Hits, st.Misses, hits, misses)
+		if prev, ok := byRow[row]; ok {
+			if prev != (answer{slot, hit}) {
+				errs.add("table %d row %d: repeated lookups got (slot %d, hit %d) and (slot %d, hit %d); one row has one answer per batch", t, row, prev.slot, prev.hit, slot, hit)
+			}
+			continue
 		}
-		if st.Evictions < 0 {
-			add("table %d: %d evictions", t, st.Evictions)
+		byRow[row] = answer{slot, hit}
+		if slot >= 0 {
+			if other, ok := rowBySlot[slot]; ok {
+				errs.add("table %d slot %d: given to rows %d and %d in one batch", t, slot, other, row)
+			}
+			rowBySlot[slot] = row
 		}
 	}
+	st := o.result.Tables[t]
+	if st.Hits+st.Misses != int64(len(tab)) {
+		errs.add("table %d: hits %d + misses %d = %d, want %d lookups", t, st.Hits, st.Misses, st.Hits+st.Misses, len(tab))
+	}
+	if st.Hits != hits || st.Misses != misses {
+		errs.add("table %d: stats say %d hits / %d misses, hit bytes say %d / %d", t, st.Hits, st.Misses, hits, misses)
+	}
+	if st.Evictions < 0 {
+		errs.add("table %d: %d evictions", t, st.Evictions)
+	}
+}
 
-	// Victims: valid triples, counted per table.
+// checkVictims checks the victim triples: in range, each slot once, and
+// counted in the per-table stats.
+func checkVictims(errs *violations, tabs []plugin.Table, capacity int64, o outcome) {
+	res := o.result
 	evictions := make([]int64, len(tabs))
 	var sum int64
 	for _, st := range res.Tables {
 		sum += st.Evictions
 	}
 	if sum != res.Victims {
-		add("per-table evictions sum to %d, result reports %d victims", sum, res.Victims)
+		errs.add("per-table evictions sum to %d, result reports %d victims", sum, res.Victims)
 	}
 	seenVictim := map[[2]int64]bool{}
 	for i, v := range o.victims {
 		t, row, slot := v[0], v[1], v[2]
 		if t < 0 || t >= int64(len(tabs)) {
-			add("victim %d: table %d outside [0, %d)", i, t, len(tabs))
+			errs.add("victim %d: table %d outside [0, %d)", i, t, len(tabs))
 			continue
 		}
 		evictions[t]++
 		if row < 0 || row >= tabs[t].Rows {
-			add("victim %d: table %d row %d outside [0, %d)", i, t, row, tabs[t].Rows)
+			errs.add("victim %d: table %d row %d outside [0, %d)", i, t, row, tabs[t].Rows)
 		}
 		if slot < 0 || slot >= capacity {
-			add("victim %d: table %d slot %d outside [0, %d)", i, t, slot, capacity)
+			errs.add("victim %d: table %d slot %d outside [0, %d)", i, t, slot, capacity)
 		}
 		if seenVictim[[2]int64{t, slot}] {
-			add("victim %d: table %d slot %d evicted twice in one batch", i, t, slot)
+			errs.add("victim %d: table %d slot %d evicted twice in one batch", i, t, slot)
 		}
 		seenVictim[[2]int64{t, slot}] = true
 	}
 	for t := range tabs {
 		if evictions[t] != res.Tables[t].Evictions {
-			add("table %d: %d victim triples, stats say %d evictions", t, evictions[t], res.Tables[t].Evictions)
+			errs.add("table %d: %d victim triples, stats say %d evictions", t, evictions[t], res.Tables[t].Evictions)
 		}
 	}
-	if model == nil || len(errs) > 0 {
-		return errs
-	}
+}
 
-	// Residency: victims must have been resident where the policy says, and
-	// a row the policy cached earlier and never evicted must still be there.
+// advance checks o against the residency model and applies it: victims
+// must have been resident where the policy says, and a row the policy
+// cached earlier and never evicted must still be there.
+func (model *resident) advance(errs *violations, ids [][]int64, o outcome) {
 	for i, v := range o.victims {
 		t, row, slot := v[0], v[1], v[2]
 		if known, ok := model.rowAt[t][slot]; ok && known != row {
-			add("victim %d: table %d slot %d holds row %d (given in an earlier batch), not row %d", i, t, slot, known, row)
+			errs.add("victim %d: table %d slot %d holds row %d (given in an earlier batch), not row %d", i, t, slot, known, row)
 		}
 		if known, ok := model.slotOf[t][row]; ok && known != slot {
-			add("victim %d: table %d row %d lives in slot %d, not slot %d", i, t, row, known, slot)
+			errs.add("victim %d: table %d row %d lives in slot %d, not slot %d", i, t, row, known, slot)
 		}
 		if model.rowAt[t][slot] == row {
 			delete(model.rowAt[t], slot)
@@ -166,21 +194,20 @@ func checkPlan(tabs []plugin.Table, capacity int64, ids [][]int64, o outcome, mo
 			slot, hit := o.slots[t][i], o.hits[t][i]
 			if known, ok := model.slotOf[t][row]; ok {
 				if slot != known {
-					add("table %d row %d: cached in slot %d by an earlier batch and never evicted, now given slot %d", t, row, known, slot)
+					errs.add("table %d row %d: cached in slot %d by an earlier batch and never evicted, now given slot %d", t, row, known, slot)
 				} else if hit != 1 {
-					add("table %d row %d: cached in slot %d by an earlier batch and never evicted, now reported as a miss", t, row, known)
+					errs.add("table %d row %d: cached in slot %d by an earlier batch and never evicted, now reported as a miss", t, row, known)
 				}
 			}
 			if slot < 0 {
 				continue
 			}
 			if other, ok := model.rowAt[t][slot]; ok && other != row {
-				add("table %d slot %d: given to row %d while row %d still holds it (no victim reported, so the host would lose row %d)", t, slot, row, other, other)
+				errs.add("table %d slot %d: given to row %d while row %d still holds it (no victim reported, so the host would lose row %d)", t, slot, row, other, other)
 				delete(model.slotOf[t], other)
 			}
 			model.rowAt[t][slot] = row
 			model.slotOf[t][row] = slot
 		}
 	}
-	return errs
 }

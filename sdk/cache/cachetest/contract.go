@@ -20,140 +20,163 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) cache.Cache) 
 	if c.capacity < 8 {
 		t.Fatalf("cachetest: capacity %d < 8", c.capacity)
 	}
+	for _, tc := range []struct {
+		name string
+		run  func(*testing.T, func(*testing.T) cache.Cache)
+	}{
+		{"Info", func(t *testing.T, connect func(*testing.T) cache.Cache) {
+			plugintest.Info(t, plugin.KindCache, connect(t))
+		}},
+		{"PlanBeforeConfigure", testPlanBeforeConfigure},
+		{"UnknownOption", c.testUnknownOption},
+		{"Batches", c.testBatches},
+		{"NoFuture", c.testNoFuture},
+		{"RepeatedBatchHits", c.testRepeatedBatchHits},
+		{"InvalidRequest", c.testInvalidRequest},
+		{"Needs", c.testNeeds},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, connect) })
+	}
+}
+
+// testPlanBeforeConfigure: a plan before Configure is refused with
+// plugin.ErrNotConfigured.
+func testPlanBeforeConfigure(t *testing.T, connect func(*testing.T) cache.Cache) {
 	ctx := context.Background()
+	p := connect(t)
+	b := newBatch(t, 1, [][]int64{{1, 2}, {3}, {4}})
+	_, err := p.Plan(ctx, b.req)
+	if !errors.Is(err, plugin.ErrNotConfigured) {
+		t.Fatalf("Plan before Configure: err = %v, want plugin.ErrNotConfigured", err)
+	}
+}
 
-	t.Run("Info", func(t *testing.T) {
-		plugintest.Info(t, plugin.KindCache, connect(t))
-	})
+// testUnknownOption: Configure refuses an option no policy knows.
+func (c config) testUnknownOption(t *testing.T, connect func(*testing.T) cache.Cache) {
+	setup := c.setup(t)
+	setup.Options = c.setupOptions(t, map[string]any{unknownOption: true})
+	plugintest.UnknownOption(t, connect(t), setup)
+}
 
-	t.Run("PlanBeforeConfigure", func(t *testing.T) {
-		p := connect(t)
-		b := newBatch(t, 1, [][]int64{{1, 2}, {3}, {4}})
-		_, err := p.Plan(ctx, b.req)
-		if !errors.Is(err, plugin.ErrNotConfigured) {
-			t.Fatalf("Plan before Configure: err = %v, want plugin.ErrNotConfigured", err)
-		}
-	})
-
-	t.Run("UnknownOption", func(t *testing.T) {
-		setup := c.setup(t)
-		setup.Options = c.setupOptions(t, map[string]any{"cachetest_no_such_option": true})
-		plugintest.UnknownOption(t, connect(t), setup)
-	})
-
-	t.Run("Batches", func(t *testing.T) {
-		p := connect(t)
-		configure(t, p, c.setup(t))
-		rng := rand.New(rand.NewPCG(1, 2))
-		batches := make([]*batch, 16)
-		width := c.past + 1 + c.future
-		for i := range batches {
-			ids := c.draw(rng, false)
-			if c.holds && i >= width {
-				// Half of the large table's rows come back from the batch
-				// just out of the window: the least recently used rows,
-				// which a policy that holds nothing evicts first, although
-				// the future batches look them up again.
-				for k := 0; k < len(ids[2]); k += 2 {
-					ids[2][k] = batches[i-width].ids[2][k]
-				}
-			}
-			batches[i] = newBatch(t, uint64(i+1), ids)
-		}
-		model := newResident(len(tables))
-		holds := newHoldCheck(c.past)
-		for i, b := range batches {
-			// The next batches, fewer at the end of the run.
-			for _, next := range batches[i+1 : min(len(batches), i+1+c.future)] {
-				b.req.Future = append(b.req.Future, cache.Window{Seq: next.req.Seq, IDs: next.req.IDs})
-			}
-			o := plan(t, p, b, c.capacity, model)
-			if c.holds {
-				for _, err := range holds.check(b, batches[i+1:i+1+len(b.req.Future)], o) {
-					t.Errorf("batch %d: %v", b.req.Seq, err)
-				}
-				if t.Failed() {
-					t.FailNow()
-				}
+// testBatches plans a run of batches, each with its future window, and
+// checks every answer (and, WithWindows, the windows held).
+func (c config) testBatches(t *testing.T, connect func(*testing.T) cache.Cache) {
+	p := connect(t)
+	configure(t, p, c.setup(t))
+	rng := rand.New(rand.NewPCG(1, 2))
+	batches := make([]*batch, 16)
+	width := c.past + 1 + c.future
+	for i := range batches {
+		ids := c.draw(rng, false)
+		if c.holds && i >= width {
+			// Half of the large table's rows come back from the batch
+			// just out of the window: the least recently used rows,
+			// which a policy that holds nothing evicts first, although
+			// the future batches look them up again.
+			for k := 0; k < len(ids[2]); k += 2 {
+				ids[2][k] = batches[i-width].ids[2][k]
 			}
 		}
-	})
-
-	t.Run("NoFuture", func(t *testing.T) {
-		// A host may send no future window at all (a sequential graph),
-		// whatever window the policy would like. Batch 3 has a table
-		// without lookups.
-		p := connect(t)
-		configure(t, p, c.setup(t))
-		rng := rand.New(rand.NewPCG(5, 6))
-		model := newResident(len(tables))
-		for seq := uint64(1); seq <= 4; seq++ {
-			plan(t, p, newBatch(t, seq, c.draw(rng, seq == 3)), c.capacity, model)
+		batches[i] = newBatch(t, uint64(i+1), ids)
+	}
+	model := newResident(len(tables))
+	holds := newHoldCheck(c.past)
+	for i, b := range batches {
+		// The next batches, fewer at the end of the run.
+		for _, next := range batches[i+1 : min(len(batches), i+1+c.future)] {
+			b.req.Future = append(b.req.Future, cache.Window{Seq: next.req.Seq, IDs: next.req.IDs})
 		}
-	})
-
-	t.Run("RepeatedBatchHits", func(t *testing.T) {
-		p := connect(t)
-		configure(t, p, c.setup(t))
-		rng := rand.New(rand.NewPCG(3, 4))
-		// At most capacity/2 distinct rows per table, each looked up
-		// twice, so the whole batch fits in any sane policy.
-		ids := make([][]int64, len(tables))
-		for i, tab := range tables {
-			rows := distinct(rng, tab.Rows, int(min(c.capacity/2, tab.Rows)))
-			ids[i] = append(append([]int64(nil), rows...), rows...)
-			rng.Shuffle(len(ids[i]), func(a, b int) { ids[i][a], ids[i][b] = ids[i][b], ids[i][a] })
-		}
-		model := newResident(len(tables))
-		b := newBatch(t, 1, ids)
-		first := plan(t, p, b, c.capacity, model)
-		b.reset()
-		b.req.Seq = 2
-		second := plan(t, p, b, c.capacity, model)
-		for tb := range ids {
-			for i, row := range ids[tb] {
-				if first.slots[tb][i] >= 0 && second.hits[tb][i] != 1 {
-					t.Errorf("table %d row %d: cached (slot %d) by batch 1, but the identical batch 2 reports a miss", tb, row, first.slots[tb][i])
-				}
+		o := plan(t, p, b, c.capacity, model)
+		if c.holds {
+			for _, err := range holds.check(b, batches[i+1:i+1+len(b.req.Future)], o) {
+				t.Errorf("batch %d: %v", b.req.Seq, err)
+			}
+			if t.Failed() {
+				t.FailNow()
 			}
 		}
-		if res := second.result; res.Victims != 0 {
-			t.Errorf("identical batch 2 evicted %d rows; every row of it was already placed", res.Victims)
-		}
-	})
+	}
+}
 
-	t.Run("InvalidRequest", func(t *testing.T) {
-		p := connect(t)
-		configure(t, p, c.setup(t))
-		ids := [][]int64{{1, 2, 3}, {4, 5}, {6}}
-		cases := []struct {
-			name   string
-			mutate func(*cache.PlanRequest)
-		}{
-			{"MissingIDsRegion", func(r *cache.PlanRequest) {
-				r.IDs = region.Ref{Region: region.Prefix + "0-0-cachetest-missing", Length: r.IDs.Length}
-			}},
-			{"IDsRefBeyondRegion", func(r *cache.PlanRequest) { r.IDs.Offset = r.IDs.Length }},
-			{"ShortSlots", func(r *cache.PlanRequest) { r.Slots.Length = 8 }},
-			{"ShortHits", func(r *cache.PlanRequest) { r.Hits.Length = 1 }},
-			{"TooFewTableOffsets", func(r *cache.PlanRequest) { r.TableOffsets = r.TableOffsets[:len(r.TableOffsets)-1] }},
-			{"TableOffsetsBeyondIDs", func(r *cache.PlanRequest) {
-				r.TableOffsets[len(r.TableOffsets)-1] += 1000
-			}},
+// testNoFuture: a host may send no future window at all (a sequential
+// graph), whatever window the policy would like. Batch 3 has a table
+// without lookups.
+func (c config) testNoFuture(t *testing.T, connect func(*testing.T) cache.Cache) {
+	p := connect(t)
+	configure(t, p, c.setup(t))
+	rng := rand.New(rand.NewPCG(5, 6))
+	model := newResident(len(tables))
+	for seq := uint64(1); seq <= 4; seq++ {
+		plan(t, p, newBatch(t, seq, c.draw(rng, seq == 3)), c.capacity, model)
+	}
+}
+
+// testRepeatedBatchHits: a batch planned twice hits everything it cached
+// the first time and evicts nothing.
+func (c config) testRepeatedBatchHits(t *testing.T, connect func(*testing.T) cache.Cache) {
+	p := connect(t)
+	configure(t, p, c.setup(t))
+	rng := rand.New(rand.NewPCG(3, 4))
+	// At most capacity/2 distinct rows per table, each looked up
+	// twice, so the whole batch fits in any sane policy.
+	ids := make([][]int64, len(tables))
+	for i, tab := range tables {
+		rows := distinct(rng, tab.Rows, int(min(c.capacity/2, tab.Rows)))
+		ids[i] = append(append([]int64(nil), rows...), rows...)
+		rng.Shuffle(len(ids[i]), func(a, b int) { ids[i][a], ids[i][b] = ids[i][b], ids[i][a] })
+	}
+	model := newResident(len(tables))
+	b := newBatch(t, 1, ids)
+	first := plan(t, p, b, c.capacity, model)
+	b.reset()
+	b.req.Seq = 2
+	second := plan(t, p, b, c.capacity, model)
+	for tb := range ids {
+		for i, row := range ids[tb] {
+			if first.slots[tb][i] >= 0 && second.hits[tb][i] != 1 {
+				t.Errorf("table %d row %d: cached (slot %d) by batch 1, but the identical batch 2 reports a miss", tb, row, first.slots[tb][i])
+			}
 		}
-		for i, tc := range cases {
-			t.Run(tc.name, func(t *testing.T) {
-				b := newBatch(t, uint64(i+1), ids)
-				tc.mutate(b.req)
-				_, err := p.Plan(ctx, b.req)
-				if !errors.Is(err, plugin.ErrInvalidRequest) {
-					t.Fatalf("err = %v, want plugin.ErrInvalidRequest", err)
-				}
-			})
-		}
-		// The policy must still work after refusing requests.
-		plan(t, p, newBatch(t, 100, ids), c.capacity, nil)
-	})
+	}
+	if res := second.result; res.Victims != 0 {
+		t.Errorf("identical batch 2 evicted %d rows; every row of it was already placed", res.Victims)
+	}
+}
+
+// testInvalidRequest: malformed requests are refused with
+// plugin.ErrInvalidRequest, and the policy still works afterwards.
+func (c config) testInvalidRequest(t *testing.T, connect func(*testing.T) cache.Cache) {
+	ctx := context.Background()
+	p := connect(t)
+	configure(t, p, c.setup(t))
+	ids := [][]int64{{1, 2, 3}, {4, 5}, {6}}
+	cases := []struct {
+		name   string
+		mutate func(*cache.PlanRequest)
+	}{
+		{"MissingIDsRegion", func(r *cache.PlanRequest) {
+			r.IDs = region.Ref{Region: region.Prefix + "0-0-cachetest-missing", Length: r.IDs.Length}
+		}},
+		{"IDsRefBeyondRegion", func(r *cache.PlanRequest) { r.IDs.Offset = r.IDs.Length }},
+		{"ShortSlots", func(r *cache.PlanRequest) { r.Slots.Length = 8 }},
+		{"ShortHits", func(r *cache.PlanRequest) { r.Hits.Length = 1 }},
+		{"TooFewTableOffsets", func(r *cache.PlanRequest) { r.TableOffsets = r.TableOffsets[:len(r.TableOffsets)-1] }},
+		{"TableOffsetsBeyondIDs", func(r *cache.PlanRequest) {
+			r.TableOffsets[len(r.TableOffsets)-1] += 1000
+		}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBatch(t, uint64(i+1), ids)
+			tc.mutate(b.req)
+			_, err := p.Plan(ctx, b.req)
+			if !errors.Is(err, plugin.ErrInvalidRequest) {
+				t.Fatalf("err = %v, want plugin.ErrInvalidRequest", err)
+			}
+		})
+	}
+	// The policy must still work after refusing requests.
+	plan(t, p, newBatch(t, 100, ids), c.capacity, nil)
 }
 
 // draw makes a batch's IDs: a skewed mid-size table, a table smaller than

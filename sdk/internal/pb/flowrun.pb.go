@@ -537,8 +537,12 @@ func (x *PluginInfo) GetOps() []string {
 // ErrorDetail rides in a gRPC status's details, so that sentinels sharing a
 // status code (invalid config, invalid request) stay distinct on the host.
 type ErrorDetail struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Sentinel      Sentinel               `protobuf:"varint,1,opt,name=sentinel,proto3,enum=flowrun.v1.Sentinel" json:"sentinel,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Sentinel Sentinel               `protobuf:"varint,1,opt,name=sentinel,proto3,enum=flowrun.v1.Sentinel" json:"sentinel,omitempty"`
+	// field and reason are the first plugin.FieldError in the error: the key
+	// of the bad option ("::"-separated) and why; empty when there is none.
+	Field         string `protobuf:"bytes,2,opt,name=field,proto3" json:"field,omitempty"`
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -578,6 +582,20 @@ func (x *ErrorDetail) GetSentinel() Sentinel {
 		return x.Sentinel
 	}
 	return Sentinel_SENTINEL_UNSPECIFIED
+}
+
+func (x *ErrorDetail) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *ErrorDetail) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type PlanRequest struct {
@@ -837,6 +855,83 @@ func (x *PlanResult) GetVictims() int64 {
 	return 0
 }
 
+// CacheNeeds is sdk/cache.Needs: what a policy declares for a setup.
+type CacheNeeds struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	HoldsWindows   bool                   `protobuf:"varint,1,opt,name=holds_windows,json=holdsWindows,proto3" json:"holds_windows,omitempty"`
+	Past           int64                  `protobuf:"varint,2,opt,name=past,proto3" json:"past,omitempty"`
+	Future         int64                  `protobuf:"varint,3,opt,name=future,proto3" json:"future,omitempty"`
+	NeverBypasses  bool                   `protobuf:"varint,4,opt,name=never_bypasses,json=neverBypasses,proto3" json:"never_bypasses,omitempty"`
+	ProfileBatches int64                  `protobuf:"varint,5,opt,name=profile_batches,json=profileBatches,proto3" json:"profile_batches,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CacheNeeds) Reset() {
+	*x = CacheNeeds{}
+	mi := &file_flowrun_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CacheNeeds) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CacheNeeds) ProtoMessage() {}
+
+func (x *CacheNeeds) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CacheNeeds.ProtoReflect.Descriptor instead.
+func (*CacheNeeds) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CacheNeeds) GetHoldsWindows() bool {
+	if x != nil {
+		return x.HoldsWindows
+	}
+	return false
+}
+
+func (x *CacheNeeds) GetPast() int64 {
+	if x != nil {
+		return x.Past
+	}
+	return 0
+}
+
+func (x *CacheNeeds) GetFuture() int64 {
+	if x != nil {
+		return x.Future
+	}
+	return 0
+}
+
+func (x *CacheNeeds) GetNeverBypasses() bool {
+	if x != nil {
+		return x.NeverBypasses
+	}
+	return false
+}
+
+func (x *CacheNeeds) GetProfileBatches() int64 {
+	if x != nil {
+		return x.ProfileBatches
+	}
+	return 0
+}
+
 type KernelTable struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Data  *Ref                   `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
@@ -850,7 +945,7 @@ type KernelTable struct {
 
 func (x *KernelTable) Reset() {
 	*x = KernelTable{}
-	mi := &file_flowrun_proto_msgTypes[12]
+	mi := &file_flowrun_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -862,7 +957,7 @@ func (x *KernelTable) String() string {
 func (*KernelTable) ProtoMessage() {}
 
 func (x *KernelTable) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[12]
+	mi := &file_flowrun_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -875,7 +970,7 @@ func (x *KernelTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelTable.ProtoReflect.Descriptor instead.
 func (*KernelTable) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{12}
+	return file_flowrun_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KernelTable) GetData() *Ref {
@@ -918,7 +1013,7 @@ type Bags struct {
 
 func (x *Bags) Reset() {
 	*x = Bags{}
-	mi := &file_flowrun_proto_msgTypes[13]
+	mi := &file_flowrun_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1025,7 @@ func (x *Bags) String() string {
 func (*Bags) ProtoMessage() {}
 
 func (x *Bags) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[13]
+	mi := &file_flowrun_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1038,7 @@ func (x *Bags) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bags.ProtoReflect.Descriptor instead.
 func (*Bags) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{13}
+	return file_flowrun_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Bags) GetBatch() int64 {
@@ -986,7 +1081,7 @@ type GatherReduceRequest struct {
 
 func (x *GatherReduceRequest) Reset() {
 	*x = GatherReduceRequest{}
-	mi := &file_flowrun_proto_msgTypes[14]
+	mi := &file_flowrun_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1093,7 @@ func (x *GatherReduceRequest) String() string {
 func (*GatherReduceRequest) ProtoMessage() {}
 
 func (x *GatherReduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[14]
+	mi := &file_flowrun_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1106,7 @@ func (x *GatherReduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatherReduceRequest.ProtoReflect.Descriptor instead.
 func (*GatherReduceRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{14}
+	return file_flowrun_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GatherReduceRequest) GetTables() []*KernelTable {
@@ -1057,7 +1152,7 @@ type ScatterRequest struct {
 
 func (x *ScatterRequest) Reset() {
 	*x = ScatterRequest{}
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1164,7 @@ func (x *ScatterRequest) String() string {
 func (*ScatterRequest) ProtoMessage() {}
 
 func (x *ScatterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1177,7 @@ func (x *ScatterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScatterRequest.ProtoReflect.Descriptor instead.
 func (*ScatterRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{15}
+	return file_flowrun_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ScatterRequest) GetTables() []*KernelTable {
@@ -1149,7 +1244,7 @@ type Coalesced struct {
 
 func (x *Coalesced) Reset() {
 	*x = Coalesced{}
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1161,7 +1256,7 @@ func (x *Coalesced) String() string {
 func (*Coalesced) ProtoMessage() {}
 
 func (x *Coalesced) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1174,7 +1269,7 @@ func (x *Coalesced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Coalesced.ProtoReflect.Descriptor instead.
 func (*Coalesced) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{16}
+	return file_flowrun_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Coalesced) GetRows() *Ref {
@@ -1225,7 +1320,7 @@ type ExpandCoalesceRequest struct {
 
 func (x *ExpandCoalesceRequest) Reset() {
 	*x = ExpandCoalesceRequest{}
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1332,7 @@ func (x *ExpandCoalesceRequest) String() string {
 func (*ExpandCoalesceRequest) ProtoMessage() {}
 
 func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1345,7 @@ func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandCoalesceRequest.ProtoReflect.Descriptor instead.
 func (*ExpandCoalesceRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{17}
+	return file_flowrun_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExpandCoalesceRequest) GetTables() []*KernelTable {
@@ -1298,7 +1393,7 @@ type CoalesceResult struct {
 
 func (x *CoalesceResult) Reset() {
 	*x = CoalesceResult{}
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1405,7 @@ func (x *CoalesceResult) String() string {
 func (*CoalesceResult) ProtoMessage() {}
 
 func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1418,7 @@ func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoalesceResult.ProtoReflect.Descriptor instead.
 func (*CoalesceResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{18}
+	return file_flowrun_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CoalesceResult) GetResult() *KernelResult {
@@ -1353,7 +1448,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1365,7 +1460,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1378,7 +1473,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{19}
+	return file_flowrun_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ApplyRequest) GetTables() []*KernelTable {
@@ -1427,7 +1522,7 @@ type KernelResult struct {
 
 func (x *KernelResult) Reset() {
 	*x = KernelResult{}
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1534,7 @@ func (x *KernelResult) String() string {
 func (*KernelResult) ProtoMessage() {}
 
 func (x *KernelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1547,7 @@ func (x *KernelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelResult.ProtoReflect.Descriptor instead.
 func (*KernelResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{20}
+	return file_flowrun_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *KernelResult) GetBytesRead() int64 {
@@ -1492,7 +1587,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1504,7 +1599,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1517,7 +1612,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{21}
+	return file_flowrun_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *StepRequest) GetSeq() uint64 {
@@ -1586,7 +1681,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1693,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1706,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{22}
+	return file_flowrun_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StepResult) GetLoss() float64 {
@@ -1637,7 +1732,7 @@ type DigestResult struct {
 
 func (x *DigestResult) Reset() {
 	*x = DigestResult{}
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1744,7 @@ func (x *DigestResult) String() string {
 func (*DigestResult) ProtoMessage() {}
 
 func (x *DigestResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1757,7 @@ func (x *DigestResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestResult.ProtoReflect.Descriptor instead.
 func (*DigestResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{23}
+	return file_flowrun_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DigestResult) GetDigest() []byte {
@@ -1684,7 +1779,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1696,7 +1791,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1709,7 +1804,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{24}
+	return file_flowrun_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Op) GetName() string {
@@ -1756,7 +1851,7 @@ type DeviceProfile struct {
 
 func (x *DeviceProfile) Reset() {
 	*x = DeviceProfile{}
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1768,7 +1863,7 @@ func (x *DeviceProfile) String() string {
 func (*DeviceProfile) ProtoMessage() {}
 
 func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1781,7 +1876,7 @@ func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceProfile.ProtoReflect.Descriptor instead.
 func (*DeviceProfile) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{25}
+	return file_flowrun_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeviceProfile) GetName() string {
@@ -1850,7 +1945,7 @@ type CostRequest struct {
 
 func (x *CostRequest) Reset() {
 	*x = CostRequest{}
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1862,7 +1957,7 @@ func (x *CostRequest) String() string {
 func (*CostRequest) ProtoMessage() {}
 
 func (x *CostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1875,7 +1970,7 @@ func (x *CostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostRequest.ProtoReflect.Descriptor instead.
 func (*CostRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{26}
+	return file_flowrun_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *CostRequest) GetSeq() uint64 {
@@ -1901,7 +1996,7 @@ type CostResult struct {
 
 func (x *CostResult) Reset() {
 	*x = CostResult{}
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +2008,7 @@ func (x *CostResult) String() string {
 func (*CostResult) ProtoMessage() {}
 
 func (x *CostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +2021,7 @@ func (x *CostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostResult.ProtoReflect.Descriptor instead.
 func (*CostResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{27}
+	return file_flowrun_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CostResult) GetModeledNs() []int64 {
@@ -1975,9 +2070,11 @@ const file_flowrun_proto_rawDesc = "" +
 	"apiVersion\x12 \n" +
 	"\vdescription\x18\x05 \x01(\tR\vdescription\x12)\n" +
 	"\x06config\x18\x06 \x03(\v2\x11.flowrun.v1.FieldR\x06config\x12\x10\n" +
-	"\x03ops\x18\a \x03(\tR\x03ops\"?\n" +
+	"\x03ops\x18\a \x03(\tR\x03ops\"m\n" +
 	"\vErrorDetail\x120\n" +
-	"\bsentinel\x18\x01 \x01(\x0e2\x14.flowrun.v1.SentinelR\bsentinel\"\x8a\x02\n" +
+	"\bsentinel\x18\x01 \x01(\x0e2\x14.flowrun.v1.SentinelR\bsentinel\x12\x14\n" +
+	"\x05field\x18\x02 \x01(\tR\x05field\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x8a\x02\n" +
 	"\vPlanRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12!\n" +
 	"\x03ids\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ids\x12#\n" +
@@ -1997,7 +2094,14 @@ const file_flowrun_proto_rawDesc = "" +
 	"\n" +
 	"PlanResult\x12.\n" +
 	"\x06tables\x18\x01 \x03(\v2\x16.flowrun.v1.TableStatsR\x06tables\x12\x18\n" +
-	"\avictims\x18\x02 \x01(\x03R\avictims\"p\n" +
+	"\avictims\x18\x02 \x01(\x03R\avictims\"\xad\x01\n" +
+	"\n" +
+	"CacheNeeds\x12#\n" +
+	"\rholds_windows\x18\x01 \x01(\bR\fholdsWindows\x12\x12\n" +
+	"\x04past\x18\x02 \x01(\x03R\x04past\x12\x16\n" +
+	"\x06future\x18\x03 \x01(\x03R\x06future\x12%\n" +
+	"\x0enever_bypasses\x18\x04 \x01(\bR\rneverBypasses\x12'\n" +
+	"\x0fprofile_batches\x18\x05 \x01(\x03R\x0eprofileBatches\"p\n" +
 	"\vKernelTable\x12#\n" +
 	"\x04data\x18\x01 \x01(\v2\x0f.flowrun.v1.RefR\x04data\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x10\n" +
@@ -2094,11 +2198,12 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x17SENTINEL_INVALID_CONFIG\x10\x01\x12\x1b\n" +
 	"\x17SENTINEL_NOT_CONFIGURED\x10\x02\x12\x1c\n" +
 	"\x18SENTINEL_INVALID_REQUEST\x10\x03\x12\x18\n" +
-	"\x14SENTINEL_UNSUPPORTED\x10\x042\xb1\x01\n" +
+	"\x14SENTINEL_UNSUPPORTED\x10\x042\xf0\x01\n" +
 	"\x05Cache\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
-	"\x04Plan\x12\x17.flowrun.v1.PlanRequest\x1a\x16.flowrun.v1.PlanResult2\x93\x03\n" +
+	"\x04Plan\x12\x17.flowrun.v1.PlanRequest\x1a\x16.flowrun.v1.PlanResult\x12=\n" +
+	"\x05Needs\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x16.flowrun.v1.CacheNeeds2\x93\x03\n" +
 	"\x06Kernel\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x12I\n" +
@@ -2130,7 +2235,7 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_flowrun_proto_goTypes = []any{
 	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
 	(*Empty)(nil),                 // 1: flowrun.v1.Empty
@@ -2145,22 +2250,23 @@ var file_flowrun_proto_goTypes = []any{
 	(*Window)(nil),                // 10: flowrun.v1.Window
 	(*TableStats)(nil),            // 11: flowrun.v1.TableStats
 	(*PlanResult)(nil),            // 12: flowrun.v1.PlanResult
-	(*KernelTable)(nil),           // 13: flowrun.v1.KernelTable
-	(*Bags)(nil),                  // 14: flowrun.v1.Bags
-	(*GatherReduceRequest)(nil),   // 15: flowrun.v1.GatherReduceRequest
-	(*ScatterRequest)(nil),        // 16: flowrun.v1.ScatterRequest
-	(*Coalesced)(nil),             // 17: flowrun.v1.Coalesced
-	(*ExpandCoalesceRequest)(nil), // 18: flowrun.v1.ExpandCoalesceRequest
-	(*CoalesceResult)(nil),        // 19: flowrun.v1.CoalesceResult
-	(*ApplyRequest)(nil),          // 20: flowrun.v1.ApplyRequest
-	(*KernelResult)(nil),          // 21: flowrun.v1.KernelResult
-	(*StepRequest)(nil),           // 22: flowrun.v1.StepRequest
-	(*StepResult)(nil),            // 23: flowrun.v1.StepResult
-	(*DigestResult)(nil),          // 24: flowrun.v1.DigestResult
-	(*Op)(nil),                    // 25: flowrun.v1.Op
-	(*DeviceProfile)(nil),         // 26: flowrun.v1.DeviceProfile
-	(*CostRequest)(nil),           // 27: flowrun.v1.CostRequest
-	(*CostResult)(nil),            // 28: flowrun.v1.CostResult
+	(*CacheNeeds)(nil),            // 13: flowrun.v1.CacheNeeds
+	(*KernelTable)(nil),           // 14: flowrun.v1.KernelTable
+	(*Bags)(nil),                  // 15: flowrun.v1.Bags
+	(*GatherReduceRequest)(nil),   // 16: flowrun.v1.GatherReduceRequest
+	(*ScatterRequest)(nil),        // 17: flowrun.v1.ScatterRequest
+	(*Coalesced)(nil),             // 18: flowrun.v1.Coalesced
+	(*ExpandCoalesceRequest)(nil), // 19: flowrun.v1.ExpandCoalesceRequest
+	(*CoalesceResult)(nil),        // 20: flowrun.v1.CoalesceResult
+	(*ApplyRequest)(nil),          // 21: flowrun.v1.ApplyRequest
+	(*KernelResult)(nil),          // 22: flowrun.v1.KernelResult
+	(*StepRequest)(nil),           // 23: flowrun.v1.StepRequest
+	(*StepResult)(nil),            // 24: flowrun.v1.StepResult
+	(*DigestResult)(nil),          // 25: flowrun.v1.DigestResult
+	(*Op)(nil),                    // 26: flowrun.v1.Op
+	(*DeviceProfile)(nil),         // 27: flowrun.v1.DeviceProfile
+	(*CostRequest)(nil),           // 28: flowrun.v1.CostRequest
+	(*CostResult)(nil),            // 29: flowrun.v1.CostResult
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -2177,63 +2283,65 @@ var file_flowrun_proto_depIdxs = []int32{
 	2,  // 11: flowrun.v1.KernelTable.data:type_name -> flowrun.v1.Ref
 	2,  // 12: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
 	2,  // 13: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
-	13, // 14: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
-	14, // 15: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
+	14, // 14: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
+	15, // 15: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
 	2,  // 16: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
-	13, // 17: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
-	14, // 18: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
+	14, // 17: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
+	15, // 18: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
 	2,  // 19: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
 	2,  // 20: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
 	2,  // 21: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
-	13, // 22: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
-	14, // 23: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
+	14, // 22: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
+	15, // 23: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
 	2,  // 24: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
-	17, // 25: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
-	21, // 26: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
-	13, // 27: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
-	17, // 28: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
+	18, // 25: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
+	22, // 26: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
+	14, // 27: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
+	18, // 28: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
 	2,  // 29: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
 	2,  // 30: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
 	2,  // 31: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
 	2,  // 32: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
 	2,  // 33: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	25, // 34: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	26, // 34: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
 	1,  // 35: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
 	5,  // 36: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
 	9,  // 37: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	1,  // 38: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 39: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	15, // 40: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	16, // 41: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	18, // 42: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	20, // 43: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	1,  // 44: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 45: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	22, // 46: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 47: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 48: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 49: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 50: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	27, // 51: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	7,  // 52: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 53: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 54: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	7,  // 55: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 56: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	21, // 57: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	21, // 58: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	19, // 59: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	21, // 60: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	7,  // 61: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 62: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	23, // 63: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	24, // 64: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	7,  // 65: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 66: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	26, // 67: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	28, // 68: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	52, // [52:69] is the sub-list for method output_type
-	35, // [35:52] is the sub-list for method input_type
+	5,  // 38: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 39: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 40: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	16, // 41: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	17, // 42: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	19, // 43: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	21, // 44: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	1,  // 45: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 46: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	23, // 47: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 48: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 49: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 50: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 51: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	28, // 52: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	7,  // 53: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 54: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 55: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 56: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	7,  // 57: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 58: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	22, // 59: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	22, // 60: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	20, // 61: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	22, // 62: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	7,  // 63: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 64: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	24, // 65: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	25, // 66: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	7,  // 67: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 68: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	27, // 69: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	29, // 70: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	53, // [53:71] is the sub-list for method output_type
+	35, // [35:53] is the sub-list for method input_type
 	35, // [35:35] is the sub-list for extension type_name
 	35, // [35:35] is the sub-list for extension extendee
 	0,  // [0:35] is the sub-list for field type_name
@@ -2250,7 +2358,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

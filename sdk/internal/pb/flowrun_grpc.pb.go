@@ -31,6 +31,7 @@ const (
 	Cache_Info_FullMethodName      = "/flowrun.v1.Cache/Info"
 	Cache_Configure_FullMethodName = "/flowrun.v1.Cache/Configure"
 	Cache_Plan_FullMethodName      = "/flowrun.v1.Cache/Plan"
+	Cache_Needs_FullMethodName     = "/flowrun.v1.Cache/Needs"
 )
 
 // CacheClient is the client API for Cache service.
@@ -40,6 +41,9 @@ type CacheClient interface {
 	Info(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*PluginInfo, error)
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*Empty, error)
 	Plan(ctx context.Context, in *PlanRequest, opts ...grpc.CallOption) (*PlanResult, error)
+	// Needs answers sdk/cache.Declarer (the zero CacheNeeds when the policy
+	// does not declare any); it must not change the policy's state.
+	Needs(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*CacheNeeds, error)
 }
 
 type cacheClient struct {
@@ -80,6 +84,16 @@ func (c *cacheClient) Plan(ctx context.Context, in *PlanRequest, opts ...grpc.Ca
 	return out, nil
 }
 
+func (c *cacheClient) Needs(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*CacheNeeds, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CacheNeeds)
+	err := c.cc.Invoke(ctx, Cache_Needs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CacheServer is the server API for Cache service.
 // All implementations must embed UnimplementedCacheServer
 // for forward compatibility.
@@ -87,6 +101,9 @@ type CacheServer interface {
 	Info(context.Context, *Empty) (*PluginInfo, error)
 	Configure(context.Context, *ConfigureRequest) (*Empty, error)
 	Plan(context.Context, *PlanRequest) (*PlanResult, error)
+	// Needs answers sdk/cache.Declarer (the zero CacheNeeds when the policy
+	// does not declare any); it must not change the policy's state.
+	Needs(context.Context, *ConfigureRequest) (*CacheNeeds, error)
 	mustEmbedUnimplementedCacheServer()
 }
 
@@ -105,6 +122,9 @@ func (UnimplementedCacheServer) Configure(context.Context, *ConfigureRequest) (*
 }
 func (UnimplementedCacheServer) Plan(context.Context, *PlanRequest) (*PlanResult, error) {
 	return nil, status.Error(codes.Unimplemented, "method Plan not implemented")
+}
+func (UnimplementedCacheServer) Needs(context.Context, *ConfigureRequest) (*CacheNeeds, error) {
+	return nil, status.Error(codes.Unimplemented, "method Needs not implemented")
 }
 func (UnimplementedCacheServer) mustEmbedUnimplementedCacheServer() {}
 func (UnimplementedCacheServer) testEmbeddedByValue()               {}
@@ -181,6 +201,24 @@ func _Cache_Plan_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cache_Needs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConfigureRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CacheServer).Needs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cache_Needs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CacheServer).Needs(ctx, req.(*ConfigureRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cache_ServiceDesc is the grpc.ServiceDesc for Cache service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -199,6 +237,10 @@ var Cache_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Plan",
 			Handler:    _Cache_Plan_Handler,
+		},
+		{
+			MethodName: "Needs",
+			Handler:    _Cache_Needs_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -27,7 +28,8 @@ var sentinels = []struct {
 
 // ToStatus turns an error a plugin returned into a gRPC status error whose
 // message is err's text and whose code (and detail) names the sentinel err
-// wraps, if any. The server halves return every plugin error through it.
+// wraps, if any, and the key of its first plugin.FieldError. The server
+// halves return every plugin error through it.
 func ToStatus(err error) error {
 	if err == nil {
 		return nil
@@ -35,7 +37,12 @@ func ToStatus(err error) error {
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
 			st := status.New(s.code, err.Error())
-			if withDetail, derr := st.WithDetails(&pb.ErrorDetail{Sentinel: s.wire}); derr == nil {
+			detail := &pb.ErrorDetail{Sentinel: s.wire}
+			var fe *plugin.FieldError
+			if errors.As(err, &fe) {
+				detail.Field, detail.Reason = fe.Key, fmt.Sprint(fe.Err)
+			}
+			if withDetail, derr := st.WithDetails(detail); derr == nil {
 				st = withDetail
 			}
 			return st.Err()
@@ -67,16 +74,14 @@ func FromStatus(err error) error {
 	if !ok {
 		return err
 	}
-	return &remoteError{st: st, sentinel: sentinelOf(st)}
+	return &remoteError{st: st, sentinel: sentinelOf(st), field: fieldOf(st)}
 }
 
 func sentinelOf(st *status.Status) error {
-	for _, d := range st.Details() {
-		if detail, ok := d.(*pb.ErrorDetail); ok {
-			for _, s := range sentinels {
-				if s.wire == detail.GetSentinel() {
-					return s.err
-				}
+	if detail := errorDetail(st); detail != nil {
+		for _, s := range sentinels {
+			if s.wire == detail.GetSentinel() {
+				return s.err
 			}
 		}
 	}
@@ -97,15 +102,45 @@ func sentinelOf(st *status.Status) error {
 	return nil
 }
 
-// remoteError is an error that crossed the plugin boundary.
+func errorDetail(st *status.Status) *pb.ErrorDetail {
+	for _, d := range st.Details() {
+		if detail, ok := d.(*pb.ErrorDetail); ok {
+			return detail
+		}
+	}
+	return nil
+}
+
+// fieldOf rebuilds the plugin's first plugin.FieldError from the status
+// detail, nil when it carried none.
+func fieldOf(st *status.Status) error {
+	detail := errorDetail(st)
+	if detail.GetField() == "" {
+		return nil
+	}
+	return &plugin.FieldError{Key: detail.GetField(), Err: errors.New(detail.GetReason())}
+}
+
+// remoteError is an error that crossed the plugin boundary. Its text is
+// the plugin's; it unwraps to the sentinel and to the plugin's first
+// FieldError, so that errors.Is and plugin.FieldOf work on the host.
 type remoteError struct {
 	st       *status.Status
 	sentinel error
+	field    error
 }
 
 func (e *remoteError) Error() string { return e.st.Message() }
 
-func (e *remoteError) Unwrap() error { return e.sentinel }
+func (e *remoteError) Unwrap() []error {
+	var out []error
+	for _, err := range []error{e.sentinel, e.field} {
+		if err != nil {
+			out = append(out, err)
+		}
+	}
+	return out
+}
 
 // GRPCStatus lets status.FromError and status.Code see the original status
 // (codes.Unavailable, for instance, when the plugin process died).

@@ -75,3 +75,26 @@ func TestNil(t *testing.T) {
 		t.Fatal("nil error not kept nil")
 	}
 }
+
+// A plugin's FieldError crosses with its key, wrapped or joined, and keeps
+// its text; FieldOf finds the first, as it does in process.
+func TestFieldErrorSurvivesTheWire(t *testing.T) {
+	var errs plugin.FieldErrors
+	errs.Add("profile::warmup_batches", "must be ≥ 1, got %d", 0)
+	errs.Add("victim", "unknown")
+	sent := fmt.Errorf("static: %w", errs.Err())
+	got := FromStatus(ToStatus(sent))
+	if key, ok := plugin.FieldOf(got); !ok || key != "profile::warmup_batches" {
+		t.Errorf("FieldOf = %q, %v after the round trip of %v", key, ok, sent)
+	}
+	if got.Error() != sent.Error() || !errors.Is(got, plugin.ErrInvalidConfig) {
+		t.Errorf("got %q (invalid config %v), want %q", got, errors.Is(got, plugin.ErrInvalidConfig), sent)
+	}
+	var fe *plugin.FieldError
+	if errors.As(got, &fe); fe == nil || fe.Err.Error() != "must be ≥ 1, got 0" {
+		t.Errorf("reason %v", fe)
+	}
+	if _, ok := plugin.FieldOf(FromStatus(ToStatus(plugin.ErrInvalidConfig))); ok {
+		t.Error("an error without a FieldError names a key after the round trip")
+	}
+}

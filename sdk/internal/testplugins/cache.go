@@ -47,7 +47,7 @@ func (c *LRU) Configure(_ context.Context, setup plugin.Setup) error {
 		return err
 	}
 	if opts.Capacity < 0 {
-		return fmt.Errorf("%w: capacity %d < 0", plugin.ErrInvalidConfig, opts.Capacity)
+		return plugin.FieldErrorf("capacity", "must be ≥ 0, got %d", opts.Capacity)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

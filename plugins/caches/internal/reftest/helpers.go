@@ -106,3 +106,24 @@ func CheckConfigure(t *testing.T, newCache func() cache.Cache, name string, bad 
 		t.Errorf("info = %+v, %v", info, err)
 	}
 }
+
+// CheckNeeds fails t unless a cache from newCache declares, for each of
+// wants' options (one table of 1000 rows), those Needs, and refuses each
+// of bad's options with a plugin.FieldError for the key bad gives.
+func CheckNeeds(t *testing.T, newCache func() cache.Cache, wants map[string]cache.Needs, bad map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	tables := []plugin.Table{{Rows: 1000, Dim: 4}}
+	for opts, want := range wants {
+		got, err := cache.NeedsOf(ctx, newCache(), plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
+		if err != nil || got != want {
+			t.Errorf("%s: Needs = %+v, %v; want %+v", opts, got, err, want)
+		}
+	}
+	for opts, key := range bad {
+		_, err := cache.NeedsOf(ctx, newCache(), plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
+		if got, _ := plugin.FieldOf(err); got != key || !errors.Is(err, plugin.ErrInvalidConfig) {
+			t.Errorf("%s: Needs error %v names %q, want a FieldError for %q", opts, err, got, key)
+		}
+	}
+}

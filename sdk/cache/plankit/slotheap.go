@@ -1,8 +1,4 @@
-// Package slotheap is an indexed binary min-heap over the slots of one
-// table's cache, for the built-in policies that pick a victim by a key
-// (least recently used, least frequently used, farthest next use): O(log n)
-// to add, remove or pop a slot, O(1) to ask whether a slot is in it.
-package slotheap
+package plankit
 
 // Key orders slots: the smaller Major first, then the smaller Minor.
 type Key struct{ Major, Minor uint64 }
@@ -11,17 +7,17 @@ func (k Key) less(o Key) bool {
 	return k.Major < o.Major || (k.Major == o.Major && k.Minor < o.Minor)
 }
 
-// Heap holds a subset of the slots [0, capacity), each with a key fixed
+// SlotHeap holds a subset of the slots [0, capacity), each with a key fixed
 // while it is in the heap.
-type Heap struct {
+type SlotHeap struct {
 	pos  []int32 // slot -> index in heap, -1 when absent
 	keys []Key   // slot -> key, valid while present
 	heap []int32
 }
 
-// New returns an empty heap for capacity slots.
-func New(capacity int32) *Heap {
-	h := &Heap{pos: make([]int32, capacity), keys: make([]Key, capacity), heap: make([]int32, 0, capacity)}
+// NewSlotHeap returns an empty heap for capacity slots.
+func NewSlotHeap(capacity int32) *SlotHeap {
+	h := &SlotHeap{pos: make([]int32, capacity), keys: make([]Key, capacity), heap: make([]int32, 0, capacity)}
 	for i := range h.pos {
 		h.pos[i] = -1
 	}
@@ -29,13 +25,13 @@ func New(capacity int32) *Heap {
 }
 
 // Len is the number of slots in the heap.
-func (h *Heap) Len() int { return len(h.heap) }
+func (h *SlotHeap) Len() int { return len(h.heap) }
 
 // Contains reports whether slot s is in the heap.
-func (h *Heap) Contains(s int32) bool { return h.pos[s] >= 0 }
+func (h *SlotHeap) Contains(s int32) bool { return h.pos[s] >= 0 }
 
 // Push adds slot s with key k; s must not be in the heap.
-func (h *Heap) Push(s int32, k Key) {
+func (h *SlotHeap) Push(s int32, k Key) {
 	h.keys[s] = k
 	h.pos[s] = int32(len(h.heap))
 	h.heap = append(h.heap, s)
@@ -43,7 +39,7 @@ func (h *Heap) Push(s int32, k Key) {
 }
 
 // Remove takes slot s out of the heap, reporting whether it was there.
-func (h *Heap) Remove(s int32) bool {
+func (h *SlotHeap) Remove(s int32) bool {
 	i := int(h.pos[s])
 	if i < 0 {
 		return false
@@ -63,7 +59,7 @@ func (h *Heap) Remove(s int32) bool {
 }
 
 // Pop removes and returns the slot with the smallest key.
-func (h *Heap) Pop() (int32, bool) {
+func (h *SlotHeap) Pop() (int32, bool) {
 	if len(h.heap) == 0 {
 		return -1, false
 	}
@@ -72,15 +68,15 @@ func (h *Heap) Pop() (int32, bool) {
 	return s, true
 }
 
-func (h *Heap) less(i, j int) bool { return h.keys[h.heap[i]].less(h.keys[h.heap[j]]) }
+func (h *SlotHeap) less(i, j int) bool { return h.keys[h.heap[i]].less(h.keys[h.heap[j]]) }
 
-func (h *Heap) swap(i, j int) {
+func (h *SlotHeap) swap(i, j int) {
 	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
 	h.pos[h.heap[i]] = int32(i)
 	h.pos[h.heap[j]] = int32(j)
 }
 
-func (h *Heap) up(i int) {
+func (h *SlotHeap) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
 		if !h.less(i, p) {
@@ -92,7 +88,7 @@ func (h *Heap) up(i int) {
 }
 
 // down sifts i towards the leaves and reports whether it moved.
-func (h *Heap) down(i int) bool {
+func (h *SlotHeap) down(i int) bool {
 	start, n := i, len(h.heap)
 	for {
 		l := 2*i + 1

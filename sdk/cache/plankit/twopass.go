@@ -1,16 +1,4 @@
-// Package twopass is the per-batch planner shared by the built-in
-// replacement policies (lru, lfu, belady, scratchpipe). It owns the steps
-// that are the same for all of them: the row-to-slot map, the two passes
-// (hits first, so that no miss of the batch evicts a row the batch uses;
-// then misses in request order, a row repeated within the batch reusing the
-// slot its first miss got), free slots before victims, bypass (slot -1) when
-// every slot holds a row of the batch, the per-table stats and the victim
-// triples. A policy supplies only its order: which slot a hit holds, which
-// slot to evict, what an insert records. A policy that must never bypass
-// (scratchpipe) checks up front that a victim will always be found.
-//
-// It imports only sdk/.
-package twopass
+package plankit
 
 import "github.com/flowrun/flowrun/sdk/cache"
 
@@ -48,6 +36,9 @@ func (sl *Slots) Cap() int32 { return int32(len(sl.rowOf)) }
 // Filled is the number of slots that hold rows.
 func (sl *Slots) Filled() int32 { return sl.filled }
 
+// Resident returns sl, so that a Table embedding its Slots has Resident.
+func (sl *Slots) Resident() *Slots { return sl }
+
 // Table is one table's policy.
 type Table interface {
 	// Resident returns the table's slots.
@@ -55,9 +46,6 @@ type Table interface {
 	// Hit holds slot s, which has a row this batch looks up, for the rest
 	// of the batch (pass 1, and pass 2 for a row inserted earlier in it).
 	Hit(s int32)
-	// Tick is called once per lookup, as it is planned: before Hit for a
-	// hit, before anything else for a miss.
-	Tick()
 	// Victim takes a filled slot the batch does not use out of the
 	// policy's order; false when every slot holds a row of the batch.
 	Victim() (int32, bool)
@@ -67,8 +55,15 @@ type Table interface {
 	Release()
 }
 
+// Ticker is a Table that counts lookups (an LFU's clock, say).
+type Ticker interface {
+	// Tick is called once per lookup, as it is planned: before Hit for a
+	// hit, before anything else for a miss.
+	Tick()
+}
+
 // Finder is a Table that has already looked up the batch's rows, with no
-// change to its Slots since (only Plan changes them). Plan's first pass
+// change to its Slots since (only TwoPass changes them). TwoPass's first pass
 // then takes the slots it found instead of looking every row up again.
 type Finder interface {
 	// Found returns the slot of each of the table's lookups in the batch,
@@ -77,14 +72,18 @@ type Finder interface {
 	Found() []int32
 }
 
-// Plan plans batch b over tables, in table order, and returns the stats
+// TwoPass plans batch b over tables, in table order, and returns the stats
 // and victim count.
-func Plan[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
+func TwoPass[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(tables))}
 	for t, tb := range tables {
 		sl := tb.Resident()
 		lo, hi := b.Table(t)
 		st := &res.Tables[t]
+		tick := func() {}
+		if tk, ok := any(tb).(Ticker); ok {
+			tick = tk.Tick
+		}
 		var found []int32
 		if f, ok := any(tb).(Finder); ok {
 			// Only an answer for every lookup of this batch's table is
@@ -108,7 +107,7 @@ func Plan[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 				b.Hits[i] = 0
 				continue
 			}
-			tb.Tick()
+			tick()
 			tb.Hit(s)
 			b.Slots[i] = int64(s)
 			b.Hits[i] = 1
@@ -121,7 +120,7 @@ func Plan[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 			}
 			st.Misses++
 			row := b.IDs[i]
-			tb.Tick()
+			tick()
 			if s, ok := sl.slotOf[row]; ok { // inserted earlier in this batch
 				tb.Hit(s)
 				b.Slots[i] = int64(s)

@@ -1,4 +1,4 @@
-package slotheap
+package plankit
 
 import (
 	"math/rand/v2"
@@ -10,7 +10,7 @@ import (
 func TestMatchesScan(t *testing.T) {
 	const n = 64
 	rng := rand.New(rand.NewPCG(1, 2))
-	h := New(n)
+	h := NewSlotHeap(n)
 	in := map[int32]Key{}
 	for step := range 20000 {
 		s := int32(rng.IntN(n))

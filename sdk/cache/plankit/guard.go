@@ -1,0 +1,52 @@
+package plankit
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+// Guard serialises a policy's Configure and Plan and owns the mapper every
+// Plan maps its regions through. A policy gets either a fully checked
+// cache.Batch or an error wrapping plugin.ErrInvalidRequest, before it has
+// changed any of its own state: a bad request must not leave a policy
+// half-updated. The zero Guard is not configured.
+type Guard struct {
+	mu     sync.Mutex
+	mapper region.Mapper
+	tables []plugin.Table // nil until Configure
+}
+
+// Configure records the run's tables and, under the lock, lets the policy
+// install the state it built from them.
+func (g *Guard) Configure(tables []plugin.Table, install func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.tables = append([]plugin.Table{}, tables...)
+	install()
+}
+
+// Plan checks and maps req under the lock (cache.PlanRequest.View) and
+// hands the batch to plan. Errors from the request are prefixed by the
+// policy's name.
+func (g *Guard) Plan(name string, req *cache.PlanRequest, plan func(*cache.Batch) (*cache.PlanResult, error)) (*cache.PlanResult, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.tables == nil {
+		return nil, plugin.ErrNotConfigured
+	}
+	b, err := req.View(&g.mapper, g.tables)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return plan(b)
+}
+
+// Future maps and checks req's future windows
+// (cache.PlanRequest.FutureIDs); call it only from inside Plan's plan.
+func (g *Guard) Future(req *cache.PlanRequest) ([][]int64, error) {
+	return req.FutureIDs(&g.mapper, g.tables)
+}
