@@ -11,7 +11,6 @@ import (
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/runtime"
-	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // newHost makes a plugin host for one run (or one validation).
@@ -36,7 +35,7 @@ func loadGraph(path string, sets []string, host *pluginhost.Host, tryOptions boo
 	if err != nil {
 		return nil, usageError{err}
 	}
-	g, err := graph.Build(cfg, src, stages(), pluginChecker{host})
+	g, err := graph.Build(cfg, src, stages(), pluginhost.RefChecker{Host: host})
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -52,14 +51,3 @@ func loadGraph(path string, sets []string, host *pluginhost.Host, tryOptions boo
 
 // opener is the host as a runtime.PluginOpener only.
 type opener struct{ runtime.PluginOpener }
-
-// pluginChecker adapts the plugin host to the graph's checks.
-type pluginChecker struct{ host *pluginhost.Host }
-
-func (p pluginChecker) Check(kind, ref string) error {
-	k, err := plugin.ParseKind(kind)
-	if err != nil {
-		return err
-	}
-	return p.host.Check(k, ref)
-}

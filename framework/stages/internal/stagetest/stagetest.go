@@ -317,7 +317,7 @@ func Build(t testing.TB, kinds stage.Registry, path string, sets ...string) (*gr
 	}
 	host := newHost(t)
 	defer host.Close()
-	g, err := graph.Build(cfg, src, kinds, pluginChecker{host})
+	g, err := graph.Build(cfg, src, kinds, pluginhost.RefChecker{Host: host})
 	if err != nil {
 		return nil, err
 	}
@@ -325,17 +325,6 @@ func Build(t testing.TB, kinds stage.Registry, path string, sets ...string) (*gr
 		return nil, src.Annotate(err)
 	}
 	return g, nil
-}
-
-// pluginChecker checks a graph's plugin references against the host.
-type pluginChecker struct{ host *pluginhost.Host }
-
-func (p pluginChecker) Check(kind, ref string) error {
-	k, err := plugin.ParseKind(kind)
-	if err != nil {
-		return err
-	}
-	return p.host.Check(k, ref)
 }
 
 // newHost is a plugin host with the built-in plugins the tests' graphs
