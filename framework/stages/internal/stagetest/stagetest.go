@@ -1,9 +1,10 @@
 // Package stagetest builds the small, isolated environment a stage kind's
 // unit tests need: the Settings a stage is handed (a tiny dataset, host
 // tables, a batch layout, optionally Storage, and in-process plugins
-// configured through plugin.Setup exactly as the runtime configures them),
-// batches in their own buffers, and the plan a cache policy makes for one;
-// and, for the tests that run whole graphs, RunGraph.
+// configured through plugin.Setup, all derived by the runtime's own
+// runtime.Shape), batches in their own buffers, and the plan a cache
+// policy makes for one; and, for the tests that check or run whole
+// graphs, Build (as flowrun validate checks) and RunGraph.
 //
 // It is for tests only. It imports plugins/ (the built-in plugins) and
 // framework/ packages below the stage kinds, never a stage kind itself: a
