@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/flowrun/flowrun/examples/cache-plugin/clock"
 	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/cast"
@@ -60,7 +59,6 @@ func builtins() pluginhost.Builtins {
 			"scratchpipe": scratchpipe.New,
 			"static":      static.New,
 			"belady":      belady.New,
-			"clock":       clock.New,
 		},
 		Kernels: map[string]func() kernel.Kernel{
 			"cpu": cpu.New,

@@ -123,8 +123,7 @@ func interruptible(cmd *cobra.Command, fn func(context.Context) error) error {
 }
 
 // runGraph loads, validates and runs one graph (see runValidated). The
-// builtins' options are not tried first: the run configures them at once,
-// and a static cache's warm-up would be paid twice.
+// builtins' options are not tried first: the run configures them at once.
 func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*results.Results, error) {
 	g, err := validateGraph(path, f.sets, false)
 	if err != nil {

@@ -38,8 +38,11 @@ func newValidateCmd() *cobra.Command {
 		Long: `Check graphs without running anything: unknown keys, wrong types, impossible
 sizes, dangling or doubly-produced subjects, undeclared cycles, unknown stage
 kinds, unknown or unlaunchable plugins and, once the rest of a graph is
-valid, the options of its built-in plugins (each configured as a run would;
-plugin binaries are not launched). Every problem of every file is reported,
+valid, what its plugins judge: the cache plugin (built in or a binary) is
+asked what it needs (the windows it holds, whether it never bypasses) with
+the options a run gives it, and the graph is checked against that; the
+options of the other built-in plugins are tried as a run would configure
+them (other plugin binaries are not launched). No data is read. Every problem of every file is reported,
 each with file:line and key path. Exits 0 only when all are valid, 2
 otherwise.
 
@@ -104,9 +107,10 @@ func verdict(path string, err error) validation {
 	return v
 }
 
-// validateGraph loads and checks a graph with a host that launches nothing
-// (builtins it configures to try their options, with tryOptions, are
-// dropped).
+// validateGraph loads and checks a graph (loadGraph) with a host of its
+// own, closed before it returns: the cache plugin it opened to ask its
+// Needs, and the builtins it configured to try their options (with
+// tryOptions), are dropped.
 func validateGraph(path string, sets []string, tryOptions bool) (*graph.Graph, error) {
 	host, err := newHost(nil, io.Discard)
 	if err != nil {

@@ -177,7 +177,32 @@ type graph struct {
 	uses      [][]int // stage → resource indices
 }
 
+// build checks the stage specs and makes their graph: edges, resources
+// and a topological order.
 func build(stages []StageSpec) (*graph, error) {
+	idx, err := indexStages(stages)
+	if err != nil {
+		return nil, err
+	}
+	g := &graph{up: make([][]int, len(stages)), down: make([][]int, len(stages)), uses: make([][]int, len(stages))}
+	res := map[string]int{}
+	for k, st := range stages {
+		if err := g.link(k, st, idx); err != nil {
+			return nil, err
+		}
+		if err := g.use(k, st, res); err != nil {
+			return nil, err
+		}
+	}
+	if err := g.sort(stages); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// indexStages maps each stage's name to its index, checking names and
+// lookaheads.
+func indexStages(stages []StageSpec) (map[string]int, error) {
 	if len(stages) == 0 {
 		return nil, errors.New("clock: no stages")
 	}
@@ -194,56 +219,68 @@ func build(stages []StageSpec) (*graph, error) {
 		}
 		idx[st.Name] = k
 	}
-	g := &graph{up: make([][]int, len(stages)), down: make([][]int, len(stages)), uses: make([][]int, len(stages))}
-	res := map[string]int{}
-	for k, st := range stages {
-		seen := map[int]bool{}
-		for _, u := range st.Upstream {
-			j, ok := idx[u]
-			if !ok {
-				return nil, fmt.Errorf("clock: stage %s: upstream %q is not a stage", st.Name, u)
-			}
-			if j == k {
-				return nil, fmt.Errorf("clock: stage %s is its own upstream", st.Name)
-			}
-			if !seen[j] {
-				seen[j] = true
-				g.up[k] = append(g.up[k], j)
-				g.down[j] = append(g.down[j], k)
-			}
+	return idx, nil
+}
+
+// link adds stage k's edges from its upstream stages.
+func (g *graph) link(k int, st StageSpec, idx map[string]int) error {
+	seen := map[int]bool{}
+	for _, u := range st.Upstream {
+		j, ok := idx[u]
+		if !ok {
+			return fmt.Errorf("clock: stage %s: upstream %q is not a stage", st.Name, u)
 		}
-		if len(g.up[k]) == 0 && st.Lookahead > 0 {
-			return nil, fmt.Errorf("clock: stage %s: lookahead without an upstream stage", st.Name)
+		if j == k {
+			return fmt.Errorf("clock: stage %s is its own upstream", st.Name)
 		}
-		for r, h := range st.Holds {
-			if !slices.Contains(st.Resources, r) {
-				return nil, fmt.Errorf("clock: stage %s: holds %q, which is not one of its resources", st.Name, r)
-			}
-			for b, ns := range h {
-				if ns < 0 {
-					return nil, fmt.Errorf("clock: stage %s batch %d: negative hold of %s", st.Name, b, r)
-				}
-			}
+		if !seen[j] {
+			seen[j] = true
+			g.up[k] = append(g.up[k], j)
+			g.down[j] = append(g.down[j], k)
 		}
-		used := map[int]bool{}
-		for _, r := range st.Resources {
-			if r == "" {
-				return nil, fmt.Errorf("clock: stage %s: empty resource name", st.Name)
-			}
-			i, ok := res[r]
-			if !ok {
-				i = len(g.resources)
-				res[r] = i
-				g.resources = append(g.resources, r)
-			}
-			if !used[i] {
-				used[i] = true
-				g.uses[k] = append(g.uses[k], i)
+	}
+	if len(g.up[k]) == 0 && st.Lookahead > 0 {
+		return fmt.Errorf("clock: stage %s: lookahead without an upstream stage", st.Name)
+	}
+	return nil
+}
+
+// use records the resources stage k holds, numbering new ones in res,
+// and checks its holds.
+func (g *graph) use(k int, st StageSpec, res map[string]int) error {
+	for r, h := range st.Holds {
+		if !slices.Contains(st.Resources, r) {
+			return fmt.Errorf("clock: stage %s: holds %q, which is not one of its resources", st.Name, r)
+		}
+		for b, ns := range h {
+			if ns < 0 {
+				return fmt.Errorf("clock: stage %s batch %d: negative hold of %s", st.Name, b, r)
 			}
 		}
 	}
-	// Kahn's algorithm, lowest index first so that a chain keeps its
-	// declared order.
+	used := map[int]bool{}
+	for _, r := range st.Resources {
+		if r == "" {
+			return fmt.Errorf("clock: stage %s: empty resource name", st.Name)
+		}
+		i, ok := res[r]
+		if !ok {
+			i = len(g.resources)
+			res[r] = i
+			g.resources = append(g.resources, r)
+		}
+		if !used[i] {
+			used[i] = true
+			g.uses[k] = append(g.uses[k], i)
+		}
+	}
+	return nil
+}
+
+// sort orders the stages topologically (Kahn's algorithm, lowest index
+// first so that a chain keeps its declared order), finding sources and
+// sinks, and names a cycle.
+func (g *graph) sort(stages []StageSpec) error {
 	indeg := make([]int, len(stages))
 	for k := range stages {
 		indeg[k] = len(g.up[k])
@@ -276,13 +313,13 @@ func build(stages []StageSpec) (*graph, error) {
 				cyc = append(cyc, stages[k].Name)
 			}
 		}
-		return nil, fmt.Errorf("clock: the stages %s form a cycle", strings.Join(cyc, ", "))
+		return fmt.Errorf("clock: the stages %s form a cycle", strings.Join(cyc, ", "))
 	}
 	g.rank = make([]int, len(stages))
 	for i, k := range g.order {
 		g.rank[k] = i
 	}
-	return g, nil
+	return nil
 }
 
 // Timeline is a scheduled run: when each stage started and ended each

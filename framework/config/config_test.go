@@ -37,9 +37,10 @@ func TestLoadGood(t *testing.T) {
 	if cfg.Name != "good" {
 		t.Errorf("Name = %q, want the file's base name", cfg.Name)
 	}
-	// Set in the file.
+	// Set in the file; a plugin binary's relative path is resolved
+	// against the file's directory.
 	if cfg.Seed != 42 || cfg.Dataset.Batches != 10 || cfg.Dataset.Locality != "high" || cfg.Cache.Size != 100 ||
-		cfg.Devices["gpu"].Plugin != "./bin/v100" || cfg.Model.Options["preset"] != "scratchpipe" {
+		cfg.Devices["gpu"].Plugin != filepath.Join("testdata", "bin", "v100") || cfg.Model.Options["preset"] != "scratchpipe" {
 		t.Errorf("file values not decoded: %+v", cfg)
 	}
 	// Left to the defaults.

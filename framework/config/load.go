@@ -66,6 +66,7 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	cfg.Echo = v.AllSettings()
+	resolvePluginPaths(cfg, filepath.Dir(path))
 	// Validate even after decoding errors: a key that failed to decode
 	// kept its default, so the rest is still worth checking and the user
 	// gets every error in one go.
@@ -112,4 +113,23 @@ func parseSet(set string) (string, any, error) {
 		return "", nil, fmt.Errorf("value %q is not valid YAML: %w", raw, err)
 	}
 	return key, value, nil
+}
+
+// resolvePluginPaths makes relative plugin binary paths relative to the
+// graph file's directory, so a graph works from any working directory.
+// Load does it before Validate: a validated config is never changed.
+func resolvePluginPaths(cfg *Config, dir string) {
+	fix := func(ref *string) {
+		if *ref == "" || strings.HasPrefix(*ref, builtinPrefix) || filepath.IsAbs(*ref) {
+			return
+		}
+		*ref = filepath.Join(dir, *ref)
+	}
+	fix(&cfg.Model.Plugin)
+	fix(&cfg.Kernel.Plugin)
+	fix(&cfg.Cache.Plugin)
+	for name, d := range cfg.Devices {
+		fix(&d.Plugin)
+		cfg.Devices[name] = d
+	}
 }

@@ -101,7 +101,7 @@ func build(t *testing.T, path string, sets ...string) (*Graph, error) {
 	if err != nil {
 		return nil, err
 	}
-	plugins := &fakePlugins{missing: []string{"builtin:dlrm-xl", "builtin:missing", "./bin/tpu", "builtin:gpu"}}
+	plugins := &fakePlugins{missing: []string{"builtin:dlrm-xl", "builtin:missing", "testdata/bad/bin/tpu", "builtin:gpu"}}
 	return Build(cfg, src, fakeKinds{}, plugins)
 }
 

@@ -3,8 +3,6 @@ package graph
 import (
 	"fmt"
 	"math"
-	"path/filepath"
-	"strings"
 
 	"github.com/flowrun/flowrun/framework/config"
 )
@@ -45,21 +43,6 @@ func (g *Graph) Windows() (past, future int) {
 	return 0, 0
 }
 
-// PolicyName is the cache policy a plugin reference names: NAME for
-// builtin:NAME, else the binary's base name without its flowrun-cache-
-// prefix (./bin/flowrun-cache-scratchpipe is scratchpipe).
-func PolicyName(ref string) string {
-	if name, ok := strings.CutPrefix(ref, "builtin:"); ok {
-		return name
-	}
-	return strings.TrimPrefix(filepath.Base(ref), "flowrun-cache-")
-}
-
-// windowless are the policies that hold no pipeline window: correct only
-// when batches go through Storage one at a time (sdk/cache, "Order,
-// windows and what the host guarantees").
-var windowless = map[string]bool{"lru": true, "lfu": true, "belady": true}
-
 // The stage kinds whose distances set the windows a pipelined graph needs.
 const (
 	kindCollect = "collect"
@@ -67,19 +50,15 @@ const (
 	kindTrain   = "train"
 )
 
-// checkScratchpad checks a graph with Storage against ScratchPipe's rules
-// (Sec. IV-C, IV-D), before anything runs:
-//
-//   - pipelined, the cache policy must hold the pipeline's window: lru,
-//     lfu and belady do not (RAW hazards 2–4);
-//   - pipelined, the windows must cover how far the stages can drift
-//     apart: with nats.credits c, a batch's collect can run (1+c) batches
-//     per stage ahead of the train and the insert of earlier batches, so
-//     past_window ≥ (collect→train)·(1+c) and future_window ≥
-//     (collect→insert)·(1+c); credits 0 is the paper's lockstep 3 and 2;
-//   - with the scratchpipe policy, which never bypasses, Storage must hold
-//     the worst case of the window: every lookup of every batch in it a
-//     distinct row.
+// checkScratchpad checks a graph with Storage against the rule of
+// ScratchPipe's (Sec. IV-C) that depends on its stages alone: pipelined,
+// the windows must cover how far the stages can drift apart. With
+// nats.credits c, a batch's collect can run (1+c) batches per stage ahead
+// of the train and the insert of earlier batches, so past_window ≥
+// (collect→train)·(1+c) and future_window ≥ (collect→insert)·(1+c);
+// credits 0 is the paper's lockstep 3 and 2. The rules that depend on
+// the cache policy (it holds the windows, it never bypasses) need the
+// policy's declared Needs: CheckCache.
 func (b *builder) checkScratchpad(order []string) {
 	users, windowed := false, ""
 	for _, name := range b.names {
@@ -90,27 +69,11 @@ func (b *builder) checkScratchpad(order []string) {
 			windowed = name
 		}
 	}
-	if !users {
+	if !users || windowed == "" || b.cfg.Pipeline != config.Pipelined || len(order) != len(b.names) {
 		return
 	}
-	cfg := b.cfg
-	policy := PolicyName(cfg.Cache.Plugin)
-	past, future := 0, 0
-	if windowed != "" {
-		past, future = b.options[windowed].(Windowed).Windows()
-	}
-	if cfg.Pipeline == config.Pipelined {
-		if windowless[policy] {
-			b.fail("cache::plugin", fmt.Errorf("%s holds no pipeline window, so it is exact only with pipeline: sequential: pipelined, a batch would evict slots that the batches before it still train on and rows that the batches after it are about to read from the host (ScratchPipe's RAW hazards 2–4); use builtin:scratchpipe (its Hold mask holds the window; options.victim picks lru, lfu or random among the other slots) or builtin:static, or set pipeline: sequential",
-				cfg.Cache.Plugin))
-		}
-		if windowed != "" && len(order) == len(b.names) {
-			b.checkWindows(windowed, past, future)
-		}
-	}
-	if policy == "scratchpipe" {
-		b.checkScratchpadSize(past, future)
-	}
+	past, future := b.options[windowed].(Windowed).Windows()
+	b.checkWindows(windowed, past, future)
 }
 
 // checkWindows compares the plan's windows with the distances between
@@ -191,7 +154,7 @@ func (b *builder) distance(from, to string) int {
 	return max(longest(from), 0)
 }
 
-// WorstCase is the scratchpad a scratchpipe cache needs (ScratchPipe
+// WorstCase is the scratchpad a policy that never bypasses needs (ScratchPipe
 // Sec. IV-D): every lookup of every batch in the window a distinct row.
 type WorstCase struct {
 	Tables, Lookups, BatchSize, Dim int
@@ -230,47 +193,6 @@ func (w WorstCase) Formula() string {
 			w.Tables, w.TableRows, w.Dim, config.FormatBytes(w.Bytes()), w.Lookups, w.BatchSize, w.Window())
 	}
 	return fmt.Sprintf("%d × %d × %d × %d × 4 B × %d = %s", w.Tables, w.Lookups, w.BatchSize, w.Dim, w.Window(), config.FormatBytes(w.Bytes()))
-}
-
-// checkScratchpadSize rejects a Storage smaller than the worst case of the
-// window, with the paper's formula in the message.
-func (b *builder) checkScratchpadSize(past, future int) {
-	cfg := b.cfg
-	d := cfg.Dataset
-	// The policy's own windows, when the graph sets them wider than the
-	// pipeline's, are what its Hold mask holds.
-	if p, ok := intOption(cfg.Cache.Options, "past_window"); ok && p > past {
-		past = p
-	}
-	if f, ok := intOption(cfg.Cache.Options, "future_window"); ok && f > future {
-		future = f
-	}
-	w := WorstCase{Tables: d.Tables, Lookups: d.Lookups, BatchSize: d.BatchSize, Dim: d.Dim, Past: past, Future: future, TableRows: d.Rows}
-	if d.Tables < 1 || d.Lookups < 1 || d.BatchSize < 1 || d.Rows < 1 || !(cfg.Cache.Size > 0) {
-		return // config.Validate reported it
-	}
-	have := min(cfg.Cache.CacheRows(d.Rows), d.Rows)
-	need := w.Rows()
-	if have >= need {
-		return
-	}
-	b.fail("cache::size", fmt.Errorf("%s holds %d rows per table, less than the worst case of ScratchPipe's window: tables × lookups × batch × dim × 4 B × batches in window = %s, %d rows per table (lookups %d × batch_size %d × (past_window %d + 1 + future_window %d)); set cache.size ≥ %d (%s of dataset.rows %d)",
-		sizeText(cfg.Cache.Size), have, w.Formula(), need, d.Lookups, d.BatchSize, past, future, need, percent(need, d.Rows), d.Rows))
-}
-
-// intOption reads a whole-number option of a plugin's options map.
-func intOption(opts map[string]any, key string) (int, bool) {
-	switch v := opts[key].(type) {
-	case int:
-		return v, true
-	case int64:
-		return int(v), true
-	case float64:
-		if v == math.Trunc(v) {
-			return int(v), true
-		}
-	}
-	return 0, false
 }
 
 func sizeText(size float64) string {

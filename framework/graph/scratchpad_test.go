@@ -19,16 +19,3 @@ func TestWorstCase(t *testing.T) {
 		t.Errorf("rows %d, want the table's 100000", w.Rows())
 	}
 }
-
-func TestPolicyName(t *testing.T) {
-	for ref, want := range map[string]string{
-		"builtin:scratchpipe":              "scratchpipe",
-		"../bin/flowrun-cache-scratchpipe": "scratchpipe",
-		"/opt/caches/flowrun-cache-lru":    "lru",
-		"./my-policy":                      "my-policy",
-	} {
-		if got := PolicyName(ref); got != want {
-			t.Errorf("PolicyName(%q) = %q, want %q", ref, got, want)
-		}
-	}
-}

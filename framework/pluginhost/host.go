@@ -171,7 +171,13 @@ func (h *Host) Cache(ctx context.Context, ref string) (cache.Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tracedCache{tracedBase{impl, tr}, impl}, nil
+	c := &tracedCache{tracedBase{impl, tr}, impl}
+	// A policy that declares its Needs keeps declaring them through the
+	// wrapper; one that does not stays one that does not.
+	if d, ok := impl.(cache.Declarer); ok {
+		return &tracedDeclarer{c, d}, nil
+	}
+	return c, nil
 }
 
 // Kernel resolves ref to a kernel.

@@ -57,6 +57,19 @@ func (h *Host) Check(kind plugin.Kind, ref string) error {
 	return h.builtins.check(kind, ref)
 }
 
+// RefChecker checks plugin references by the kind's name ("cache") as
+// the graph builder asks (framework/graph.Plugins), with Host.Check.
+type RefChecker struct{ Host *Host }
+
+// Check parses kind and checks ref against the host.
+func (c RefChecker) Check(kind, ref string) error {
+	k, err := plugin.ParseKind(kind)
+	if err != nil {
+		return err
+	}
+	return c.Host.Check(k, ref)
+}
+
 // CheckSetup tries setup on the plugin ref names, if it is a builtin: it
 // constructs a fresh instance, configures it and drops it (closing it if
 // it is an io.Closer). That launches nothing, and the instance is not the

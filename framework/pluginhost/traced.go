@@ -84,6 +84,17 @@ func (c *tracedCache) Plan(ctx context.Context, req *cache.PlanRequest) (*cache.
 		}, seq(req.Seq))
 }
 
+// tracedDeclarer is a traced cache whose policy declares its Needs
+// (cache.Declarer).
+type tracedDeclarer struct {
+	*tracedCache
+	declarer cache.Declarer
+}
+
+func (c *tracedDeclarer) Needs(ctx context.Context, setup plugin.Setup) (cache.Needs, error) {
+	return traced(ctx, c.tr, "Needs", func(ctx context.Context) (cache.Needs, error) { return c.declarer.Needs(ctx, setup) }, nil)
+}
+
 type tracedKernel struct {
 	tracedBase
 	impl kernel.Kernel

@@ -19,6 +19,7 @@ import (
 	"github.com/flowrun/flowrun/sdk/kernel/kerneltest"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/model/modeltest"
+	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // Every plugin call's span carries the request's batch sequence and what
@@ -125,5 +126,48 @@ func TestCallSpansCarryResults(t *testing.T) {
 		t.Errorf("%d Plan spans, want 2", len(s))
 	} else if _, ok := attrs(s[1])["flowrun.cache.hits"]; ok || s[1].Status().Code == codes.Error {
 		t.Errorf("a Plan with no result: %v, status %v", s[1].Attributes(), s[1].Status())
+	}
+}
+
+// declaring is a cache mock that declares its Needs.
+type declaring struct {
+	cachetest.Mock
+	needs cache.Needs
+}
+
+func (d *declaring) Needs(context.Context, plugin.Setup) (cache.Needs, error) { return d.needs, nil }
+
+// The host's wrapper keeps a policy's Needs: one that declares them
+// declares them through it (in a span), one that does not stays one that
+// does not, so that the host knows the difference.
+func TestCacheKeepsItsNeeds(t *testing.T) {
+	ctx := context.Background()
+	rec := tracetest.NewSpanRecorder()
+	want := cache.Needs{HoldsWindows: true, Past: 4, ProfileBatches: 8}
+	h := newHost(t, pluginhost.Settings{
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)),
+		Builtins: pluginhost.Builtins{Caches: map[string]func() cache.Cache{
+			"declares": func() cache.Cache { return &declaring{needs: want} },
+			"silent":   func() cache.Cache { return &cachetest.Mock{} },
+		}},
+	})
+	c, err := h.Cache(ctx, "builtin:declares")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(cache.Declarer); !ok {
+		t.Fatal("a declaring policy lost its Needs in the host's wrapper")
+	}
+	if got, err := cache.NeedsOf(ctx, c, plugin.Setup{}); err != nil || got != want {
+		t.Errorf("NeedsOf = %+v, %v; want %+v", got, err, want)
+	}
+	if ended := rec.Ended(); len(ended) != 1 || ended[0].Name() != "cache/declares.Needs" {
+		t.Errorf("spans %v, want one cache/declares.Needs", ended)
+	}
+	if c, err = h.Cache(ctx, "builtin:silent"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.(cache.Declarer); ok {
+		t.Error("a policy that declares nothing is a Declarer through the host's wrapper")
 	}
 }

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"math"
 	"sort"
 
 	"github.com/flowrun/flowrun/framework/config"
@@ -10,46 +9,9 @@ import (
 	"github.com/flowrun/flowrun/sdk/region"
 )
 
-// defaultWarmupBatches is how many training batches the host profiles for
-// a static cache when the graph does not say (the static policy's own
-// default for first_batches).
-const defaultWarmupBatches = 16
-
-// wantsFrequencies reports whether the cache options ask for the host's
-// access frequencies (profile: frequencies) without giving a region: the
-// host then profiles the first training batches itself.
-func wantsFrequencies(opts map[string]any) bool {
-	p, _ := opts["profile"].(string)
-	_, given := opts["frequencies"]
-	return p == "frequencies" && !given
-}
-
-// warmupBatches reads warmup_batches from the cache options (the static
-// policy's key), else the default, at most the run's training batches.
-func warmupBatches(opts map[string]any, batches int) (int, error) {
-	n := defaultWarmupBatches
-	switch v := opts["warmup_batches"].(type) {
-	case nil:
-	case int:
-		n = v
-	case int64:
-		n = int(v)
-	case float64:
-		if v != math.Trunc(v) {
-			return 0, fmt.Errorf("cache.options.warmup_batches: %v is not a whole number", v)
-		}
-		n = int(v)
-	default:
-		return 0, fmt.Errorf("cache.options.warmup_batches: want a whole number, got %T", v)
-	}
-	if n < 1 {
-		return 0, fmt.Errorf("cache.options.warmup_batches: must be ≥ 1, got %d", n)
-	}
-	return min(n, batches), nil
-}
-
-// profileFrequencies is the host's warm-up pass for a static top-N cache
-// (Yin et al., ScratchPipe Fig. 4b): it reads the IDs of the first n
+// profileFrequencies is the host's warm-up pass for a policy that asks
+// for one (cache.Needs.ProfileBatches: a static top-N cache, Yin et al.,
+// ScratchPipe Fig. 4b): it reads the IDs of the first n
 // training batches from the run's own data source (deterministic, so the
 // profile is the same on every run with the same seed), counts the lookups
 // of every (table, row) inside the bags, and writes the counts as int64

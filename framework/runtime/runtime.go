@@ -1,9 +1,15 @@
-// Package runtime runs a built graph: it creates the host tables, the batch
-// pool and the stages, subscribes every stage to its input subject, drives
-// the source, and tracks each batch until every sink has seen it. It owns
-// the run's root span, the per-stage span per batch and the stopping rules:
-// the first stage error or plugin crash stops the run, naming the stage (or
-// plugin), the batch and the cause.
+// Package runtime runs a built graph, in phases (Run): build (the data's
+// Shape, the plugins opened, asked their Needs and configured, the host
+// tables, Storage, the stages), start (the batch pool, every stage
+// subscribed to its input subject, the workers), wait (each batch tracked
+// until every sink has seen it), shutdown in reverse, and results. It owns
+// the run's root span, the per-stage span per batch and the stopping
+// rules: the first stage error or plugin crash stops the run, naming the
+// stage (or plugin), the batch and the cause. Validate is the build's
+// checks without its side effects, for flowrun validate.
+//
+// runtime knows plugins only through sdk/ and PluginOpener, and stage
+// kinds only through stage.Registry; it must not name either.
 package runtime
 
 import (
@@ -101,13 +107,22 @@ type node struct {
 
 // run is the state of one run.
 type run struct {
-	opts    Options
-	id      string
-	tracer  trace.Tracer
-	log     *slog.Logger
-	nodes   []*node
-	sinks   int
-	pool    *batch.Pool
+	opts   Options
+	id     string
+	tracer trace.Tracer
+	log    *slog.Logger
+	tp     trace.TracerProvider
+	nodes  []*node
+	sinks  int
+	pool   *batch.Pool
+	// What the build phase made: the data's shape, the configured
+	// plugins and what they are, the host tables, Storage (nil without
+	// a stage that uses it).
+	shape   *Shape
+	plugins stage.Plugins
+	uses    []results.PluginUse
+	tables  *batch.Tables
+	storage *batch.Storage
 	mapper  region.Mapper
 	metrics *stage.Metrics
 	// hazards is the run's hazard checker, nil unless asked for.

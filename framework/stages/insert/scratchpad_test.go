@@ -1,12 +1,14 @@
 package insert_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/results"
@@ -44,11 +46,7 @@ func kinds(t *testing.T) stage.Registry {
 // build loads and checks a shipped graph as `flowrun validate` does.
 func build(t *testing.T, name string, sets ...string) (*graph.Graph, error) {
 	t.Helper()
-	cfg, src, err := config.Load(graphs+name+".yaml", sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return graph.Build(cfg, src, kinds(t), nil)
+	return stagetest.Build(t, kinds(t), graphs+name+".yaml", sets...)
 }
 
 // runGraph runs a shipped graph in process with every stage kind.
@@ -274,15 +272,36 @@ func TestPipelinedScratchpadChecks(t *testing.T) {
 			t.Errorf("%v: err = %v, want %q", c.sets, err, c.want)
 		}
 	}
-	// Sequential, any policy is exact; wider windows are fine with credits.
+	// Sequential, any policy is exact (LRU takes none of scratchpipe's
+	// options); wider windows are fine with credits.
+	lru := []string{"cache.plugin=builtin:lru", "pipeline=sequential"}
+	if _, err := stagetest.Build(t, kinds(t), withoutCacheOptions(t, "scratchpipe"), lru...); err != nil {
+		t.Errorf("%v: %v", lru, err)
+	}
 	for _, sets := range [][]string{
-		{"cache.plugin=builtin:lru", "pipeline=sequential"},
 		{"nats.credits=1", "stages.plan.past_window=6", "stages.plan.future_window=4", "cache.size=0.1"},
 	} {
 		if _, err := build(t, "scratchpipe", sets...); err != nil {
 			t.Errorf("%v: %v", sets, err)
 		}
 	}
+}
+
+// withoutCacheOptions writes a copy of a shipped graph without its
+// cache.options and returns its path.
+func withoutCacheOptions(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(graphs + name + ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The only options scratchpipe.yaml and strawman.yaml give the cache.
+	out := bytes.Replace(data, []byte("  options:\n    victim: lru\n"), nil, 1)
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // Credits widen the windows: a pipelined graph whose stages may queue

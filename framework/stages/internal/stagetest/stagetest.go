@@ -1,9 +1,10 @@
 // Package stagetest builds the small, isolated environment a stage kind's
 // unit tests need: the Settings a stage is handed (a tiny dataset, host
 // tables, a batch layout, optionally Storage, and in-process plugins
-// configured through plugin.Setup exactly as the runtime configures them),
-// batches in their own buffers, and the plan a cache policy makes for one;
-// and, for the tests that run whole graphs, RunGraph.
+// configured through plugin.Setup, all derived by the runtime's own
+// runtime.Shape), batches in their own buffers, and the plan a cache
+// policy makes for one; and, for the tests that check or run whole
+// graphs, Build (as flowrun validate checks) and RunGraph.
 //
 // It is for tests only. It imports plugins/ (the built-in plugins) and
 // framework/ packages below the stage kinds, never a stage kind itself: a
@@ -12,7 +13,6 @@ package stagetest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"testing"
@@ -26,6 +26,8 @@ import (
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/plugins/caches/belady"
+	"github.com/flowrun/flowrun/plugins/caches/lfu"
 	"github.com/flowrun/flowrun/plugins/caches/lru"
 	"github.com/flowrun/flowrun/plugins/caches/none"
 	"github.com/flowrun/flowrun/plugins/caches/scratchpipe"
@@ -91,17 +93,18 @@ func New(t testing.TB, o Options) *Env {
 		cfg.Embedding = o.Embedding
 	}
 	d := cfg.Dataset
-	_, stride, err := batch.RowStride(cfg.Embedding, d.Dim)
+	// The run's own derivation of stride, layout, tables and Setup.
+	shape, err := runtime.NewShape(&graph.Graph{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables, err := batch.NewTables(cfg.Seed, d.Tables, d.Rows, d.Dim, stride)
+	tables, err := shape.NewTables()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tables.Close() })
 	e := &Env{Set: stage.Settings{
-		Name: "test", Graph: cfg, Tables: tables, Layout: batch.NewLayout(d, stride),
+		Name: "test", Graph: cfg, Tables: tables, Layout: shape.Layout,
 		Logger: slog.New(slog.DiscardHandler), Metrics: &stage.Metrics{},
 	}}
 	t.Cleanup(func() { e.mapper.Close() })
@@ -111,18 +114,11 @@ func New(t testing.TB, o Options) *Env {
 
 	setup := func(p plugin.Base, options map[string]any) {
 		t.Helper()
-		raw, err := json.Marshal(options)
+		s, err := shape.Setup("test", options)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ts := make([]plugin.Table, d.Tables)
-		for i := range ts {
-			ts[i] = plugin.Table{Rows: d.Rows, Dim: d.Dim}
-		}
-		if err := p.Configure(context.Background(), plugin.Setup{
-			RunID: "test", Seed: cfg.Seed, Tables: ts, BatchSize: d.BatchSize,
-			Lookups: d.Lookups, DenseFeatures: d.DenseFeatures, Options: raw,
-		}); err != nil {
+		if err := p.Configure(context.Background(), s); err != nil {
 			t.Fatalf("configure %T: %v", p, err)
 		}
 	}
@@ -137,7 +133,7 @@ func New(t testing.TB, o Options) *Env {
 	if o.CacheRows > 0 {
 		e.Set.Cache = lru.New()
 		setup(e.Set.Cache, map[string]any{"capacity": o.CacheRows})
-		if e.Set.Storage, err = batch.NewStorage(d.Tables, o.CacheRows, d.Dim, stride); err != nil {
+		if e.Set.Storage, err = shape.NewStorage(o.CacheRows); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { e.Set.Storage.Close() })
@@ -309,6 +305,47 @@ func MustCreate(t testing.TB, f stage.Factory, set stage.Settings) any {
 	return s
 }
 
+// Build loads the graph file at path, with sets applied as --set does,
+// and checks it as flowrun validate does: graph.Build, then what only
+// its plugins can judge (runtime.Validate: the cache's Needs, the
+// built-in plugins' options), with the built-in plugins the shipped
+// graphs name. Errors are located in the file.
+func Build(t testing.TB, kinds stage.Registry, path string, sets ...string) (*graph.Graph, error) {
+	t.Helper()
+	cfg, src, err := config.Load(path, sets)
+	if err != nil {
+		return nil, err
+	}
+	host := newHost(t)
+	defer host.Close()
+	g, err := graph.Build(cfg, src, kinds, pluginhost.RefChecker{Host: host})
+	if err != nil {
+		return nil, err
+	}
+	if err := runtime.Validate(context.Background(), g, host); err != nil {
+		return nil, src.Annotate(err)
+	}
+	return g, nil
+}
+
+// newHost is a plugin host with the built-in plugins the tests' graphs
+// name: a test-only list (cmd/flowrun/components.go has the product's).
+func newHost(t testing.TB) *pluginhost.Host {
+	t.Helper()
+	host, err := pluginhost.New(pluginhost.Settings{Builtins: pluginhost.Builtins{
+		Caches: map[string]func() cache.Cache{
+			"lru": lru.New, "lfu": lfu.New, "belady": belady.New, "none": none.New, "scratchpipe": scratchpipe.New, "static": static.New,
+		},
+		Kernels: map[string]func() kernel.Kernel{"cpu": cpu.New},
+		Models:  map[string]func() model.Model{"logreg": logreg.New, "dlrm": dlrm.New},
+		Devices: map[string]func() device.Device{"cpu-dram": cpudram.New, "hbm": hbm.New, "nmp-dimm": nmpdimm.New},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return host
+}
+
 // RunGraph runs the graph file at path, with sets applied as --set does,
 // in process and wired as `flowrun run` wires it: the stage kinds given,
 // the built-in plugins the shipped graphs name, an embedded NATS server,
@@ -324,17 +361,7 @@ func RunGraph(t testing.TB, kinds stage.Registry, path string, hazards runtime.H
 	if err != nil {
 		return nil, err
 	}
-	host, err := pluginhost.New(pluginhost.Settings{Builtins: pluginhost.Builtins{
-		Caches: map[string]func() cache.Cache{
-			"lru": lru.New, "none": none.New, "scratchpipe": scratchpipe.New, "static": static.New,
-		},
-		Kernels: map[string]func() kernel.Kernel{"cpu": cpu.New},
-		Models:  map[string]func() model.Model{"logreg": logreg.New, "dlrm": dlrm.New},
-		Devices: map[string]func() device.Device{"cpu-dram": cpudram.New, "hbm": hbm.New, "nmp-dimm": nmpdimm.New},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	host := newHost(t)
 	defer host.Close()
 	srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
 	if err != nil {

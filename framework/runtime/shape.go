@@ -1,0 +1,74 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/sdk/plugin"
+)
+
+// Shape is what a graph's config fixes for every copy of its data: the
+// stride of a row, the layout of a batch buffer and the Setup each plugin
+// is configured with. A run, flowrun validate and the stage kinds' tests
+// (stagetest) all derive it here, once.
+type Shape struct {
+	Config *config.Config
+	// Stride is the float32s of a row: its values, then the optimizer's
+	// state. The state lives in each row after its values, so its width
+	// fixes the stride of every copy of a row: host tables, Storage and
+	// the rows staged between them.
+	Stride int
+	// Layout places a batch's arrays in one buffer.
+	Layout *batch.Layout
+}
+
+// NewShape derives the shape of g's data.
+func NewShape(g *graph.Graph) (*Shape, error) {
+	cfg := g.Config
+	_, stride, err := batch.RowStride(cfg.Embedding, cfg.Dataset.Dim)
+	if err != nil {
+		return nil, err
+	}
+	return &Shape{Config: cfg, Stride: stride, Layout: newLayout(g, stride)}, nil
+}
+
+// newLayout is the one place a run's batch layout is made, from the
+// dataset and the row stride.
+func newLayout(g *graph.Graph, stride int) *batch.Layout {
+	return batch.NewLayout(g.Config.Dataset, stride)
+}
+
+// Setup is the Setup a plugin is configured with: the run's shape and the
+// plugin's options (for the cache, with the host's: cacheSetupOptions) as
+// JSON.
+func (s *Shape) Setup(runID string, options map[string]any) (plugin.Setup, error) {
+	raw, err := json.Marshal(options)
+	if err != nil {
+		return plugin.Setup{}, fmt.Errorf("options: %w", err)
+	}
+	d := s.Config.Dataset
+	tables := make([]plugin.Table, d.Tables)
+	for i := range tables {
+		tables[i] = plugin.Table{Rows: d.Rows, Dim: d.Dim}
+	}
+	return plugin.Setup{
+		RunID: runID, Seed: s.Config.Seed, Tables: tables, BatchSize: d.BatchSize,
+		Lookups: d.Lookups, DenseFeatures: d.DenseFeatures, Options: raw,
+	}, nil
+}
+
+// NewTables creates the host embedding tables, initialised from the seed.
+func (s *Shape) NewTables() (*batch.Tables, error) {
+	d := s.Config.Dataset
+	return batch.NewTables(s.Config.Seed, d.Tables, d.Rows, d.Dim, s.Stride)
+}
+
+// NewStorage creates ScratchPipe's Storage: one table of rows slots per
+// embedding table.
+func (s *Shape) NewStorage(rows int64) (*batch.Storage, error) {
+	d := s.Config.Dataset
+	return batch.NewStorage(d.Tables, rows, d.Dim, s.Stride)
+}
