@@ -47,9 +47,6 @@ func askNeeds(ctx context.Context, c cache.Cache, g *graph.Graph, shape *Shape, 
 // decodes and checks its options to answer; a bad one comes back as its
 // *plugin.FieldError.
 func cacheNeeds(ctx context.Context, c cache.Cache, shape *Shape, runID string, opts map[string]any) (cache.Needs, error) {
-	if _, ok := c.(cache.Declarer); !ok {
-		return legacyNeeds(shape.Config) // TEMPORARY: see legacyneeds.go
-	}
 	setup, err := shape.Setup(runID, opts)
 	if err != nil {
 		return cache.Needs{}, err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
-	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -73,24 +72,7 @@ func validateCache(ctx context.Context, g *graph.Graph, host PluginOpener, shape
 	if err != nil {
 		return p.optionErrors(err)
 	}
-	checks := graph.CheckCache(g, needs)
-	if _, declares := c.(cache.Declarer); declares || needs.ProfileBatches > 0 {
-		return checks
-	}
-	// TEMPORARY (legacyneeds.go): a policy that does not declare its
-	// Needs has not checked its options; try them as before, on a fresh
-	// built-in, and report what they reject beside the checks (its Needs
-	// do not depend on them). One that wants a profile is not tried:
-	// making one is the data warm-up validate does not do.
-	checker, ok := host.(SetupChecker)
-	if !ok {
-		return checks
-	}
-	setup, err := shape.Setup(runID, opts)
-	if err == nil {
-		err = checker.CheckSetup(ctx, p.kind, p.ref, setup)
-	}
-	return errors.Join(p.optionErrors(err), checks)
+	return graph.CheckCache(g, needs)
 }
 
 // optionErrors places the errors a plugin gave for its options (joined,
@@ -109,18 +91,14 @@ func (p pluginRef) optionErrors(err error) error {
 // the option with a *plugin.FieldError.
 func (p pluginRef) optionPath(err error) string {
 	path := p.section + config.KeyDelimiter + "options"
-	var keys []string
-	if key, ok := plugin.FieldOf(err); ok {
-		keys = []string{key}
-	} else {
-		keys = legacyOptionKeys(err) // TEMPORARY: see legacyoptions.go
+	key, ok := plugin.FieldOf(err)
+	if !ok {
+		return path
 	}
-	for _, key := range keys {
-		first, _, _ := strings.Cut(key, config.KeyDelimiter)
-		for k := range p.options {
-			if strings.EqualFold(k, first) {
-				return path + config.KeyDelimiter + key
-			}
+	first, _, _ := strings.Cut(key, config.KeyDelimiter)
+	for k := range p.options {
+		if strings.EqualFold(k, first) {
+			return path + config.KeyDelimiter + key
 		}
 	}
 	return path
