@@ -1,7 +1,8 @@
-// Package costmodel is the analytical cost model the built-in memory
-// devices (cpu-dram, hbm, nmp-dimm) share: a device is one of its named
-// profiles (Params: datasheet peaks, a link from Links, efficiency
-// factors), and the modeled time of an operation is
+// Package costmodel is the analytic cost model of device plugins, public
+// so that a device is its profile data plus a few lines (Spec and New):
+// a device is one of its named profiles (Params: datasheet peaks, a link
+// from Links, efficiency factors), or a profile the graph gives whole in
+// its options (InlineProfile), and the modeled time of an operation is
 //
 //	Read, Write:  latency + bytes / (bandwidth · efficiency)
 //	Transfer:     latency + bytes / (link · link_efficiency)
@@ -13,14 +14,19 @@
 // nanoseconds. Every figure this package returns is modeled time on the
 // profiled hardware, never a measurement of the host flowrun runs on.
 //
-// Devices differ only in their profiles; this package holds the plugin
-// itself so they cannot drift apart. It imports only sdk/.
+// The built-in devices (cpu-dram, hbm, nmp-dimm) differ only in their
+// profiles; this package holds the plugin itself so they cannot drift
+// apart. It imports only sdk/plugin and sdk/device, never framework/.
 package costmodel
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/flowrun/flowrun/sdk/device"
@@ -76,7 +82,7 @@ func (d *Device) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
 		return err
 	}
-	if err := cfg.checkOptions(); err != nil {
+	if err := cfg.checkOptions(""); err != nil {
 		return err
 	}
 	p, err := cfg.resolve(d.spec)
@@ -170,4 +176,34 @@ func Cost(p Params, op device.Op) (int64, error) {
 		return 0, fmt.Errorf("%w: modeled time overflows (%g ns)", plugin.ErrInvalidRequest, ns)
 	}
 	return int64(math.Ceil(ns)), nil
+}
+
+// Params returns the named profile key as a device configured with
+// `profile: key` and no other option prices ops: its link applied.
+func (s Spec) Params(key string) (Params, error) {
+	raw, err := json.Marshal(key)
+	if err != nil {
+		return Params{}, err
+	}
+	return Config{Profile: raw}.resolve(s)
+}
+
+// Validate checks that the default profile exists and that every named
+// profile is a valid cost model, naming the profile of each problem: a
+// device's unit test calls it on its Spec.
+func (s Spec) Validate() error {
+	var errs []error
+	if _, ok := s.Profiles[s.Default]; !ok {
+		errs = append(errs, fmt.Errorf("%s: default profile %q is not among its profiles", s.Name, s.Default))
+	}
+	for _, key := range slices.Sorted(maps.Keys(s.Profiles)) {
+		p, err := s.Params(key)
+		if err == nil {
+			err = Validate(p)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: profile %q: %w", s.Name, key, err))
+		}
+	}
+	return errors.Join(errs...)
 }
