@@ -27,7 +27,6 @@ import (
 	"sync"
 
 	"github.com/flowrun/flowrun/plugins/internal/modelmath"
-	"github.com/flowrun/flowrun/plugins/internal/shm"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -44,13 +43,15 @@ type dlrm struct {
 	mapper region.Mapper
 	// configured is false until Configure succeeds.
 	configured bool
-	cfg        Config
-	shape      Preset
-	dense      int // dense features per sample: the bottom MLP's input
-	bottom     []*layer
-	inter      dotInteraction
-	top        []*layer
-	ws         workspace
+	// setup is the run's, which StepRequest.View checks requests against.
+	setup  plugin.Setup
+	cfg    Config
+	shape  Preset
+	dense  int // dense features per sample: the bottom MLP's input
+	bottom []*layer
+	inter  dotInteraction
+	top    []*layer
+	ws     workspace
 }
 
 // New returns the DLRM model.
@@ -125,6 +126,7 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 	m.dense = setup.DenseFeatures
 	m.bottom, m.inter, m.top = bottom, inter, top
 	m.ws = workspace{}
+	m.setup = setup
 	m.configured = true
 	return nil
 }
@@ -196,12 +198,8 @@ func (m *dlrm) workspace(B int) *workspace {
 	return &m.ws
 }
 
-// step is one batch, mapped and checked.
-type step = shm.Step
-
-func (m *dlrm) view(req *model.StepRequest) (*step, error) {
-	return shm.StepArrays(&m.mapper, req, int64(m.inter.tables)*int64(m.inter.dim), int64(m.dense))
-}
+// step is one batch, mapped and checked (model.StepRequest.View).
+type step = model.Step
 
 // Step runs one batch forward and, when training, backward and one update
 // of every dense parameter. Loss is the batch's mean BCE before the update.
@@ -217,7 +215,7 @@ func (m *dlrm) Step(ctx context.Context, req *model.StepRequest) (*model.StepRes
 	if req == nil {
 		return nil, fmt.Errorf("%w: nil step request", plugin.ErrInvalidRequest)
 	}
-	s, err := m.view(req)
+	s, err := req.View(&m.mapper, m.setup)
 	if err != nil {
 		return nil, fmt.Errorf("dlrm step %d: %w", req.Seq, err)
 	}

@@ -22,7 +22,6 @@ import (
 	"sync"
 
 	"github.com/flowrun/flowrun/plugins/internal/modelmath"
-	"github.com/flowrun/flowrun/plugins/internal/shm"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -39,9 +38,11 @@ type logreg struct {
 	mapper region.Mapper
 	// configured is false until Configure succeeds.
 	configured bool
-	cfg        Config
-	dims       []int // embedding dim of each table
-	dense      int   // dense features per sample
+	// setup is the run's, which StepRequest.View checks requests against.
+	setup plugin.Setup
+	cfg   Config
+	dims  []int // embedding dim of each table
+	dense int   // dense features per sample
 	// weights has one entry per input feature: the tables' pooled
 	// embeddings, table after table, then the dense features.
 	weights []float32
@@ -92,6 +93,7 @@ func (m *logreg) Configure(_ context.Context, setup plugin.Setup) error {
 	m.dense = setup.DenseFeatures
 	m.weights = initWeights(setup.Seed, features)
 	m.bias = 0
+	m.setup = setup
 	m.configured = true
 	return nil
 }
@@ -109,16 +111,8 @@ func initWeights(seed uint64, n int) []float32 {
 	return w
 }
 
-// step is one batch, mapped and checked.
-type step = shm.Step
-
-func (m *logreg) view(req *model.StepRequest) (*step, error) {
-	var width int64 // pooled embedding width of one sample
-	for _, d := range m.dims {
-		width += int64(d)
-	}
-	return shm.StepArrays(&m.mapper, req, width, int64(m.dense))
-}
+// step is one batch, mapped and checked (model.StepRequest.View).
+type step = model.Step
 
 // Step runs one batch forward and, when training, backward and one SGD
 // update. FLOPs count every multiply and add as one and a sigmoid as four.
@@ -134,7 +128,7 @@ func (m *logreg) Step(ctx context.Context, req *model.StepRequest) (*model.StepR
 	if req == nil {
 		return nil, fmt.Errorf("%w: nil step request", plugin.ErrInvalidRequest)
 	}
-	s, err := m.view(req)
+	s, err := req.View(&m.mapper, m.setup)
 	if err != nil {
 		return nil, fmt.Errorf("logreg step %d: %w", req.Seq, err)
 	}
