@@ -4,7 +4,6 @@ import (
 	"context"
 
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/flowrun/flowrun/sdk/internal/pb"
 	"github.com/flowrun/flowrun/sdk/internal/rpc"
@@ -12,15 +11,9 @@ import (
 )
 
 // glue is the device kind's gRPC plumbing (sdk/internal/rpc).
-var glue = rpc.Kind[Device, *client]{
-	Kind: plugin.KindDevice,
-	Register: func(s *grpc.Server, base rpc.BaseServer[Device]) {
-		pb.RegisterDeviceServer(s, &server{BaseServer: base})
-	},
-	NewClient: func(conn *grpc.ClientConn) *client {
-		return &client{rpc.BaseClient[pb.DeviceClient]{Stub: pb.NewDeviceClient(conn)}}
-	},
-}
+var glue = rpc.NewKind(plugin.KindDevice, pb.RegisterDeviceServer, pb.NewDeviceClient,
+	func(b rpc.BaseServer[Device]) pb.DeviceServer { return &server{BaseServer: b} },
+	func(b rpc.BaseClient[pb.DeviceClient]) *client { return &client{b} })
 
 // HostPlugin is the go-plugin plugin a host dispenses devices through: its
 // GRPCClient returns a Device that turns every call into one RPC.

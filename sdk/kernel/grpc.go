@@ -4,7 +4,6 @@ import (
 	"context"
 
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/flowrun/flowrun/sdk/internal/pb"
 	"github.com/flowrun/flowrun/sdk/internal/rpc"
@@ -12,15 +11,9 @@ import (
 )
 
 // glue is the kernel kind's gRPC plumbing (sdk/internal/rpc).
-var glue = rpc.Kind[Kernel, *client]{
-	Kind: plugin.KindKernel,
-	Register: func(s *grpc.Server, base rpc.BaseServer[Kernel]) {
-		pb.RegisterKernelServer(s, &server{BaseServer: base})
-	},
-	NewClient: func(conn *grpc.ClientConn) *client {
-		return &client{rpc.BaseClient[pb.KernelClient]{Stub: pb.NewKernelClient(conn)}}
-	},
-}
+var glue = rpc.NewKind(plugin.KindKernel, pb.RegisterKernelServer, pb.NewKernelClient,
+	func(b rpc.BaseServer[Kernel]) pb.KernelServer { return &server{BaseServer: b} },
+	func(b rpc.BaseClient[pb.KernelClient]) *client { return &client{b} })
 
 // HostPlugin is the go-plugin plugin a host dispenses kernels through: its
 // GRPCClient returns a Kernel that turns every call into one RPC.

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/flowrun/flowrun/sdk/internal/pb"
 	"github.com/flowrun/flowrun/sdk/internal/rpc"
@@ -12,15 +11,9 @@ import (
 )
 
 // glue is the model kind's gRPC plumbing (sdk/internal/rpc).
-var glue = rpc.Kind[Model, *client]{
-	Kind: plugin.KindModel,
-	Register: func(s *grpc.Server, base rpc.BaseServer[Model]) {
-		pb.RegisterModelServer(s, &server{BaseServer: base})
-	},
-	NewClient: func(conn *grpc.ClientConn) *client {
-		return &client{rpc.BaseClient[pb.ModelClient]{Stub: pb.NewModelClient(conn)}}
-	},
-}
+var glue = rpc.NewKind(plugin.KindModel, pb.RegisterModelServer, pb.NewModelClient,
+	func(b rpc.BaseServer[Model]) pb.ModelServer { return &server{BaseServer: b} },
+	func(b rpc.BaseClient[pb.ModelClient]) *client { return &client{b} })
 
 // HostPlugin is the go-plugin plugin a host dispenses models through: its
 // GRPCClient returns a Model that turns every call into one RPC.

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -93,4 +94,32 @@ func (req *StepRequest) view(m *region.Mapper, width, dense int64) (*Step, error
 		}
 	}
 	return s, nil
+}
+
+// Batches is a model's side of the run's step requests: the Setup it was
+// configured with and the mapper of the host's shared-memory regions. A
+// model embeds it, calls Configured at the end of a successful Configure
+// and Open first in every Step (under its own lock: Batches has none).
+type Batches struct {
+	mapper region.Mapper
+	setup  *plugin.Setup
+}
+
+// Configured records the run's Setup, which Open checks requests against.
+func (b *Batches) Configured(setup plugin.Setup) { b.setup = &setup }
+
+// IsConfigured reports whether Configured was called.
+func (b *Batches) IsConfigured() bool { return b.setup != nil }
+
+// Open is the preamble of a Step: plugin.ErrNotConfigured before
+// Configured, the context's error once it is done, else req's arrays
+// (StepRequest.View).
+func (b *Batches) Open(ctx context.Context, req *StepRequest) (*Step, error) {
+	if b.setup == nil {
+		return nil, plugin.ErrNotConfigured
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return req.View(&b.mapper, *b.setup)
 }

@@ -29,7 +29,6 @@ import (
 	"github.com/flowrun/flowrun/plugins/internal/modelmath"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // Name is the model's plugin name (builtin:dlrm).
@@ -39,12 +38,10 @@ const Name = "dlrm"
 const Version = "0.1.0"
 
 type dlrm struct {
-	mu     sync.Mutex
-	mapper region.Mapper
-	// configured is false until Configure succeeds.
-	configured bool
-	// setup is the run's, which StepRequest.View checks requests against.
-	setup  plugin.Setup
+	mu sync.Mutex
+	// Batches holds the run's Setup once Configure succeeds, and maps
+	// the step requests' regions.
+	model.Batches
 	cfg    Config
 	shape  Preset
 	dense  int // dense features per sample: the bottom MLP's input
@@ -58,22 +55,14 @@ type dlrm struct {
 func New() model.Model { return &dlrm{} }
 
 func (m *dlrm) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindModel,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "DLRM: bottom MLP, dot interaction with the pooled embeddings, top MLP, sigmoid + BCE; SGD or Adagrad; the papers' presets",
-		Config:      fields(),
-	}, nil
+	return model.NewInfo(Name, Version,
+		"DLRM: bottom MLP, dot interaction with the pooled embeddings, top MLP, sigmoid + BCE; SGD or Adagrad; the papers' presets",
+		fields()), nil
 }
 
 func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
-	cfg := defaultConfig()
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := model.DecodeConfig(setup, defaultConfig())
+	if err != nil {
 		return err
 	}
 	shape := cfg.shape()
@@ -126,8 +115,7 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 	m.dense = setup.DenseFeatures
 	m.bottom, m.inter, m.top = bottom, inter, top
 	m.ws = workspace{}
-	m.setup = setup
-	m.configured = true
+	m.Configured(setup)
 	return nil
 }
 
@@ -206,18 +194,9 @@ type step = model.Step
 func (m *dlrm) Step(ctx context.Context, req *model.StepRequest) (*model.StepResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.configured {
-		return nil, plugin.ErrNotConfigured
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil step request", plugin.ErrInvalidRequest)
-	}
-	s, err := req.View(&m.mapper, m.setup)
+	s, err := m.Open(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("dlrm step %d: %w", req.Seq, err)
+		return nil, fmt.Errorf("dlrm step: %w", err)
 	}
 	ws := m.workspace(s.Batch)
 	logits := m.forward(s, ws)
@@ -316,7 +295,7 @@ func (m *dlrm) flops(B int, train bool) int64 {
 func (m *dlrm) Digest(context.Context) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.configured {
+	if !m.IsConfigured() {
 		return nil, plugin.ErrNotConfigured
 	}
 	h := sha256.New()

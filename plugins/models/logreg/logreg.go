@@ -24,7 +24,6 @@ import (
 	"github.com/flowrun/flowrun/plugins/internal/modelmath"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // Name is the model's plugin name (builtin:logreg).
@@ -34,12 +33,10 @@ const Name = "logreg"
 const Version = "0.1.0"
 
 type logreg struct {
-	mu     sync.Mutex
-	mapper region.Mapper
-	// configured is false until Configure succeeds.
-	configured bool
-	// setup is the run's, which StepRequest.View checks requests against.
-	setup plugin.Setup
+	mu sync.Mutex
+	// Batches holds the run's Setup once Configure succeeds, and maps
+	// the step requests' regions.
+	model.Batches
 	cfg   Config
 	dims  []int // embedding dim of each table
 	dense int   // dense features per sample
@@ -53,22 +50,14 @@ type logreg struct {
 func New() model.Model { return &logreg{} }
 
 func (m *logreg) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindModel,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "logistic regression on the pooled embeddings and dense features, BCE loss, SGD",
-		Config:      fields(),
-	}, nil
+	return model.NewInfo(Name, Version,
+		"logistic regression on the pooled embeddings and dense features, BCE loss, SGD",
+		fields()), nil
 }
 
 func (m *logreg) Configure(_ context.Context, setup plugin.Setup) error {
-	cfg := defaultConfig()
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := model.DecodeConfig(setup, defaultConfig())
+	if err != nil {
 		return err
 	}
 	if setup.DenseFeatures < 0 {
@@ -93,8 +82,7 @@ func (m *logreg) Configure(_ context.Context, setup plugin.Setup) error {
 	m.dense = setup.DenseFeatures
 	m.weights = initWeights(setup.Seed, features)
 	m.bias = 0
-	m.setup = setup
-	m.configured = true
+	m.Configured(setup)
 	return nil
 }
 
@@ -119,18 +107,9 @@ type step = model.Step
 func (m *logreg) Step(ctx context.Context, req *model.StepRequest) (*model.StepResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.configured {
-		return nil, plugin.ErrNotConfigured
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil step request", plugin.ErrInvalidRequest)
-	}
-	s, err := req.View(&m.mapper, m.setup)
+	s, err := m.Open(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("logreg step %d: %w", req.Seq, err)
+		return nil, fmt.Errorf("logreg step: %w", err)
 	}
 	B := s.Batch
 	F := int64(len(m.weights))
@@ -213,7 +192,7 @@ func (m *logreg) features(s *step, i int, x []float32) {
 func (m *logreg) Digest(context.Context) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.configured {
+	if !m.IsConfigured() {
 		return nil, plugin.ErrNotConfigured
 	}
 	h := sha256.New()

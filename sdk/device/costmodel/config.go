@@ -81,6 +81,36 @@ type Config struct {
 // UserSource is the Source of an inline profile that gives none.
 const UserSource = "user-defined profile in the graph's options (figures not from a cited part)"
 
+// Params returns the named profile key as a device configured with
+// `profile: key` and no other option prices ops: its link applied.
+func (s Spec) Params(key string) (Params, error) {
+	raw, err := json.Marshal(key)
+	if err != nil {
+		return Params{}, err
+	}
+	return Config{Profile: raw}.resolve(s)
+}
+
+// Validate checks that the default profile exists and that every named
+// profile is a valid cost model, naming the profile of each problem: a
+// device's unit test calls it on its Spec.
+func (s Spec) Validate() error {
+	var errs []error
+	if _, ok := s.Profiles[s.Default]; !ok {
+		errs = append(errs, fmt.Errorf("%s: default profile %q is not among its profiles", s.Name, s.Default))
+	}
+	for _, key := range slices.Sorted(maps.Keys(s.Profiles)) {
+		p, err := s.Params(key)
+		if err == nil {
+			err = Validate(p)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: profile %q: %w", s.Name, key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // resolve builds the Params the options describe over spec's profiles,
 // and reports every problem with the options at once.
 func (c Config) resolve(spec Spec) (Params, error) {

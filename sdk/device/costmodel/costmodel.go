@@ -21,12 +21,8 @@ package costmodel
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
 	"sync"
 
 	"github.com/flowrun/flowrun/sdk/device"
@@ -176,34 +172,4 @@ func Cost(p Params, op device.Op) (int64, error) {
 		return 0, fmt.Errorf("%w: modeled time overflows (%g ns)", plugin.ErrInvalidRequest, ns)
 	}
 	return int64(math.Ceil(ns)), nil
-}
-
-// Params returns the named profile key as a device configured with
-// `profile: key` and no other option prices ops: its link applied.
-func (s Spec) Params(key string) (Params, error) {
-	raw, err := json.Marshal(key)
-	if err != nil {
-		return Params{}, err
-	}
-	return Config{Profile: raw}.resolve(s)
-}
-
-// Validate checks that the default profile exists and that every named
-// profile is a valid cost model, naming the profile of each problem: a
-// device's unit test calls it on its Spec.
-func (s Spec) Validate() error {
-	var errs []error
-	if _, ok := s.Profiles[s.Default]; !ok {
-		errs = append(errs, fmt.Errorf("%s: default profile %q is not among its profiles", s.Name, s.Default))
-	}
-	for _, key := range slices.Sorted(maps.Keys(s.Profiles)) {
-		p, err := s.Params(key)
-		if err == nil {
-			err = Validate(p)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: profile %q: %w", s.Name, key, err))
-		}
-	}
-	return errors.Join(errs...)
 }

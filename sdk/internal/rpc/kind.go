@@ -56,3 +56,17 @@ func Answer[R, Out any](res R, err error, conv func(R) Out) (Out, error) {
 	}
 	return conv(res), nil
 }
+
+// NewKind builds a kind's glue from its generated service (register, the
+// generated RegisterXServer; stub, the generated NewXClient) and its two
+// halves, each made around the shared base that answers Info and
+// Configure.
+func NewKind[Impl plugin.Base, Srv any, Stub baseStub, Client any](kind plugin.Kind,
+	register func(grpc.ServiceRegistrar, Srv), stub func(grpc.ClientConnInterface) Stub,
+	server func(BaseServer[Impl]) Srv, client func(BaseClient[Stub]) Client) Kind[Impl, Client] {
+	return Kind[Impl, Client]{
+		Kind:      kind,
+		Register:  func(s *grpc.Server, base BaseServer[Impl]) { register(s, server(base)) },
+		NewClient: func(conn *grpc.ClientConn) Client { return client(BaseClient[Stub]{Stub: stub(conn)}) },
+	}
+}
