@@ -23,7 +23,7 @@
 // changing a single bit; when the request's regions overlap (so one table's
 // writes could be another's reads) the tables run one after another instead.
 //
-// It imports only sdk/ and the built-in plugins' internal helpers.
+// It imports only sdk/ (no internal/ package).
 package cpu
 
 import (

@@ -15,7 +15,7 @@
 // fuse into FMAs. The same seed and batches give the same Digest however
 // many threads run the products.
 //
-// It imports only sdk/, the built-in plugins' internal helpers and gonum.
+// It imports only sdk/ (no internal/ package) and gonum.
 package dlrm
 
 import (
@@ -26,8 +26,8 @@ import (
 	"math"
 	"sync"
 
-	"github.com/flowrun/flowrun/plugins/internal/modelmath"
 	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/model/modelmath"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 

@@ -10,7 +10,7 @@
 // converted explicitly so Go cannot fuse it into an FMA: the digest must not
 // depend on the machine or on which pipeline ran the model.
 //
-// It imports only sdk/ and the built-in plugins' internal helpers.
+// It imports only sdk/ (no internal/ package).
 package logreg
 
 import (
@@ -21,8 +21,8 @@ import (
 	"math"
 	"sync"
 
-	"github.com/flowrun/flowrun/plugins/internal/modelmath"
 	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/model/modelmath"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
