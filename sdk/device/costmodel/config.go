@@ -114,21 +114,17 @@ func (s Spec) Validate() error {
 // resolve builds the Params the options describe over spec's profiles,
 // and reports every problem with the options at once.
 func (c Config) resolve(spec Spec) (Params, error) {
-	p, linked, err := c.base(spec)
+	var link *string
+	if c.Link != nil {
+		l := strings.ToLower(strings.TrimSpace(*c.Link))
+		if _, ok := Links[l]; !ok {
+			return Params{}, plugin.FieldErrorf("link", "unknown link %q (allowed: %s)", l, strings.Join(LinkNames(), ", "))
+		}
+		link = &l
+	}
+	p, err := c.base(spec, link)
 	if err != nil {
 		return Params{}, err
-	}
-	link := p.Link
-	if c.Link != nil {
-		link = strings.ToLower(strings.TrimSpace(*c.Link))
-		if _, ok := Links[link]; !ok {
-			return Params{}, plugin.FieldErrorf("link", "unknown link %q (allowed: %s)", link, strings.Join(LinkNames(), ", "))
-		}
-	}
-	// A named profile's link is applied here; an inline profile's already
-	// was, under its own figures, so only a `link` option changes it.
-	if link != "" && (c.Link != nil || !linked) {
-		p = p.withLink(link)
 	}
 	if c.Peak != nil && *c.Peak {
 		p = p.peak()
@@ -136,39 +132,46 @@ func (c Config) resolve(spec Spec) (Params, error) {
 	return c.apply(p), nil
 }
 
-// base is the profile the options start from, with op maps of its own:
-// the named one (spec's default without a `profile` option), or the
-// inline one, whose link is already applied (linked).
-func (c Config) base(spec Spec) (p Params, linked bool, err error) {
+// base is the profile the options start from, with op maps of its own
+// and its link applied: the named one (spec's default without a `profile`
+// option), or the inline one. link, the `link` option, replaces the
+// profile's link.
+func (c Config) base(spec Spec, link *string) (Params, error) {
 	raw := bytes.TrimSpace(c.Profile)
+	key := spec.Default
 	switch {
 	case len(raw) == 0 || string(raw) == "null":
-		return c.named(spec, spec.Default)
 	case raw[0] == '"':
-		var key string
 		if err := json.Unmarshal(raw, &key); err != nil {
-			return Params{}, false, plugin.FieldErrorf("profile", "%v", err)
+			return Params{}, plugin.FieldErrorf("profile", "%v", err)
 		}
-		return c.named(spec, strings.ToLower(strings.TrimSpace(key)))
+		key = strings.ToLower(strings.TrimSpace(key))
 	case raw[0] == '{':
 		var ip InlineProfile
 		if err := decodeStrict(raw, &ip); err != nil {
-			return Params{}, false, err
+			return Params{}, err
 		}
-		p, err := ip.Params()
-		return p, true, err
+		if link != nil {
+			ip.Link = link
+		}
+		// Its own link_gbps and link_efficiency stay over the link's.
+		return ip.Params()
+	default:
+		return Params{}, plugin.FieldErrorf("profile", "must be a profile name or a mapping with a whole profile, got %s", raw)
 	}
-	return Params{}, false, plugin.FieldErrorf("profile", "must be a profile name or a mapping with a whole profile, got %s", raw)
-}
-
-// named is spec's profile of that key.
-func (c Config) named(spec Spec, key string) (Params, bool, error) {
-	base, ok := spec.Profiles[key]
+	p, ok := spec.Profiles[key]
 	if !ok {
-		return Params{}, false, plugin.FieldErrorf("profile", "unknown profile %q (%s has: %s)",
+		return Params{}, plugin.FieldErrorf("profile", "unknown profile %q (%s has: %s)",
 			key, spec.Name, strings.Join(slices.Sorted(maps.Keys(spec.Profiles)), ", "))
 	}
-	return base.clone(), false, nil
+	p = p.clone()
+	if link != nil {
+		p.Link = *link
+	}
+	if p.Link != "" {
+		p = p.withLink(p.Link)
+	}
+	return p, nil
 }
 
 // decodeStrict decodes an inline profile, naming an unknown or mistyped

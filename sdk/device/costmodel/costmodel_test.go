@@ -302,6 +302,11 @@ func TestInlineProfile(t *testing.T) {
 	if p.LinkGBps != 16 || p.Efficiency != 0.5 || !strings.HasSuffix(p.Source, "overridden by options: efficiency") {
 		t.Fatalf("inline profile with options %+v", p)
 	}
+	// A `link` option replaces the inline profile's link, named once.
+	p, _ = newConfigured(t, `{"profile": {"name": "x", "bandwidth_gbps": 10, "efficiency": 1, "link": "pcie4"}, "link": "pcie5"}`).Params(ctx)
+	if p.Name != "x, PCIe gen5 x16" || p.LinkGBps != 64 || p.Link != "pcie5" {
+		t.Fatalf("inline profile with a link option %+v", p)
+	}
 }
 
 // A bad inline profile is refused with each problem's key under profile::.
