@@ -38,9 +38,9 @@ const (
 const calibration = "; efficiency and op_efficiency.scatter calibrated on ScratchPipe's no-cache baseline (docs/devices.md#calibration)"
 
 // Spec is the device: its name, its description and the named profiles
-// of `profile`. The default is ScratchPipe's
-// host; the others are the hosts of current GPU servers, with the factors
-// fitted on ScratchPipe's host carried over (not calibrated for them).
+// of `profile`. The default is ScratchPipe's host; the others are the
+// hosts of current GPU servers, with the factors fitted on ScratchPipe's
+// host carried over (not calibrated for them).
 func Spec() costmodel.Spec {
 	calibrated := func(p device.Profile, link string) costmodel.Params {
 		p.Efficiency = Efficiency
