@@ -4,34 +4,23 @@ import (
 	"context"
 
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/flowrun/flowrun/sdk/internal/pb"
 	"github.com/flowrun/flowrun/sdk/internal/rpc"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
+// glue is the device kind's gRPC plumbing (sdk/internal/rpc).
+var glue = rpc.NewKind(plugin.KindDevice, pb.RegisterDeviceServer, pb.NewDeviceClient,
+	func(b rpc.BaseServer[Device]) pb.DeviceServer { return &server{BaseServer: b} },
+	func(b rpc.BaseClient[pb.DeviceClient]) *client { return &client{b} })
+
 // HostPlugin is the go-plugin plugin a host dispenses devices through: its
-// GRPCClient returns a Device that turns every call into one RPC. It has no
-// server half.
-func HostPlugin() goplugin.Plugin { return newPlugin(nil) }
+// GRPCClient returns a Device that turns every call into one RPC.
+func HostPlugin() goplugin.Plugin { return glue.Host() }
 
-// ServerPlugin is the go-plugin plugin that serves impl. It also dispenses
-// clients, so tests can put it on both ends of a connection; Serve uses it.
-func ServerPlugin(impl Device) goplugin.Plugin { return newPlugin(impl) }
-
-// newPlugin is the go-plugin glue for devices, serving impl unless it is nil.
-func newPlugin(impl Device) goplugin.Plugin {
-	return &rpc.GRPCPlugin[Device, *client]{Kind: plugin.KindDevice, Impl: impl, Register: register, NewClient: newClient}
-}
-
-func register(s *grpc.Server, base rpc.BaseServer[Device]) {
-	pb.RegisterDeviceServer(s, &server{BaseServer: base})
-}
-
-func newClient(conn *grpc.ClientConn) *client {
-	return &client{rpc.BaseClient[pb.DeviceClient]{Stub: pb.NewDeviceClient(conn)}}
-}
+// ServerPlugin is the go-plugin plugin that serves impl (Serve uses it).
+func ServerPlugin(impl Device) goplugin.Plugin { return glue.Server(impl) }
 
 // client is the host half: a Device whose calls are RPCs.
 type client struct {
@@ -39,20 +28,7 @@ type client struct {
 }
 
 func (c *client) Profile(ctx context.Context) (Profile, error) {
-	p, err := c.Stub.Profile(ctx, &pb.Empty{})
-	if err != nil {
-		return Profile{}, rpc.FromStatus(err)
-	}
-	return Profile{
-		Name:          p.GetName(),
-		CapacityBytes: p.GetCapacityBytes(),
-		BandwidthGBps: p.GetBandwidthGbps(),
-		LinkGBps:      p.GetLinkGbps(),
-		LatencyNs:     p.GetLatencyNs(),
-		GFLOPS:        p.GetGflops(),
-		Efficiency:    p.GetEfficiency(),
-		Source:        p.GetSource(),
-	}, nil
+	return rpc.Call(ctx, c.Stub.Profile, &pb.Empty{}, profileFromPB)
 }
 
 func (c *client) Cost(ctx context.Context, req *CostRequest) (*CostResult, error) {
@@ -60,11 +36,9 @@ func (c *client) Cost(ctx context.Context, req *CostRequest) (*CostResult, error
 	for i, op := range req.Ops {
 		in.Ops[i] = &pb.Op{Name: op.Name, Kind: int32(op.Kind), Bytes: op.Bytes, Flops: op.FLOPs}
 	}
-	res, err := c.Stub.Cost(ctx, in)
-	if err != nil {
-		return nil, rpc.FromStatus(err)
-	}
-	return &CostResult{ModeledNs: res.GetModeledNs()}, nil
+	return rpc.Call(ctx, c.Stub.Cost, in, func(res *pb.CostResult) *CostResult {
+		return &CostResult{ModeledNs: res.GetModeledNs()}
+	})
 }
 
 // server is the plugin half: it turns RPCs into calls on the implementation.
@@ -80,9 +54,37 @@ type unimplemented struct{ pb.UnimplementedDeviceServer }
 
 func (s *server) Profile(ctx context.Context, _ *pb.Empty) (*pb.DeviceProfile, error) {
 	p, err := s.Impl.Profile(ctx)
-	if err != nil {
-		return nil, rpc.ToStatus(err)
+	return rpc.Answer(p, err, profileToPB)
+}
+
+func (s *server) Cost(ctx context.Context, req *pb.CostRequest) (*pb.CostResult, error) {
+	in := &CostRequest{Seq: req.GetSeq(), Ops: make([]Op, len(req.GetOps()))}
+	for i, op := range req.GetOps() {
+		in.Ops[i] = Op{Name: op.GetName(), Kind: OpKind(op.GetKind()), Bytes: op.GetBytes(), FLOPs: op.GetFlops()}
 	}
+	res, err := s.Impl.Cost(ctx, in)
+	return rpc.Answer(res, err, func(res *CostResult) *pb.CostResult {
+		if res == nil {
+			return &pb.CostResult{}
+		}
+		return &pb.CostResult{ModeledNs: res.ModeledNs}
+	})
+}
+
+func profileFromPB(p *pb.DeviceProfile) Profile {
+	return Profile{
+		Name:          p.GetName(),
+		CapacityBytes: p.GetCapacityBytes(),
+		BandwidthGBps: p.GetBandwidthGbps(),
+		LinkGBps:      p.GetLinkGbps(),
+		LatencyNs:     p.GetLatencyNs(),
+		GFLOPS:        p.GetGflops(),
+		Efficiency:    p.GetEfficiency(),
+		Source:        p.GetSource(),
+	}
+}
+
+func profileToPB(p Profile) *pb.DeviceProfile {
 	return &pb.DeviceProfile{
 		Name:          p.Name,
 		CapacityBytes: p.CapacityBytes,
@@ -92,20 +94,5 @@ func (s *server) Profile(ctx context.Context, _ *pb.Empty) (*pb.DeviceProfile, e
 		Gflops:        p.GFLOPS,
 		Efficiency:    p.Efficiency,
 		Source:        p.Source,
-	}, nil
-}
-
-func (s *server) Cost(ctx context.Context, req *pb.CostRequest) (*pb.CostResult, error) {
-	in := &CostRequest{Seq: req.GetSeq(), Ops: make([]Op, len(req.GetOps()))}
-	for i, op := range req.GetOps() {
-		in.Ops[i] = Op{Name: op.GetName(), Kind: OpKind(op.GetKind()), Bytes: op.GetBytes(), FLOPs: op.GetFlops()}
 	}
-	res, err := s.Impl.Cost(ctx, in)
-	if err != nil {
-		return nil, rpc.ToStatus(err)
-	}
-	if res == nil {
-		return &pb.CostResult{}, nil
-	}
-	return &pb.CostResult{ModeledNs: res.ModeledNs}, nil
 }

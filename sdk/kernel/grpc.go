@@ -4,34 +4,23 @@ import (
 	"context"
 
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/flowrun/flowrun/sdk/internal/pb"
 	"github.com/flowrun/flowrun/sdk/internal/rpc"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
+// glue is the kernel kind's gRPC plumbing (sdk/internal/rpc).
+var glue = rpc.NewKind(plugin.KindKernel, pb.RegisterKernelServer, pb.NewKernelClient,
+	func(b rpc.BaseServer[Kernel]) pb.KernelServer { return &server{BaseServer: b} },
+	func(b rpc.BaseClient[pb.KernelClient]) *client { return &client{b} })
+
 // HostPlugin is the go-plugin plugin a host dispenses kernels through: its
-// GRPCClient returns a Kernel that turns every call into one RPC. It has no
-// server half.
-func HostPlugin() goplugin.Plugin { return newPlugin(nil) }
+// GRPCClient returns a Kernel that turns every call into one RPC.
+func HostPlugin() goplugin.Plugin { return glue.Host() }
 
-// ServerPlugin is the go-plugin plugin that serves impl. It also dispenses
-// clients, so tests can put it on both ends of a connection; Serve uses it.
-func ServerPlugin(impl Kernel) goplugin.Plugin { return newPlugin(impl) }
-
-// newPlugin is the go-plugin glue for kernels, serving impl unless it is nil.
-func newPlugin(impl Kernel) goplugin.Plugin {
-	return &rpc.GRPCPlugin[Kernel, *client]{Kind: plugin.KindKernel, Impl: impl, Register: register, NewClient: newClient}
-}
-
-func register(s *grpc.Server, base rpc.BaseServer[Kernel]) {
-	pb.RegisterKernelServer(s, &server{BaseServer: base})
-}
-
-func newClient(conn *grpc.ClientConn) *client {
-	return &client{rpc.BaseClient[pb.KernelClient]{Stub: pb.NewKernelClient(conn)}}
-}
+// ServerPlugin is the go-plugin plugin that serves impl (Serve uses it).
+func ServerPlugin(impl Kernel) goplugin.Plugin { return glue.Server(impl) }
 
 // client is the host half: a Kernel whose calls are RPCs.
 type client struct {
@@ -39,20 +28,16 @@ type client struct {
 }
 
 func (c *client) GatherReduce(ctx context.Context, req *GatherReduceRequest) (*Result, error) {
-	res, err := c.Stub.GatherReduce(ctx, &pb.GatherReduceRequest{
+	return rpc.Call(ctx, c.Stub.GatherReduce, &pb.GatherReduceRequest{
 		Tables: tablesToPB(req.Tables),
 		Bags:   bagsToPB(req.Bags),
 		Reduce: int32(req.Reduce),
 		Out:    rpc.RefToPB(req.Out),
-	})
-	if err != nil {
-		return nil, rpc.FromStatus(err)
-	}
-	return resultFromPB(res), nil
+	}, resultFromPB)
 }
 
 func (c *client) Scatter(ctx context.Context, req *ScatterRequest) (*Result, error) {
-	res, err := c.Stub.Scatter(ctx, &pb.ScatterRequest{
+	return rpc.Call(ctx, c.Stub.Scatter, &pb.ScatterRequest{
 		Tables:       tablesToPB(req.Tables),
 		Bags:         bagsToPB(req.Bags),
 		Reduce:       int32(req.Reduce),
@@ -60,39 +45,29 @@ func (c *client) Scatter(ctx context.Context, req *ScatterRequest) (*Result, err
 		Optimizer:    int32(req.Optimizer),
 		LearningRate: req.LearningRate,
 		Epsilon:      req.Epsilon,
-	})
-	if err != nil {
-		return nil, rpc.FromStatus(err)
-	}
-	return resultFromPB(res), nil
+	}, resultFromPB)
 }
 
 func (c *client) ExpandCoalesce(ctx context.Context, req *ExpandCoalesceRequest) (*CoalesceResult, error) {
-	res, err := c.Stub.ExpandCoalesce(ctx, &pb.ExpandCoalesceRequest{
+	return rpc.Call(ctx, c.Stub.ExpandCoalesce, &pb.ExpandCoalesceRequest{
 		Tables: tablesToPB(req.Tables),
 		Bags:   bagsToPB(req.Bags),
 		Reduce: int32(req.Reduce),
 		Grads:  rpc.RefToPB(req.Grads),
 		Out:    coalescedToPB(req.Out),
+	}, func(res *pb.CoalesceResult) *CoalesceResult {
+		return &CoalesceResult{Result: *resultFromPB(res.GetResult()), Counts: res.GetCounts()}
 	})
-	if err != nil {
-		return nil, rpc.FromStatus(err)
-	}
-	return &CoalesceResult{Result: *resultFromPB(res.GetResult()), Counts: res.GetCounts()}, nil
 }
 
 func (c *client) Apply(ctx context.Context, req *ApplyRequest) (*Result, error) {
-	res, err := c.Stub.Apply(ctx, &pb.ApplyRequest{
+	return rpc.Call(ctx, c.Stub.Apply, &pb.ApplyRequest{
 		Tables:       tablesToPB(req.Tables),
 		Coalesced:    coalescedToPB(req.Coalesced),
 		Optimizer:    int32(req.Optimizer),
 		LearningRate: req.LearningRate,
 		Epsilon:      req.Epsilon,
-	})
-	if err != nil {
-		return nil, rpc.FromStatus(err)
-	}
-	return resultFromPB(res), nil
+	}, resultFromPB)
 }
 
 // server is the plugin half: it turns RPCs into calls on the implementation.
@@ -113,10 +88,7 @@ func (s *server) GatherReduce(ctx context.Context, req *pb.GatherReduceRequest) 
 		Reduce: Reduce(req.GetReduce()),
 		Out:    rpc.RefFromPB(req.GetOut()),
 	})
-	if err != nil {
-		return nil, rpc.ToStatus(err)
-	}
-	return resultToPB(res), nil
+	return rpc.Answer(res, err, resultToPB)
 }
 
 func (s *server) Scatter(ctx context.Context, req *pb.ScatterRequest) (*pb.KernelResult, error) {
@@ -129,10 +101,7 @@ func (s *server) Scatter(ctx context.Context, req *pb.ScatterRequest) (*pb.Kerne
 		LearningRate: req.GetLearningRate(),
 		Epsilon:      req.GetEpsilon(),
 	})
-	if err != nil {
-		return nil, rpc.ToStatus(err)
-	}
-	return resultToPB(res), nil
+	return rpc.Answer(res, err, resultToPB)
 }
 
 func (s *server) ExpandCoalesce(ctx context.Context, req *pb.ExpandCoalesceRequest) (*pb.CoalesceResult, error) {
@@ -143,13 +112,12 @@ func (s *server) ExpandCoalesce(ctx context.Context, req *pb.ExpandCoalesceReque
 		Grads:  rpc.RefFromPB(req.GetGrads()),
 		Out:    coalescedFromPB(req.GetOut()),
 	})
-	if err != nil {
-		return nil, rpc.ToStatus(err)
-	}
-	if res == nil {
-		return &pb.CoalesceResult{Result: &pb.KernelResult{}}, nil
-	}
-	return &pb.CoalesceResult{Result: resultToPB(&res.Result), Counts: res.Counts}, nil
+	return rpc.Answer(res, err, func(res *CoalesceResult) *pb.CoalesceResult {
+		if res == nil {
+			return &pb.CoalesceResult{Result: &pb.KernelResult{}}
+		}
+		return &pb.CoalesceResult{Result: resultToPB(&res.Result), Counts: res.Counts}
+	})
 }
 
 func (s *server) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.KernelResult, error) {
@@ -160,10 +128,7 @@ func (s *server) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.KernelRes
 		LearningRate: req.GetLearningRate(),
 		Epsilon:      req.GetEpsilon(),
 	})
-	if err != nil {
-		return nil, rpc.ToStatus(err)
-	}
-	return resultToPB(res), nil
+	return rpc.Answer(res, err, resultToPB)
 }
 
 func tablesToPB(ts []Table) []*pb.KernelTable {

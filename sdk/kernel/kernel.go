@@ -4,6 +4,11 @@
 // Every call covers one batch and all tables. A kernel need not implement
 // every operator: Info.Ops lists the ones it does, and the others return
 // plugin.ErrUnsupported.
+//
+// Each request's View checks it (shapes, offsets, every index a row of its
+// table, refs present, long enough and aligned) and maps its arrays as
+// typed slices, refusing a malformed request with plugin.ErrInvalidRequest
+// before the kernel reads or writes anything: a kernel calls it first.
 package kernel
 
 import (

@@ -4,34 +4,23 @@ import (
 	"context"
 
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 
 	"github.com/flowrun/flowrun/sdk/internal/pb"
 	"github.com/flowrun/flowrun/sdk/internal/rpc"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
+// glue is the model kind's gRPC plumbing (sdk/internal/rpc).
+var glue = rpc.NewKind(plugin.KindModel, pb.RegisterModelServer, pb.NewModelClient,
+	func(b rpc.BaseServer[Model]) pb.ModelServer { return &server{BaseServer: b} },
+	func(b rpc.BaseClient[pb.ModelClient]) *client { return &client{b} })
+
 // HostPlugin is the go-plugin plugin a host dispenses models through: its
-// GRPCClient returns a Model that turns every call into one RPC. It has no
-// server half.
-func HostPlugin() goplugin.Plugin { return newPlugin(nil) }
+// GRPCClient returns a Model that turns every call into one RPC.
+func HostPlugin() goplugin.Plugin { return glue.Host() }
 
-// ServerPlugin is the go-plugin plugin that serves impl. It also dispenses
-// clients, so tests can put it on both ends of a connection; Serve uses it.
-func ServerPlugin(impl Model) goplugin.Plugin { return newPlugin(impl) }
-
-// newPlugin is the go-plugin glue for models, serving impl unless it is nil.
-func newPlugin(impl Model) goplugin.Plugin {
-	return &rpc.GRPCPlugin[Model, *client]{Kind: plugin.KindModel, Impl: impl, Register: register, NewClient: newClient}
-}
-
-func register(s *grpc.Server, base rpc.BaseServer[Model]) {
-	pb.RegisterModelServer(s, &server{BaseServer: base})
-}
-
-func newClient(conn *grpc.ClientConn) *client {
-	return &client{rpc.BaseClient[pb.ModelClient]{Stub: pb.NewModelClient(conn)}}
-}
+// ServerPlugin is the go-plugin plugin that serves impl (Serve uses it).
+func ServerPlugin(impl Model) goplugin.Plugin { return glue.Server(impl) }
 
 // client is the host half: a Model whose calls are RPCs.
 type client struct {
@@ -39,7 +28,7 @@ type client struct {
 }
 
 func (c *client) Step(ctx context.Context, req *StepRequest) (*StepResult, error) {
-	res, err := c.Stub.Step(ctx, &pb.StepRequest{
+	return rpc.Call(ctx, c.Stub.Step, &pb.StepRequest{
 		Seq:        req.Seq,
 		Batch:      int64(req.Batch),
 		Pooled:     rpc.RefToPB(req.Pooled),
@@ -48,19 +37,13 @@ func (c *client) Step(ctx context.Context, req *StepRequest) (*StepResult, error
 		Train:      req.Train,
 		PooledGrad: rpc.RefToPB(req.PooledGrad),
 		Scores:     rpc.RefToPB(req.Scores),
+	}, func(res *pb.StepResult) *StepResult {
+		return &StepResult{Loss: res.GetLoss(), FLOPs: res.GetFlops()}
 	})
-	if err != nil {
-		return nil, rpc.FromStatus(err)
-	}
-	return &StepResult{Loss: res.GetLoss(), FLOPs: res.GetFlops()}, nil
 }
 
 func (c *client) Digest(ctx context.Context) ([]byte, error) {
-	res, err := c.Stub.Digest(ctx, &pb.Empty{})
-	if err != nil {
-		return nil, rpc.FromStatus(err)
-	}
-	return res.GetDigest(), nil
+	return rpc.Call(ctx, c.Stub.Digest, &pb.Empty{}, (*pb.DigestResult).GetDigest)
 }
 
 // server is the plugin half: it turns RPCs into calls on the implementation.
@@ -85,19 +68,15 @@ func (s *server) Step(ctx context.Context, req *pb.StepRequest) (*pb.StepResult,
 		PooledGrad: rpc.RefFromPB(req.GetPooledGrad()),
 		Scores:     rpc.RefFromPB(req.GetScores()),
 	})
-	if err != nil {
-		return nil, rpc.ToStatus(err)
-	}
-	if res == nil {
-		return &pb.StepResult{}, nil
-	}
-	return &pb.StepResult{Loss: res.Loss, Flops: res.FLOPs}, nil
+	return rpc.Answer(res, err, func(res *StepResult) *pb.StepResult {
+		if res == nil {
+			return &pb.StepResult{}
+		}
+		return &pb.StepResult{Loss: res.Loss, Flops: res.FLOPs}
+	})
 }
 
 func (s *server) Digest(ctx context.Context, _ *pb.Empty) (*pb.DigestResult, error) {
 	d, err := s.Impl.Digest(ctx)
-	if err != nil {
-		return nil, rpc.ToStatus(err)
-	}
-	return &pb.DigestResult{Digest: d}, nil
+	return rpc.Answer(d, err, func(d []byte) *pb.DigestResult { return &pb.DigestResult{Digest: d} })
 }

@@ -2,6 +2,13 @@
 // recommendation model (MLPs, feature interaction, loss), which owns its
 // dense parameters and their optimizer state. Embedding rows are not the
 // model's: it sees pooled embeddings and returns their gradient.
+//
+// StepRequest.View checks a step against the run's Setup and maps its
+// arrays as typed slices, refusing a malformed request with
+// plugin.ErrInvalidRequest before the model touches its parameters;
+// Batches wraps it with the rest of a Step's preamble, and DecodeConfig
+// and NewInfo are the usual first lines of Configure and Info. The
+// arithmetic the built-in models share is in modelmath.
 package model
 
 import (

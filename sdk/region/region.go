@@ -49,6 +49,16 @@ func (r Ref) Sub(off, n int64) Ref {
 	return Ref{Region: r.Region, Offset: r.Offset + off, Length: n}
 }
 
+// Overlaps reports whether r and o share any byte. A kernel uses it to
+// decide whether per-table work may run in parallel without changing the
+// result.
+func (r Ref) Overlaps(o Ref) bool {
+	if r.IsZero() || o.IsZero() || r.Region != o.Region || r.Length == 0 || o.Length == 0 {
+		return false
+	}
+	return r.Offset < o.Offset+o.Length && o.Offset < r.Offset+r.Length
+}
+
 func (r Ref) String() string {
 	return fmt.Sprintf("%s[%d:%d]", r.Region, r.Offset, r.Offset+r.Length)
 }

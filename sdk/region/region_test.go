@@ -141,3 +141,21 @@ func TestAdviseHugePages(t *testing.T) {
 		t.Fatal("AdviseHugePages on a closed region: no error")
 	}
 }
+
+func TestRefOverlaps(t *testing.T) {
+	a := Ref{Region: "r", Offset: 0, Length: 8}
+	for _, c := range []struct {
+		b    Ref
+		want bool
+	}{
+		{Ref{Region: "r", Offset: 4, Length: 8}, true},
+		{Ref{Region: "r", Offset: 8, Length: 8}, false},
+		{Ref{Region: "s", Offset: 0, Length: 8}, false},
+		{Ref{Region: "r", Offset: 2, Length: 0}, false},
+		{Ref{}, false},
+	} {
+		if got := a.Overlaps(c.b); got != c.want || c.b.Overlaps(a) != c.want {
+			t.Errorf("%s overlaps %s: %v, want %v", a, c.b, got, c.want)
+		}
+	}
+}

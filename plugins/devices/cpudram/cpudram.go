@@ -1,5 +1,5 @@
 // Package cpudram is the "cpu-dram" device: host DRAM and CPU, priced by
-// the shared cost model in plugins/devices/internal/costmodel. Its default
+// the shared cost model in sdk/device/costmodel. Its default
 // profile is the host of ScratchPipe's and Tensor Casting's evaluations, an
 // Intel Xeon E5-2698 v4 with 256 GB of DDR4 at 76.8 GB/s, with efficiency
 // factors calibrated on ScratchPipe's no-cache baseline (docs/devices.md).
@@ -7,8 +7,8 @@
 package cpudram
 
 import (
-	"github.com/flowrun/flowrun/plugins/devices/internal/costmodel"
 	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/device/costmodel"
 )
 
 // Name is the device's plugin name (builtin:cpu-dram).
@@ -37,52 +37,48 @@ const (
 // calibration is the Source note of every profile with the fitted factors.
 const calibration = "; efficiency and op_efficiency.scatter calibrated on ScratchPipe's no-cache baseline (docs/devices.md#calibration)"
 
-// Profiles are the named profiles of `profile`. The default is ScratchPipe's
-// host; the others are the hosts of current GPU servers, with the factors
-// fitted on ScratchPipe's host carried over (not calibrated for them).
-func Profiles() map[string]costmodel.Params {
+// Spec is the device: its name, its description and the named profiles
+// of `profile`. The default is ScratchPipe's host; the others are the
+// hosts of current GPU servers, with the factors fitted on ScratchPipe's
+// host carried over (not calibrated for them).
+func Spec() costmodel.Spec {
 	calibrated := func(p device.Profile, link string) costmodel.Params {
 		p.Efficiency = Efficiency
 		return costmodel.Params{Profile: p, Link: link, OpEfficiency: map[string]float64{"scatter": ScatterEfficiency}}
 	}
-	return map[string]costmodel.Params{
-		// ScratchPipe Sec. V: "Intel Xeon E5-2698v4 (256 GB DDR4, 76.8
-		// GB/sec DRAM bandwidth)", "PCIe(gen3) with 16 GB/sec". GFLOPS is
-		// derived, not quoted: 20 cores × 2.2 GHz base × 32 FP32
-		// FLOP/cycle (two 8-wide AVX2 FMA units).
-		"xeon-e5-2698v4": calibrated(device.Profile{
-			Name:          "Intel Xeon E5-2698 v4, 256 GiB DDR4-2400 (ScratchPipe host)",
-			CapacityBytes: 256 << 30, BandwidthGBps: 76.8, GFLOPS: 1408,
-			Source: "ScratchPipe (MICRO'22) Sec. V / Intel ARK" + calibration,
-		}, "pcie3"),
-		// One socket of an NVIDIA DGX A100: 8 channels of DDR4-3200
-		// (204.8 GB/s), 64 cores × 2.25 GHz × 32 FP32 FLOP/cycle (Zen 2:
-		// two 256-bit FMA units), half of the DGX's 1 TB.
-		"epyc-7742": calibrated(device.Profile{
-			Name:          "AMD EPYC 7742, 512 GiB DDR4-3200 (one socket of a DGX A100)",
-			CapacityBytes: 512 << 30, BandwidthGBps: 204.8, GFLOPS: 4608,
-			Source: "AMD EPYC 7742 specifications (8 × DDR4-3200), NVIDIA DGX A100 datasheet" + calibration + ", carried over from the Xeon E5-2698 v4",
-		}, "pcie4"),
-		// One socket of an NVIDIA DGX H100: 8 channels of DDR5-4800
-		// (307.2 GB/s), 56 cores × 2.0 GHz × 64 FP32 FLOP/cycle (two
-		// AVX-512 FMA units), half of the DGX's 2 TB.
-		"xeon-8480": calibrated(device.Profile{
-			Name:          "Intel Xeon Platinum 8480C, 1 TiB DDR5-4800 (one socket of a DGX H100)",
-			CapacityBytes: 1 << 40, BandwidthGBps: 307.2, GFLOPS: 7168,
-			Source: "Intel ARK Xeon Platinum 8480+ (8 × DDR5-4800), NVIDIA DGX H100 datasheet" + calibration + ", carried over from the Xeon E5-2698 v4",
-		}, "pcie5"),
-	}
+	return costmodel.Spec{Name: Name, Default: DefaultProfile,
+		Description: "host DRAM and CPU cost model (default: Xeon E5-2698 v4, 76.8 GB/s, calibrated); all times are modeled",
+		Profiles: map[string]costmodel.Params{
+			// ScratchPipe Sec. V: "Intel Xeon E5-2698v4 (256 GB DDR4, 76.8
+			// GB/sec DRAM bandwidth)", "PCIe(gen3) with 16 GB/sec". GFLOPS is
+			// derived, not quoted: 20 cores × 2.2 GHz base × 32 FP32
+			// FLOP/cycle (two 8-wide AVX2 FMA units).
+			"xeon-e5-2698v4": calibrated(device.Profile{
+				Name:          "Intel Xeon E5-2698 v4, 256 GiB DDR4-2400 (ScratchPipe host)",
+				CapacityBytes: 256 << 30, BandwidthGBps: 76.8, GFLOPS: 1408,
+				Source: "ScratchPipe (MICRO'22) Sec. V / Intel ARK" + calibration,
+			}, "pcie3"),
+			// One socket of an NVIDIA DGX A100: 8 channels of DDR4-3200
+			// (204.8 GB/s), 64 cores × 2.25 GHz × 32 FP32 FLOP/cycle (Zen 2:
+			// two 256-bit FMA units), half of the DGX's 1 TB.
+			"epyc-7742": calibrated(device.Profile{
+				Name:          "AMD EPYC 7742, 512 GiB DDR4-3200 (one socket of a DGX A100)",
+				CapacityBytes: 512 << 30, BandwidthGBps: 204.8, GFLOPS: 4608,
+				Source: "AMD EPYC 7742 specifications (8 × DDR4-3200), NVIDIA DGX A100 datasheet" + calibration + ", carried over from the Xeon E5-2698 v4",
+			}, "pcie4"),
+			// One socket of an NVIDIA DGX H100: 8 channels of DDR5-4800
+			// (307.2 GB/s), 56 cores × 2.0 GHz × 64 FP32 FLOP/cycle (two
+			// AVX-512 FMA units), half of the DGX's 2 TB.
+			"xeon-8480": calibrated(device.Profile{
+				Name:          "Intel Xeon Platinum 8480C, 1 TiB DDR5-4800 (one socket of a DGX H100)",
+				CapacityBytes: 1 << 40, BandwidthGBps: 307.2, GFLOPS: 7168,
+				Source: "Intel ARK Xeon Platinum 8480+ (8 × DDR5-4800), NVIDIA DGX H100 datasheet" + calibration + ", carried over from the Xeon E5-2698 v4",
+			}, "pcie5"),
+		}}
 }
 
 // DefaultProfile is the key of the default profile: ScratchPipe's host.
 const DefaultProfile = "xeon-e5-2698v4"
 
-// New returns the cpu-dram device.
-func New() device.Device {
-	return costmodel.New(costmodel.Spec{
-		Name:        Name,
-		Description: "host DRAM and CPU cost model (default: Xeon E5-2698 v4, 76.8 GB/s, calibrated); all times are modeled",
-		Profiles:    Profiles(),
-		Default:     DefaultProfile,
-	})
-}
+// New returns the device: costmodel over Spec.
+func New() device.Device { return costmodel.New(Spec()) }

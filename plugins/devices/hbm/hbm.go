@@ -1,6 +1,6 @@
 // Package hbm is the "hbm" device: an accelerator's high-bandwidth memory
 // and arithmetic, reached over a host link, priced by the shared cost model
-// in plugins/devices/internal/costmodel. Its default profile is the NVIDIA
+// in sdk/device/costmodel. Its default profile is the NVIDIA
 // V100 (32 GB HBM2 at 900 GB/s, PCIe gen3 x16 at 16 GB/s) of ScratchPipe's
 // and Tensor Casting's evaluations; A100 and H100 profiles and PCIe gen4 and
 // gen5 links are a `profile` or `link` option away. Every time it returns
@@ -8,8 +8,8 @@
 package hbm
 
 import (
-	"github.com/flowrun/flowrun/plugins/devices/internal/costmodel"
 	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/device/costmodel"
 )
 
 // Name is the device's plugin name (builtin:hbm).
@@ -32,8 +32,9 @@ const (
 	carried       = "; efficiency and compute_efficiency carried over from the V100 (not measured for this part)"
 )
 
-// Profiles are the named profiles of `profile`.
-func Profiles() map[string]costmodel.Params {
+// Spec is the device: its name, its description and the named profiles
+// of `profile`.
+func Spec() costmodel.Spec {
 	p := func(name string, capacity int64, gbps, gflops float64, link, source string) costmodel.Params {
 		return costmodel.Params{
 			Profile: device.Profile{Name: name, CapacityBytes: capacity, BandwidthGBps: gbps, GFLOPS: gflops,
@@ -41,31 +42,26 @@ func Profiles() map[string]costmodel.Params {
 			Link: link, ComputeEfficiency: ComputeEfficiency,
 		}
 	}
-	return map[string]costmodel.Params{
-		// ScratchPipe Sec. V: "NVIDIA's V100 (32 GB, 900 GB/sec of DRAM
-		// bandwidth)", "PCIe(gen3) with 16 GB/sec"; 15.7 TFLOPS FP32 (SXM2).
-		"v100": p("NVIDIA V100 32 GB HBM2", 32<<30, 900, 15700, "pcie3",
-			"ScratchPipe Sec. V / NVIDIA V100 datasheet"+memorySource+computeSource),
-		"a100": p("NVIDIA A100 40 GB HBM2", 40<<30, 1555, 19500, "pcie4",
-			"NVIDIA A100 datasheet (SXM4 40 GB: 1,555 GB/s, 19.5 TFLOPS FP32)"+carried),
-		"a100-80gb": p("NVIDIA A100 80 GB HBM2e", 80<<30, 2039, 19500, "pcie4",
-			"NVIDIA A100 datasheet (SXM4 80 GB: 2,039 GB/s, 19.5 TFLOPS FP32)"+carried),
-		"h100": p("NVIDIA H100 SXM5 80 GB HBM3", 80<<30, 3350, 67000, "pcie5",
-			"NVIDIA H100 datasheet (SXM5: 3.35 TB/s, 67 TFLOPS FP32)"+carried),
-		"h100-pcie": p("NVIDIA H100 PCIe 80 GB HBM2e", 80<<30, 2000, 51000, "pcie5",
-			"NVIDIA H100 datasheet (PCIe: 2 TB/s, 51 TFLOPS FP32)"+carried),
-	}
+	return costmodel.Spec{Name: Name, Default: DefaultProfile,
+		Description: "accelerator HBM cost model over a host link (default: V100, 900 GB/s, PCIe gen3 16 GB/s, calibrated); all times are modeled",
+		Profiles: map[string]costmodel.Params{
+			// ScratchPipe Sec. V: "NVIDIA's V100 (32 GB, 900 GB/sec of DRAM
+			// bandwidth)", "PCIe(gen3) with 16 GB/sec"; 15.7 TFLOPS FP32 (SXM2).
+			"v100": p("NVIDIA V100 32 GB HBM2", 32<<30, 900, 15700, "pcie3",
+				"ScratchPipe Sec. V / NVIDIA V100 datasheet"+memorySource+computeSource),
+			"a100": p("NVIDIA A100 40 GB HBM2", 40<<30, 1555, 19500, "pcie4",
+				"NVIDIA A100 datasheet (SXM4 40 GB: 1,555 GB/s, 19.5 TFLOPS FP32)"+carried),
+			"a100-80gb": p("NVIDIA A100 80 GB HBM2e", 80<<30, 2039, 19500, "pcie4",
+				"NVIDIA A100 datasheet (SXM4 80 GB: 2,039 GB/s, 19.5 TFLOPS FP32)"+carried),
+			"h100": p("NVIDIA H100 SXM5 80 GB HBM3", 80<<30, 3350, 67000, "pcie5",
+				"NVIDIA H100 datasheet (SXM5: 3.35 TB/s, 67 TFLOPS FP32)"+carried),
+			"h100-pcie": p("NVIDIA H100 PCIe 80 GB HBM2e", 80<<30, 2000, 51000, "pcie5",
+				"NVIDIA H100 datasheet (PCIe: 2 TB/s, 51 TFLOPS FP32)"+carried),
+		}}
 }
 
 // DefaultProfile is the key of the default profile: ScratchPipe's V100.
 const DefaultProfile = "v100"
 
-// New returns the hbm device.
-func New() device.Device {
-	return costmodel.New(costmodel.Spec{
-		Name:        Name,
-		Description: "accelerator HBM cost model over a host link (default: V100, 900 GB/s, PCIe gen3 16 GB/s, calibrated); all times are modeled",
-		Profiles:    Profiles(),
-		Default:     DefaultProfile,
-	})
-}
+// New returns the device: costmodel over Spec.
+func New() device.Device { return costmodel.New(Spec()) }

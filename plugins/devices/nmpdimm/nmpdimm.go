@@ -5,14 +5,14 @@
 // a scatter run at the ranks' aggregate bandwidth instead of a host's
 // pin-limited one. The GPU that runs the dense model reaches it over a
 // link (25 GB/s in the paper's emulation). Priced by the shared cost model
-// in plugins/devices/internal/costmodel; every time it returns is modeled.
+// in sdk/device/costmodel; every time it returns is modeled.
 package nmpdimm
 
 import (
 	"fmt"
 
-	"github.com/flowrun/flowrun/plugins/devices/internal/costmodel"
 	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/device/costmodel"
 )
 
 // Name is the device's plugin name (builtin:nmp-dimm).
@@ -47,8 +47,9 @@ const (
 	RankBytes = 128 << 30
 )
 
-// Profiles are the named profiles of `profile`.
-func Profiles() map[string]costmodel.Params {
+// Spec is the device: its name, its description and the named profiles
+// of `profile`.
+func Spec() costmodel.Spec {
 	p := func(ranks int, sustainedGBps float64, how string) costmodel.Params {
 		agg := float64(ranks) * RankGBps
 		return costmodel.Params{
@@ -70,25 +71,20 @@ func Profiles() map[string]costmodel.Params {
 		}
 	}
 	const ramulator = "effective (Sec. V, Ramulator)"
-	return map[string]costmodel.Params{
-		"table1":   p(Ranks, EffectiveGBps, ramulator),
-		"16-ranks": p(16, EffectiveGBps, ramulator),
-		"64-ranks": p(64, EffectiveGBps, ramulator),
-		// Table I's pool at the rate the paper's emulation sustained, the
-		// profile the Tensor Casting graphs use to compare with the paper.
-		"emulated": p(Ranks, EmulatedGBps, "as the paper's emulation sustained it, fitted on Baseline(NMP)'s utilisation in Fig. 15 (docs/devices.md#nmp-dimm-tensor-castings-near-memory-pool-pluginsdevicesnmpdimm)"),
-	}
+	return costmodel.Spec{Name: Name, Default: DefaultProfile,
+		Description: "near-memory-processing DDR4 pool (Tensor Casting Table I: 32 ranks × 25.6 GB/s, ~600 GB/s effective, 25 GB/s link to the GPU); all times are modeled",
+		Profiles: map[string]costmodel.Params{
+			"table1":   p(Ranks, EffectiveGBps, ramulator),
+			"16-ranks": p(16, EffectiveGBps, ramulator),
+			"64-ranks": p(64, EffectiveGBps, ramulator),
+			// Table I's pool at the rate the paper's emulation sustained, the
+			// profile the Tensor Casting graphs use to compare with the paper.
+			"emulated": p(Ranks, EmulatedGBps, "as the paper's emulation sustained it, fitted on Baseline(NMP)'s utilisation in Fig. 15 (docs/devices.md#nmp-dimm-tensor-castings-near-memory-pool-pluginsdevicesnmpdimm)"),
+		}}
 }
 
 // DefaultProfile is the key of the default profile: Table I's 32 ranks.
 const DefaultProfile = "table1"
 
-// New returns the nmp-dimm device.
-func New() device.Device {
-	return costmodel.New(costmodel.Spec{
-		Name:        Name,
-		Description: "near-memory-processing DDR4 pool (Tensor Casting Table I: 32 ranks × 25.6 GB/s, ~600 GB/s effective, 25 GB/s link to the GPU); all times are modeled",
-		Profiles:    Profiles(),
-		Default:     DefaultProfile,
-	})
-}
+// New returns the device: costmodel over Spec.
+func New() device.Device { return costmodel.New(Spec()) }

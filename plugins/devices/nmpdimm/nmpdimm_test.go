@@ -1,8 +1,6 @@
 package nmpdimm_test
 
 import (
-	"context"
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -11,7 +9,6 @@ import (
 	"github.com/flowrun/flowrun/plugins/internal/buildtest"
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/device/devicetest"
-	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 func TestConformance(t *testing.T) {
@@ -26,27 +23,15 @@ func TestConformanceBinary(t *testing.T) {
 // Table I: 32 ranks × 25.6 GB/s = 819.2 GB/s, sustaining ~600 GB/s; the
 // link to the GPU is 25 GB/s.
 func TestTableI(t *testing.T) {
-	ctx := context.Background()
-	d := nmpdimm.New()
-	if err := d.Configure(ctx, plugin.Setup{Options: json.RawMessage(``)}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := d.Profile(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := devicetest.Configured(t, nmpdimm.New(), ``)
+	p := devicetest.ProfileOf(t, d)
 	if p.BandwidthGBps != 819.2 || p.LinkGBps != 25 || math.Abs(p.BandwidthGBps*p.Efficiency-600) > 1e-9 {
 		t.Fatalf("profile %+v", p)
 	}
 	// 600 MB read at 600 GB/s: 1 ms; 25 MB over the link: 1 ms.
-	res, err := d.Cost(ctx, &device.CostRequest{Ops: []device.Op{
-		{Name: "gather-reduce", Kind: device.Read, Bytes: 600e6},
-		{Name: "pooled-to-device", Kind: device.Transfer, Bytes: 25e6},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, ns := range res.ModeledNs {
+	for i, ns := range devicetest.Costs(t, d,
+		device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: 600e6},
+		device.Op{Name: "pooled-to-device", Kind: device.Transfer, Bytes: 25e6}) {
 		if math.Abs(float64(ns)-1e6) > 1e6*0.01 {
 			t.Errorf("op %d: %d ns, want ≈1 ms", i, ns)
 		}
@@ -58,23 +43,11 @@ func TestTableI(t *testing.T) {
 // capacity as table1, a tenth of its rate, the tenth that puts
 // Baseline(NMP)'s pool at Fig. 15's 6.5 % utilisation.
 func TestEmulatedProfile(t *testing.T) {
-	ctx := context.Background()
 	// configured returns the device's profile and the modeled ns of
 	// gathering 60 MB.
 	configured := func(options string) (device.Profile, int64) {
-		d := nmpdimm.New()
-		if err := d.Configure(ctx, plugin.Setup{Options: json.RawMessage(options)}); err != nil {
-			t.Fatal(err)
-		}
-		p, err := d.Profile(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := d.Cost(ctx, &device.CostRequest{Ops: []device.Op{{Name: "gather-reduce", Kind: device.Read, Bytes: 60e6}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p, res.ModeledNs[0]
+		d := devicetest.Configured(t, nmpdimm.New(), options)
+		return devicetest.ProfileOf(t, d), devicetest.Costs(t, d, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: 60e6})[0]
 	}
 	table1, table1Ns := configured(`{}`)
 	emulated, ns := configured(`{"profile": "emulated"}`)
@@ -111,5 +84,11 @@ func TestEmulatedProfile(t *testing.T) {
 		if u := pool / (pool + fit.iteration - fit.pool); math.Abs(u-0.065) > 0.0005 {
 			t.Errorf("%s: Baseline(NMP) keeps the emulated pool busy %.2f %% of its time, want Fig. 15's 6.5 %%", fit.model, 100*u)
 		}
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	if err := nmpdimm.Spec().Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/region/regiontest"
 )
 
 // Tensor Casting's Fig. 8 through the kernel: bag 0 pools rows 1, 2, 4 and
@@ -19,7 +19,7 @@ func TestCastedGatherReduceFig8(t *testing.T) {
 	const dim = 20 // an AVX2 block and a scalar tail
 	for _, impl := range []string{`{"impl":"go"}`, ``} {
 		k := configured(t, impl)
-		a := shmtest.New(t, 1<<16)
+		a := regiontest.New(t, 1<<16)
 		rng := rand.New(rand.NewPCG(8, 8))
 		grads := make([]float32, 2*dim)
 		for i := range grads {

@@ -23,16 +23,14 @@
 // changing a single bit; when the request's regions overlap (so one table's
 // writes could be another's reads) the tables run one after another instead.
 //
-// It imports only sdk/ and the built-in plugins' internal helpers.
+// It imports only sdk/ (no internal/ package).
 package cpu
 
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 
-	"github.com/flowrun/flowrun/plugins/internal/shm"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -118,96 +116,13 @@ type tableView struct {
 	pooled []float32
 }
 
-// view checks a request's tables and bags and maps them. pooledRef is Out
-// (gather-reduce) or Grads (scatter), float32 [table][bag][dim].
-func (k *cpuKernel) view(tables []kernel.Table, bags kernel.Bags, reduce kernel.Reduce, pooledRef region.Ref, pooledName string) ([]tableView, error) {
-	return k.viewTables(tables, bags, reduce, pooledRef, pooledName, false)
-}
-
-// viewTables is view; with shapeOnly, tables without a Data ref are checked
-// for shape only and get no rows (expand-coalesce reads none).
-func (k *cpuKernel) viewTables(tables []kernel.Table, bags kernel.Bags, reduce kernel.Reduce, pooledRef region.Ref, pooledName string, shapeOnly bool) ([]tableView, error) {
-	if reduce != kernel.Sum && reduce != kernel.Mean {
-		return nil, fmt.Errorf("%w: unknown reduce %d", plugin.ErrInvalidRequest, reduce)
+// tableViews are the request's tables as the kernels take them.
+func tableViews(in []kernel.TableView) []tableView {
+	out := make([]tableView, len(in))
+	for t, v := range in {
+		out[t] = tableView{data: v.Data, dim: v.Dim, stride: v.Stride, idx: v.Indices, off: v.Offsets, pooled: v.Pooled}
 	}
-	if len(bags.IndexStart) != len(tables) {
-		return nil, fmt.Errorf("%w: %d index starts for %d tables", plugin.ErrInvalidRequest, len(bags.IndexStart), len(tables))
-	}
-	if bags.Batch < 0 || bags.Batch > math.MaxInt32 {
-		return nil, fmt.Errorf("%w: batch must be in [0, 2³¹), got %d", plugin.ErrInvalidRequest, bags.Batch)
-	}
-	B := int64(bags.Batch)
-	T := int64(len(tables))
-	offsets, err := shm.Int64s(&k.mapper, bags.Offsets, T*(B+1), "offsets")
-	if err != nil {
-		return nil, err
-	}
-	views := make([]tableView, len(tables))
-	var nIndices, pooledLen int64
-	for t, tab := range tables {
-		if tab.Dim < 1 || tab.Rows < 0 {
-			return nil, fmt.Errorf("%w: table %d: bad shape %d×%d", plugin.ErrInvalidRequest, t, tab.Rows, tab.Dim)
-		}
-		off := offsets[int64(t)*(B+1) : int64(t+1)*(B+1)]
-		if off[0] < 0 {
-			return nil, fmt.Errorf("%w: table %d: negative bag offset %d", plugin.ErrInvalidRequest, t, off[0])
-		}
-		for b := range B {
-			if off[b+1] < off[b] {
-				return nil, fmt.Errorf("%w: table %d: bag %d offsets decrease (%d > %d)", plugin.ErrInvalidRequest, t, b, off[b], off[b+1])
-			}
-		}
-		start := bags.IndexStart[t]
-		if start < 0 || off[B] > math.MaxInt64-start {
-			return nil, fmt.Errorf("%w: table %d: bad index start %d", plugin.ErrInvalidRequest, t, start)
-		}
-		nIndices = max(nIndices, start+off[B])
-		var data []float32
-		if !shapeOnly {
-			var err error
-			if data, err = k.tableData(t, tab); err != nil {
-				return nil, err
-			}
-		}
-		views[t] = tableView{data: data, dim: tab.Dim, stride: tab.RowStride(), off: off}
-		pooledLen += B * int64(tab.Dim)
-	}
-	indices, err := shm.Int64s(&k.mapper, bags.Indices, nIndices, "indices")
-	if err != nil {
-		return nil, err
-	}
-	pooled, err := shm.Float32s(&k.mapper, pooledRef, pooledLen, pooledName)
-	if err != nil {
-		return nil, err
-	}
-	var at int64
-	for t, tab := range tables {
-		v := &views[t]
-		start := bags.IndexStart[t]
-		v.idx = indices[start : start+v.off[B]]
-		for p, r := range v.idx[v.off[0]:] {
-			if r < 0 || r >= tab.Rows {
-				return nil, fmt.Errorf("%w: table %d: index %d at position %d outside [0, %d)",
-					plugin.ErrInvalidRequest, t, r, v.off[0]+int64(p), tab.Rows)
-			}
-		}
-		n := B * int64(tab.Dim)
-		v.pooled = pooled[at : at+n]
-		at += n
-	}
-	return views, nil
-}
-
-// tableData checks table t's shape and stride and maps its rows.
-func (k *cpuKernel) tableData(t int, tab kernel.Table) ([]float32, error) {
-	if tab.Dim < 1 || tab.Rows < 0 || tab.Stride < 0 || (tab.Stride != 0 && tab.Stride < tab.Dim) {
-		return nil, fmt.Errorf("%w: table %d: bad shape %d×%d (stride %d)", plugin.ErrInvalidRequest, t, tab.Rows, tab.Dim, tab.Stride)
-	}
-	stride := int64(tab.RowStride())
-	if tab.Rows > 0 && tab.Rows > math.MaxInt64/4/stride {
-		return nil, fmt.Errorf("%w: table %d: %d rows of %d floats overflow", plugin.ErrInvalidRequest, t, tab.Rows, stride)
-	}
-	return shm.Float32s(&k.mapper, tab.Data, tab.Rows*stride, fmt.Sprintf("table %d data", t))
+	return out
 }
 
 // forEachTable runs fn for every table, on up to workers goroutines when
@@ -237,12 +152,12 @@ func forEachTable(n, workers int, parallel bool, fn func(t int)) {
 func disjoint(writes, reads []region.Ref) bool {
 	for i, w := range writes {
 		for _, o := range writes[i+1:] {
-			if shm.Overlap(w, o) {
+			if w.Overlaps(o) {
 				return false
 			}
 		}
 		for _, r := range reads {
-			if shm.Overlap(w, r) {
+			if w.Overlaps(r) {
 				return false
 			}
 		}
@@ -257,10 +172,11 @@ func (k *cpuKernel) GatherReduce(ctx context.Context, req *kernel.GatherReduceRe
 	if err != nil {
 		return nil, err
 	}
-	views, err := k.view(req.Tables, req.Bags, req.Reduce, req.Out, "out")
+	checked, err := req.View(&k.mapper)
 	if err != nil {
 		return nil, fmt.Errorf("gather-reduce: %w", err)
 	}
+	views := tableViews(checked)
 	reads := []region.Ref{req.Bags.Indices, req.Bags.Offsets}
 	for _, tab := range req.Tables {
 		reads = append(reads, tab.Data)
@@ -309,30 +225,6 @@ func sum(results []kernel.Result, read int64) *kernel.Result {
 // read: batch+1 int64s a table.
 func offsetBytes(tables, batch int) int64 { return int64(tables) * int64(batch+1) * 8 }
 
-// checkUpdate validates an optimizer step's parameters against the tables
-// it updates: the optimizer is known, the learning rate and ε finite, and
-// every row wide enough for its state.
-func checkUpdate(tables []kernel.Table, opt kernel.Optimizer, lr, eps float32) error {
-	switch opt {
-	case kernel.SGD, kernel.Adagrad, kernel.RowWiseAdagrad:
-	default:
-		return fmt.Errorf("optimizer %d: %w", opt, plugin.ErrUnsupported)
-	}
-	if x := float64(lr); math.IsNaN(x) || math.IsInf(x, 0) {
-		return fmt.Errorf("%w: learning rate %v", plugin.ErrInvalidRequest, lr)
-	}
-	if x := float64(eps); opt != kernel.SGD && (math.IsNaN(x) || math.IsInf(x, 0) || x < 0) {
-		return fmt.Errorf("%w: epsilon %v", plugin.ErrInvalidRequest, eps)
-	}
-	for t, tab := range tables {
-		if need := tab.Dim + kernel.StateFloats(opt, tab.Dim); tab.RowStride() < need {
-			return fmt.Errorf("%w: table %d: %s needs a stride of at least %d floats (dim %d + state), got %d",
-				plugin.ErrInvalidRequest, t, opt, need, tab.Dim, tab.RowStride())
-		}
-	}
-	return nil
-}
-
 // maxCoalescedRows bounds the tables that Scatter and ExpandCoalesce take:
 // expand's sort keys hold a row id in 32 bits (row<<32 | bag), so a larger
 // id would wrap and merge with another row's gradients.
@@ -355,16 +247,14 @@ func (k *cpuKernel) Scatter(ctx context.Context, req *kernel.ScatterRequest) (*k
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUpdate(req.Tables, req.Optimizer, req.LearningRate, req.Epsilon); err != nil {
-		return nil, fmt.Errorf("scatter: %w", err)
-	}
 	if err := checkCoalescedRows(req.Tables); err != nil {
 		return nil, fmt.Errorf("scatter: %w", err)
 	}
-	views, err := k.view(req.Tables, req.Bags, req.Reduce, req.Grads, "grads")
+	checked, err := req.View(&k.mapper)
 	if err != nil {
 		return nil, fmt.Errorf("scatter: %w", err)
 	}
+	views := tableViews(checked)
 	writes := make([]region.Ref, 0, len(req.Tables))
 	for _, tab := range req.Tables {
 		writes = append(writes, tab.Data)
@@ -391,19 +281,11 @@ func (k *cpuKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoales
 	if err := checkCoalescedRows(req.Tables); err != nil {
 		return nil, fmt.Errorf("expand-coalesce: %w", err)
 	}
-	// The rows are not read: check the shapes, not the table regions.
-	views, err := k.viewTables(req.Tables, req.Bags, req.Reduce, req.Grads, "grads", true)
+	checked, err := req.View(&k.mapper)
 	if err != nil {
 		return nil, fmt.Errorf("expand-coalesce: %w", err)
 	}
-	capacity := make([]int64, len(views))
-	for t, v := range views {
-		capacity[t] = v.off[len(v.off)-1] - v.off[0]
-	}
-	out, err := k.coalescedView(req.Tables, req.Out, capacity, "out")
-	if err != nil {
-		return nil, fmt.Errorf("expand-coalesce: %w", err)
-	}
+	views, out := tableViews(checked.Tables), checked.Out
 	parallel := disjoint([]region.Ref{req.Out.Rows, req.Out.Grads}, []region.Ref{req.Bags.Indices, req.Bags.Offsets, req.Grads})
 	coalesce := cfg.coalescer()
 	results := make([]kernel.Result, len(views))
@@ -413,8 +295,8 @@ func (k *cpuKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoales
 		defer scratchPool.Put(s)
 		e, res := expand(&views[t], req.Reduce, s)
 		unique := len(e.rows)
-		copy(out[t].rows, e.rows)
-		e.coalesce(coalesce, 0, unique, out[t].grads)
+		copy(out[t].Rows, e.rows)
+		e.coalesce(coalesce, 0, unique, out[t].Grads)
 		res.BytesWritten = int64(unique) * (8 + 4*int64(e.dim))
 		counts[t], results[t] = int64(unique), res
 	})
@@ -428,28 +310,13 @@ func (k *cpuKernel) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kerne
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUpdate(req.Tables, req.Optimizer, req.LearningRate, req.Epsilon); err != nil {
-		return nil, fmt.Errorf("apply: %w", err)
-	}
-	c := req.Coalesced
-	if len(c.Counts) != len(req.Tables) {
-		return nil, fmt.Errorf("%w: apply: %d counts for %d tables", plugin.ErrInvalidRequest, len(c.Counts), len(req.Tables))
-	}
-	in, err := k.coalescedView(req.Tables, c, c.Counts, "coalesced")
+	checked, err := req.View(&k.mapper)
 	if err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
 	}
-	data := make([][]float32, len(req.Tables))
+	data, in, c := checked.Data, checked.Coalesced, req.Coalesced
 	writes := make([]region.Ref, len(req.Tables))
 	for t, tab := range req.Tables {
-		if data[t], err = k.tableData(t, tab); err != nil {
-			return nil, fmt.Errorf("apply: %w", err)
-		}
-		for _, r := range in[t].rows {
-			if r < 0 || r >= tab.Rows {
-				return nil, fmt.Errorf("%w: apply: table %d: row %d outside [0, %d)", plugin.ErrInvalidRequest, t, r, tab.Rows)
-			}
-		}
 		writes[t] = tab.Data
 	}
 	parallel := disjoint(writes, []region.Ref{c.Rows, c.Grads})
@@ -457,56 +324,7 @@ func (k *cpuKernel) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kerne
 	results := make([]kernel.Result, len(req.Tables))
 	forEachTable(len(req.Tables), cfg.workers(), parallel, func(t int) {
 		tab := req.Tables[t]
-		results[t] = u.apply(data[t], tab.Dim, tab.RowStride(), in[t].rows, len(in[t].rows), in[t].grads)
+		results[t] = u.apply(data[t], tab.Dim, tab.RowStride(), in[t].Rows, len(in[t].Rows), in[t].Grads)
 	})
 	return sum(results, 0), nil
 }
-
-// coalescedBlock is one table's block of a Coalesced: n rows and their
-// gradients.
-type coalescedBlock struct {
-	rows  []int64
-	grads []float32
-}
-
-// coalescedView maps each table's block of c with room for n[t] rows, and
-// checks that no two blocks overlap (tables are written concurrently).
-func (k *cpuKernel) coalescedView(tables []kernel.Table, c kernel.Coalesced, n []int64, what string) ([]coalescedBlock, error) {
-	if len(c.RowStart) != len(tables) || len(c.GradStart) != len(tables) {
-		return nil, fmt.Errorf("%w: %s: %d row starts and %d gradient starts for %d tables",
-			plugin.ErrInvalidRequest, what, len(c.RowStart), len(c.GradStart), len(tables))
-	}
-	var rowsLen, gradsLen int64
-	for t, tab := range tables {
-		if n[t] < 0 || c.RowStart[t] < 0 || c.GradStart[t] < 0 || tab.Dim < 1 ||
-			n[t] > math.MaxInt32*int64(64) || c.RowStart[t] > math.MaxInt64/2 || c.GradStart[t] > math.MaxInt64/2 {
-			return nil, fmt.Errorf("%w: %s: table %d: bad block (start %d/%d, %d rows)", plugin.ErrInvalidRequest, what, t, c.RowStart[t], c.GradStart[t], n[t])
-		}
-		rowsLen = max(rowsLen, c.RowStart[t]+n[t])
-		gradsLen = max(gradsLen, c.GradStart[t]+n[t]*int64(tab.Dim))
-	}
-	rows, err := shm.Int64s(&k.mapper, c.Rows, rowsLen, what+" rows")
-	if err != nil {
-		return nil, err
-	}
-	grads, err := shm.Float32s(&k.mapper, c.Grads, gradsLen, what+" grads")
-	if err != nil {
-		return nil, err
-	}
-	blocks := make([]coalescedBlock, len(tables))
-	for t, tab := range tables {
-		blocks[t] = coalescedBlock{
-			rows:  rows[c.RowStart[t] : c.RowStart[t]+n[t]],
-			grads: grads[c.GradStart[t] : c.GradStart[t]+n[t]*int64(tab.Dim)],
-		}
-		for u := range t {
-			if overlap(c.RowStart[t], n[t], c.RowStart[u], n[u]) ||
-				overlap(c.GradStart[t], n[t]*int64(tab.Dim), c.GradStart[u], n[u]*int64(tables[u].Dim)) {
-				return nil, fmt.Errorf("%w: %s: the blocks of tables %d and %d overlap", plugin.ErrInvalidRequest, what, u, t)
-			}
-		}
-	}
-	return blocks, nil
-}
-
-func overlap(a, n, b, m int64) bool { return n > 0 && m > 0 && a < b+m && b < a+n }

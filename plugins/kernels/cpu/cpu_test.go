@@ -9,10 +9,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
+	"github.com/flowrun/flowrun/sdk/region/regiontest"
 )
 
 func configured(t testing.TB, opts string) kernel.Kernel {
@@ -32,7 +32,7 @@ type batch struct {
 	bags [][][]int64 // [table][bag] -> row ids
 }
 
-func (b *batch) layout(a *shmtest.Arena) ([]kernel.Table, kernel.Bags) {
+func (b *batch) layout(a *regiontest.Arena) ([]kernel.Table, kernel.Bags) {
 	B := len(b.bags[0])
 	var indices, offsets, starts []int64
 	tables := make([]kernel.Table, len(b.rows))
@@ -60,7 +60,7 @@ func pooledLen(b *batch) int {
 
 func TestGatherReduce(t *testing.T) {
 	k := configured(t, ``)
-	a := shmtest.New(t, 1<<16)
+	a := regiontest.New(t, 1<<16)
 	b := &batch{
 		rows: [][]float32{{1, 2, 10, 20, 100, 200}, {1, 2, 3}},
 		dims: []int{2, 1},
@@ -178,7 +178,7 @@ func TestScatterMatchesReference(t *testing.T) {
 		b := randomBatch(rng, 4, 32, 50)
 		grads := randomGrads(rng, pooledLen(b))
 		want := referenceScatter(b, grads, reduce, 0.3)
-		a := shmtest.New(t, 1<<20)
+		a := regiontest.New(t, 1<<20)
 		tables, bags := b.layout(a)
 		_, err := configured(t, ``).Scatter(context.Background(), &kernel.ScatterRequest{
 			Tables: tables, Bags: bags, Reduce: reduce, Grads: a.Float32s(grads), Optimizer: kernel.SGD, LearningRate: 0.3,
@@ -195,7 +195,7 @@ func TestScatterMatchesReference(t *testing.T) {
 }
 
 func TestScatterCounts(t *testing.T) {
-	a := shmtest.New(t, 1<<16)
+	a := regiontest.New(t, 1<<16)
 	b := &batch{rows: [][]float32{{0, 0, 0, 0, 0, 0}}, dims: []int{2}, bags: [][][]int64{{{0, 2, 2}, {2}}}}
 	tables, bags := b.layout(a)
 	res, err := configured(t, ``).Scatter(context.Background(), &kernel.ScatterRequest{
@@ -241,7 +241,7 @@ func TestScatterIndependentOfPlacement(t *testing.T) {
 			moved.bags[0][i] = append(moved.bags[0][i], int64(slot[r]))
 		}
 	}
-	a := shmtest.New(t, 1<<20)
+	a := regiontest.New(t, 1<<20)
 	k := configured(t, ``)
 	for _, x := range []*batch{b, moved} {
 		tables, bags := x.layout(a)
@@ -266,7 +266,7 @@ func TestParallelIsBitIdentical(t *testing.T) {
 	var outs [][]float32
 	for _, workers := range []string{`{"workers":1}`, `{"workers":8}`} {
 		k := configured(t, workers)
-		a := shmtest.New(t, 1<<20)
+		a := regiontest.New(t, 1<<20)
 		tables, bags := b.layout(a)
 		out := a.Alloc(4 * int64(pooledLen(b)))
 		if _, err := k.GatherReduce(context.Background(), &kernel.GatherReduceRequest{Tables: tables, Bags: bags, Reduce: kernel.Mean, Out: out}); err != nil {
@@ -289,7 +289,7 @@ func TestParallelIsBitIdentical(t *testing.T) {
 // Two tables that are the same memory must be updated one after the other,
 // as if there were one table with both tables' lookups.
 func TestAliasedTablesRunInOrder(t *testing.T) {
-	a := shmtest.New(t, 1<<16)
+	a := regiontest.New(t, 1<<16)
 	data := a.Float32s([]float32{1, 1})
 	tables := []kernel.Table{{Data: data, Rows: 2, Dim: 1}, {Data: data, Rows: 2, Dim: 1}}
 	bags := kernel.Bags{Batch: 1, Indices: a.Int64s([]int64{0, 0}), IndexStart: []int64{0, 1}, Offsets: a.Int64s([]int64{0, 1, 0, 1})}
@@ -304,7 +304,7 @@ func TestAliasedTablesRunInOrder(t *testing.T) {
 
 func TestRejects(t *testing.T) {
 	ctx := context.Background()
-	a := shmtest.New(t, 1<<16)
+	a := regiontest.New(t, 1<<16)
 	b := &batch{rows: [][]float32{{1, 2, 3, 4}}, dims: []int{2}, bags: [][][]int64{{{0, 1}, {1}}}}
 	tables, bags := b.layout(a)
 	out := a.Alloc(16)
@@ -378,7 +378,7 @@ func BenchmarkScatter(bm *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
 	b := randomBatch(rng, 8, 2048, 100000)
 	grads := randomGrads(rng, pooledLen(b))
-	a := shmtest.New(bm, 64<<20)
+	a := regiontest.New(bm, 64<<20)
 	tables, bags := b.layout(a)
 	g := a.Float32s(grads)
 	k := configured(bm, ``)

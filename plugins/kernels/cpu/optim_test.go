@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/region/regiontest"
 )
 
 // withState widens every row of b to dim+StateFloats(opt) floats, the state
@@ -92,7 +92,7 @@ func referenceUpdate(b *batch, strides []int, grads []float32, reduce kernel.Red
 }
 
 // stridedLayout is batch.layout with each table's stride.
-func stridedLayout(a *shmtest.Arena, b *batch, strides []int) ([]kernel.Table, kernel.Bags) {
+func stridedLayout(a *regiontest.Arena, b *batch, strides []int) ([]kernel.Table, kernel.Bags) {
 	tables, bags := b.layout(a)
 	for t := range tables {
 		tables[t].Stride = strides[t]
@@ -114,7 +114,7 @@ func TestScatterOptimizers(t *testing.T) {
 				strides := withState(rng, b, opt)
 				grads := randomGrads(rng, pooledLen(b))
 				want := referenceUpdate(b, strides, grads, reduce, opt, 0.3, 1e-8)
-				a := shmtest.New(t, 1<<20)
+				a := regiontest.New(t, 1<<20)
 				tables, bags := stridedLayout(a, b, strides)
 				_, err := configured(t, impl).Scatter(context.Background(), &kernel.ScatterRequest{
 					Tables: tables, Bags: bags, Reduce: reduce, Grads: a.Float32s(grads),
@@ -145,7 +145,7 @@ func TestExpandCoalesceApplyIsScatter(t *testing.T) {
 		grads := randomGrads(rng, pooledLen(b))
 		k := configured(t, ``)
 
-		a := shmtest.New(t, 1<<20)
+		a := regiontest.New(t, 1<<20)
 		tables, bags := stridedLayout(a, b, strides)
 		g := a.Float32s(grads)
 		if _, err := k.Scatter(ctx, &kernel.ScatterRequest{Tables: tables, Bags: bags, Reduce: kernel.Mean, Grads: g, Optimizer: opt, LearningRate: 0.1, Epsilon: 1e-6}); err != nil {
@@ -156,7 +156,7 @@ func TestExpandCoalesceApplyIsScatter(t *testing.T) {
 			fused = append(fused, a.ReadFloat32s(tab.Data))
 		}
 
-		a2 := shmtest.New(t, 1<<20)
+		a2 := regiontest.New(t, 1<<20)
 		tables, bags = stridedLayout(a2, b, strides)
 		g = a2.Float32s(grads)
 		capacity := make([]int64, len(tables))
@@ -216,7 +216,7 @@ func TestStateTravelsWithRow(t *testing.T) {
 				moved.bags[0][i] = append(moved.bags[0][i], int64(slot[r]))
 			}
 		}
-		a := shmtest.New(t, 1<<20)
+		a := regiontest.New(t, 1<<20)
 		k := configured(t, ``)
 		for _, x := range []*batch{b, moved} {
 			tables, bags := stridedLayout(a, x, strides)
@@ -237,7 +237,7 @@ func TestStateTravelsWithRow(t *testing.T) {
 
 func TestOptimizerRejects(t *testing.T) {
 	ctx := context.Background()
-	a := shmtest.New(t, 1<<16)
+	a := regiontest.New(t, 1<<16)
 	b := &batch{rows: [][]float32{{1, 2, 3, 4}}, dims: []int{2}, bags: [][][]int64{{{0, 1}, {1}}}}
 	tables, bags := b.layout(a)
 	grads := a.Float32s([]float32{1, 1, 1, 1})

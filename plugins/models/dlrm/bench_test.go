@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
+	"github.com/flowrun/flowrun/sdk/region/regiontest"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -42,7 +42,7 @@ func BenchmarkStep(b *testing.B) {
 			}
 			sh := shape{tables: max(p.Tables, 8), dim: dim, dense: 13, batch: 2048}
 			m := configured(b, sh, 1, `{"preset": "`+name+`"}`)
-			a := shmtest.New(b, 1<<28)
+			a := regiontest.New(b, 1<<28)
 			req := newTeacher(sh, rand.New(rand.NewPCG(1, 2))).batch(sh, rand.New(rand.NewPCG(3, 4))).request(a, true)
 			var flops int64
 			for b.Loop() {

@@ -15,7 +15,7 @@
 // fuse into FMAs. The same seed and batches give the same Digest however
 // many threads run the products.
 //
-// It imports only sdk/, the built-in plugins' internal helpers and gonum.
+// It imports only sdk/ (no internal/ package) and gonum.
 package dlrm
 
 import (
@@ -26,11 +26,9 @@ import (
 	"math"
 	"sync"
 
-	"github.com/flowrun/flowrun/plugins/internal/modelmath"
-	"github.com/flowrun/flowrun/plugins/internal/shm"
 	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/model/modelmath"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // Name is the model's plugin name (builtin:dlrm).
@@ -40,39 +38,31 @@ const Name = "dlrm"
 const Version = "0.1.0"
 
 type dlrm struct {
-	mu     sync.Mutex
-	mapper region.Mapper
-	// configured is false until Configure succeeds.
-	configured bool
-	cfg        Config
-	shape      Preset
-	dense      int // dense features per sample: the bottom MLP's input
-	bottom     []*layer
-	inter      dotInteraction
-	top        []*layer
-	ws         workspace
+	mu sync.Mutex
+	// Batches holds the run's Setup once Configure succeeds, and maps
+	// the step requests' regions.
+	model.Batches
+	cfg    Config
+	shape  Preset
+	dense  int // dense features per sample: the bottom MLP's input
+	bottom []*layer
+	inter  dotInteraction
+	top    []*layer
+	ws     workspace
 }
 
 // New returns the DLRM model.
 func New() model.Model { return &dlrm{} }
 
 func (m *dlrm) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindModel,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "DLRM: bottom MLP, dot interaction with the pooled embeddings, top MLP, sigmoid + BCE; SGD or Adagrad; the papers' presets",
-		Config:      fields(),
-	}, nil
+	return model.NewInfo(Name, Version,
+		"DLRM: bottom MLP, dot interaction with the pooled embeddings, top MLP, sigmoid + BCE; SGD or Adagrad; the papers' presets",
+		fields()), nil
 }
 
 func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
-	cfg := defaultConfig()
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := model.DecodeConfig(setup, defaultConfig())
+	if err != nil {
 		return err
 	}
 	shape := cfg.shape()
@@ -125,7 +115,7 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 	m.dense = setup.DenseFeatures
 	m.bottom, m.inter, m.top = bottom, inter, top
 	m.ws = workspace{}
-	m.configured = true
+	m.Configured(setup)
 	return nil
 }
 
@@ -196,30 +186,17 @@ func (m *dlrm) workspace(B int) *workspace {
 	return &m.ws
 }
 
-// step is one batch, mapped and checked.
-type step = shm.Step
-
-func (m *dlrm) view(req *model.StepRequest) (*step, error) {
-	return shm.StepArrays(&m.mapper, req, int64(m.inter.tables)*int64(m.inter.dim), int64(m.dense))
-}
+// step is one batch, mapped and checked (model.StepRequest.View).
+type step = model.Step
 
 // Step runs one batch forward and, when training, backward and one update
 // of every dense parameter. Loss is the batch's mean BCE before the update.
 func (m *dlrm) Step(ctx context.Context, req *model.StepRequest) (*model.StepResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.configured {
-		return nil, plugin.ErrNotConfigured
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil step request", plugin.ErrInvalidRequest)
-	}
-	s, err := m.view(req)
+	s, err := m.Open(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("dlrm step %d: %w", req.Seq, err)
+		return nil, fmt.Errorf("dlrm step: %w", err)
 	}
 	ws := m.workspace(s.Batch)
 	logits := m.forward(s, ws)
@@ -318,7 +295,7 @@ func (m *dlrm) flops(B int, train bool) int64 {
 func (m *dlrm) Digest(context.Context) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.configured {
+	if !m.IsConfigured() {
 		return nil, plugin.ErrNotConfigured
 	}
 	h := sha256.New()

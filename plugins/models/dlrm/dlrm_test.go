@@ -15,10 +15,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
+	"github.com/flowrun/flowrun/sdk/region/regiontest"
 )
 
 // shape is a run's shape: tables of one dim, dense features, batch size.
@@ -106,7 +106,7 @@ func (tc teacher) batch(sh shape, rng *rand.Rand) batch {
 	return b
 }
 
-func (b batch) request(a *shmtest.Arena, train bool) *model.StepRequest {
+func (b batch) request(a *regiontest.Arena, train bool) *model.StepRequest {
 	req := &model.StepRequest{
 		Batch:  b.sh.batch,
 		Pooled: a.Float32s(b.pooled),
@@ -150,7 +150,7 @@ const tinyOpts = `{"bottom_mlp": [5, 3], "top_mlp": [6, 4, 1]}`
 func TestForwardMatchesReference(t *testing.T) {
 	m := configured(t, tiny, 3, tinyOpts)
 	b := newTeacher(tiny, rand.New(rand.NewPCG(1, 2))).batch(tiny, rand.New(rand.NewPCG(3, 4)))
-	a := shmtest.New(t, 1<<16)
+	a := regiontest.New(t, 1<<16)
 	req := b.request(a, false)
 	runStep(t, m, req)
 	scores := a.ReadFloat32s(req.Scores)
@@ -231,7 +231,7 @@ func (m *dlrm) reluPattern() []bool {
 func TestGradientMatchesFiniteDifferences(t *testing.T) {
 	const h = 1e-3
 	b := newTeacher(tiny, rand.New(rand.NewPCG(5, 6))).batch(tiny, rand.New(rand.NewPCG(7, 8)))
-	a := shmtest.New(t, 1<<20)
+	a := regiontest.New(t, 1<<20)
 
 	trained := configured(t, tiny, 9, tinyOpts)
 	req := b.request(a, true)
@@ -289,7 +289,7 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 // lr·g; Adagrad's first step, from G = 0, subtracts lr·g/(|g|+ε).
 func TestUpdates(t *testing.T) {
 	b := newTeacher(tiny, rand.New(rand.NewPCG(1, 1))).batch(tiny, rand.New(rand.NewPCG(2, 2)))
-	a := shmtest.New(t, 1<<20)
+	a := regiontest.New(t, 1<<20)
 	for _, opt := range []string{"sgd", "adagrad"} {
 		m := configured(t, tiny, 1, `{"bottom_mlp": [5, 3], "top_mlp": [6, 1], "optimizer": "`+opt+`", "learning_rate": 0.5, "epsilon": 0.001}`)
 		var before [][]float32
@@ -327,7 +327,7 @@ func TestLearns(t *testing.T) {
 		m := configured(t, sh, 1, opts)
 		tc := newTeacher(sh, rand.New(rand.NewPCG(1, 2)))
 		rng := rand.New(rand.NewPCG(3, 4))
-		a := shmtest.New(t, 1<<24)
+		a := regiontest.New(t, 1<<24)
 		eval := tc.batch(held, rand.New(rand.NewPCG(9, 9)))
 		evalReq := eval.request(a, false)
 		before := runStep(t, m, evalReq).Loss
@@ -488,7 +488,7 @@ func TestRejects(t *testing.T) {
 		t.Errorf("two bad options: %v", err)
 	}
 
-	a := shmtest.New(t, 1<<20)
+	a := regiontest.New(t, 1<<20)
 	b := newTeacher(tiny, rand.New(rand.NewPCG(1, 1))).batch(tiny, rand.New(rand.NewPCG(1, 1)))
 	if _, err := New().Step(ctx, b.request(a, true)); !errors.Is(err, plugin.ErrNotConfigured) {
 		t.Errorf("step before configure: %v", err)
@@ -528,7 +528,7 @@ func TestRejects(t *testing.T) {
 func TestDigestIsCanonical(t *testing.T) {
 	for _, opt := range []string{"sgd", "adagrad"} {
 		m := configured(t, tiny, 42, `{"bottom_mlp": [5, 3], "top_mlp": [6, 1], "optimizer": "`+opt+`"}`)
-		a := shmtest.New(t, 1<<20)
+		a := regiontest.New(t, 1<<20)
 		runStep(t, m, newTeacher(tiny, rand.New(rand.NewPCG(1, 1))).batch(tiny, rand.New(rand.NewPCG(2, 2))).request(a, true))
 		var buf []byte
 		put := func(xs []float32) {
@@ -594,7 +594,7 @@ func TestDeterministicAcrossThreads(t *testing.T) {
 		m := configured(t, sh, seed, opts)
 		rng := rand.New(rand.NewPCG(3, 4))
 		for range 3 {
-			runStep(t, m, tc.batch(sh, rng).request(shmtest.New(t, 1<<21), true))
+			runStep(t, m, tc.batch(sh, rng).request(regiontest.New(t, 1<<21), true))
 		}
 		return digest(t, m)
 	}
@@ -632,7 +632,7 @@ func TestFLOPs(t *testing.T) {
 // PooledGrad: the gradient must be the one computed from separate regions.
 func TestPooledGradMayAliasPooled(t *testing.T) {
 	b := newTeacher(tiny, rand.New(rand.NewPCG(1, 1))).batch(tiny, rand.New(rand.NewPCG(2, 2)))
-	a := shmtest.New(t, 1<<20)
+	a := regiontest.New(t, 1<<20)
 	req := b.request(a, true)
 	runStep(t, configured(t, tiny, 1, tinyOpts), req)
 	want := a.ReadFloat32s(req.PooledGrad)
@@ -655,7 +655,7 @@ func TestBatchSizes(t *testing.T) {
 	for t := range tiny.tables {
 		sb.pooled = append(sb.pooled, b.pooled[t*tiny.batch*tiny.dim:(t*tiny.batch+3)*tiny.dim]...)
 	}
-	a := shmtest.New(t, 1<<20)
+	a := regiontest.New(t, 1<<20)
 	m := configured(t, tiny, 1, tinyOpts)
 	runStep(t, m, b.request(a, false))
 	got := runStep(t, m, sb.request(a, true))

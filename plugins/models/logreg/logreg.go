@@ -10,7 +10,7 @@
 // converted explicitly so Go cannot fuse it into an FMA: the digest must not
 // depend on the machine or on which pipeline ran the model.
 //
-// It imports only sdk/ and the built-in plugins' internal helpers.
+// It imports only sdk/ (no internal/ package).
 package logreg
 
 import (
@@ -21,11 +21,9 @@ import (
 	"math"
 	"sync"
 
-	"github.com/flowrun/flowrun/plugins/internal/modelmath"
-	"github.com/flowrun/flowrun/plugins/internal/shm"
 	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/model/modelmath"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // Name is the model's plugin name (builtin:logreg).
@@ -35,13 +33,13 @@ const Name = "logreg"
 const Version = "0.1.0"
 
 type logreg struct {
-	mu     sync.Mutex
-	mapper region.Mapper
-	// configured is false until Configure succeeds.
-	configured bool
-	cfg        Config
-	dims       []int // embedding dim of each table
-	dense      int   // dense features per sample
+	mu sync.Mutex
+	// Batches holds the run's Setup once Configure succeeds, and maps
+	// the step requests' regions.
+	model.Batches
+	cfg   Config
+	dims  []int // embedding dim of each table
+	dense int   // dense features per sample
 	// weights has one entry per input feature: the tables' pooled
 	// embeddings, table after table, then the dense features.
 	weights []float32
@@ -52,22 +50,14 @@ type logreg struct {
 func New() model.Model { return &logreg{} }
 
 func (m *logreg) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindModel,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "logistic regression on the pooled embeddings and dense features, BCE loss, SGD",
-		Config:      fields(),
-	}, nil
+	return model.NewInfo(Name, Version,
+		"logistic regression on the pooled embeddings and dense features, BCE loss, SGD",
+		fields()), nil
 }
 
 func (m *logreg) Configure(_ context.Context, setup plugin.Setup) error {
-	cfg := defaultConfig()
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return err
-	}
-	if err := cfg.Validate(); err != nil {
+	cfg, err := model.DecodeConfig(setup, defaultConfig())
+	if err != nil {
 		return err
 	}
 	if setup.DenseFeatures < 0 {
@@ -92,7 +82,7 @@ func (m *logreg) Configure(_ context.Context, setup plugin.Setup) error {
 	m.dense = setup.DenseFeatures
 	m.weights = initWeights(setup.Seed, features)
 	m.bias = 0
-	m.configured = true
+	m.Configured(setup)
 	return nil
 }
 
@@ -109,34 +99,17 @@ func initWeights(seed uint64, n int) []float32 {
 	return w
 }
 
-// step is one batch, mapped and checked.
-type step = shm.Step
-
-func (m *logreg) view(req *model.StepRequest) (*step, error) {
-	var width int64 // pooled embedding width of one sample
-	for _, d := range m.dims {
-		width += int64(d)
-	}
-	return shm.StepArrays(&m.mapper, req, width, int64(m.dense))
-}
+// step is one batch, mapped and checked (model.StepRequest.View).
+type step = model.Step
 
 // Step runs one batch forward and, when training, backward and one SGD
 // update. FLOPs count every multiply and add as one and a sigmoid as four.
 func (m *logreg) Step(ctx context.Context, req *model.StepRequest) (*model.StepResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.configured {
-		return nil, plugin.ErrNotConfigured
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if req == nil {
-		return nil, fmt.Errorf("%w: nil step request", plugin.ErrInvalidRequest)
-	}
-	s, err := m.view(req)
+	s, err := m.Open(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("logreg step %d: %w", req.Seq, err)
+		return nil, fmt.Errorf("logreg step: %w", err)
 	}
 	B := s.Batch
 	F := int64(len(m.weights))
@@ -219,7 +192,7 @@ func (m *logreg) features(s *step, i int, x []float32) {
 func (m *logreg) Digest(context.Context) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.configured {
+	if !m.IsConfigured() {
 		return nil, plugin.ErrNotConfigured
 	}
 	h := sha256.New()

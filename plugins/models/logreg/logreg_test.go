@@ -11,10 +11,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
+	"github.com/flowrun/flowrun/sdk/region/regiontest"
 )
 
 const (
@@ -64,10 +64,10 @@ func newInputs(rng *rand.Rand) inputs {
 
 type refs struct {
 	req *model.StepRequest
-	a   *shmtest.Arena
+	a   *regiontest.Arena
 }
 
-func (in inputs) request(a *shmtest.Arena, train bool) refs {
+func (in inputs) request(a *regiontest.Arena, train bool) refs {
 	req := &model.StepRequest{
 		Batch:  batchSize,
 		Pooled: a.Float32s(in.pooled),
@@ -94,7 +94,7 @@ func runStep(t testing.TB, m model.Model, r refs) *model.StepResult {
 func TestLossGoesDown(t *testing.T) {
 	m := configured(t, 1, `{"learning_rate": 0.5}`)
 	rng := rand.New(rand.NewPCG(1, 2))
-	a := shmtest.New(t, 1<<20)
+	a := regiontest.New(t, 1<<20)
 	eval := newInputs(rng)
 	before := runStep(t, m, eval.request(a, false)).Loss
 	for range 300 {
@@ -111,7 +111,7 @@ func TestLossGoesDown(t *testing.T) {
 func TestPooledGradMatchesFiniteDifferences(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	in := newInputs(rng)
-	a := shmtest.New(t, 1<<20)
+	a := regiontest.New(t, 1<<20)
 	r := in.request(a, true)
 	runStep(t, configured(t, 5, ``), r)
 	grad := a.ReadFloat32s(r.req.PooledGrad)
@@ -135,7 +135,7 @@ func TestPooledGradMatchesFiniteDifferences(t *testing.T) {
 func TestScoresAndEvalLeavesWeights(t *testing.T) {
 	m := configured(t, 9, ``)
 	before, _ := m.Digest(context.Background())
-	a := shmtest.New(t, 1<<16)
+	a := regiontest.New(t, 1<<16)
 	r := newInputs(rand.New(rand.NewPCG(1, 1))).request(a, false)
 	res := runStep(t, m, r)
 	after, _ := m.Digest(context.Background())
@@ -168,7 +168,7 @@ func TestDeterministicDigest(t *testing.T) {
 	train := func(seed uint64) []byte {
 		m := configured(t, seed, `{"l2": 0.01}`)
 		rng := rand.New(rand.NewPCG(7, 7))
-		a := shmtest.New(t, 1<<20)
+		a := regiontest.New(t, 1<<20)
 		for range 20 {
 			runStep(t, m, newInputs(rng).request(a, true))
 		}
@@ -207,7 +207,7 @@ func TestDigestIsCanonical(t *testing.T) {
 
 func TestRejects(t *testing.T) {
 	ctx := context.Background()
-	a := shmtest.New(t, 1<<16)
+	a := regiontest.New(t, 1<<16)
 	in := newInputs(rand.New(rand.NewPCG(1, 1)))
 	if _, err := New().Step(ctx, in.request(a, true).req); !errors.Is(err, plugin.ErrNotConfigured) {
 		t.Errorf("step before configure: %v", err)

@@ -17,113 +17,126 @@ import (
 // unconfigured device behind real gRPC.
 func (c config) runContract(t *testing.T, connect func(*testing.T) device.Device) {
 	t.Helper()
-	ctx := context.Background()
-	setup := plugin.Setup{
+	k := &contract{config: c, connect: connect, setup: plugin.Setup{
 		RunID: "devicetest", Seed: 1, BatchSize: 128, Lookups: 8, DenseFeatures: 13,
 		Tables:  []plugin.Table{{Rows: 1 << 20, Dim: 64}, {Rows: 1000, Dim: 64}},
 		Options: c.options,
+	}}
+	t.Run("Info", func(t *testing.T) { plugintest.Info(t, plugin.KindDevice, connect(t)) })
+	t.Run("UnknownOption", k.unknownOption)
+	t.Run("Profile", k.profile)
+	t.Run("Cost", k.deterministic)
+	t.Run("MoreWorkNotFaster", k.moreWorkNotFaster)
+	t.Run("InvalidRequest", k.invalidRequest)
+}
+
+// contract is one run of the contract: the configuration, the devices'
+// source and the Setup they are configured with.
+type contract struct {
+	config
+	connect func(*testing.T) device.Device
+	setup   plugin.Setup
+}
+
+// configured is a fresh device, configured.
+func (k *contract) configured(t *testing.T) device.Device {
+	t.Helper()
+	d := k.connect(t)
+	if err := d.Configure(context.Background(), k.setup); err != nil {
+		t.Fatalf("Configure: %v", err)
 	}
-	configured := func(t *testing.T) device.Device {
-		t.Helper()
-		d := connect(t)
-		if err := d.Configure(ctx, setup); err != nil {
-			t.Fatalf("Configure: %v", err)
-		}
-		return d
+	return d
+}
+
+// cost is the modeled time of ops on d, checked: one non-negative time per op.
+func (k *contract) cost(t *testing.T, d device.Device, ops []device.Op) []int64 {
+	t.Helper()
+	res, err := d.Cost(context.Background(), &device.CostRequest{Seq: 1, Ops: ops})
+	if err != nil {
+		t.Fatalf("Cost: %v", err)
 	}
-	cost := func(t *testing.T, d device.Device, ops []device.Op) []int64 {
-		t.Helper()
-		res, err := d.Cost(ctx, &device.CostRequest{Seq: 1, Ops: ops})
-		if err != nil {
-			t.Fatalf("Cost: %v", err)
-		}
-		if res == nil || len(res.ModeledNs) != len(ops) {
-			t.Fatalf("Cost of %d ops answered %+v, want one modeled time per op", len(ops), res)
-		}
-		for i, ns := range res.ModeledNs {
-			if ns < 0 {
-				t.Fatalf("op %d (%+v): modeled %d ns, want ≥ 0", i, ops[i], ns)
-			}
-		}
-		return res.ModeledNs
+	if res == nil || len(res.ModeledNs) != len(ops) {
+		t.Fatalf("Cost of %d ops answered %+v, want one modeled time per op", len(ops), res)
 	}
-
-	t.Run("Info", func(t *testing.T) {
-		plugintest.Info(t, plugin.KindDevice, connect(t))
-	})
-
-	t.Run("UnknownOption", func(t *testing.T) {
-		bad := setup
-		bad.Options = plugintest.MergeOptions(t, "devicetest", c.options, map[string]any{"devicetest_no_such_option": true})
-		plugintest.UnknownOption(t, connect(t), bad)
-	})
-
-	t.Run("Profile", func(t *testing.T) {
-		p, err := configured(t).Profile(ctx)
-		if err != nil {
-			t.Fatalf("Profile: %v", err)
+	for i, ns := range res.ModeledNs {
+		if ns < 0 {
+			t.Fatalf("op %d (%+v): modeled %d ns, want ≥ 0", i, ops[i], ns)
 		}
-		for _, e := range checkProfile(p) {
-			t.Error(e)
-		}
-	})
+	}
+	return res.ModeledNs
+}
 
-	t.Run("Cost", func(t *testing.T) {
-		d := configured(t)
-		if got := cost(t, d, nil); len(got) != 0 {
-			t.Errorf("Cost of no ops: %v", got)
-		}
-		ops := []device.Op{
-			{Name: "gather", Kind: device.Read, Bytes: 1 << 20},
-			{Name: "update", Kind: device.Write, Bytes: 1 << 20},
-			{Name: "mlp", Kind: device.Compute, FLOPs: 1 << 30},
-			{Name: "h2d", Kind: device.Transfer, Bytes: 1 << 20},
-			{Name: "empty read", Kind: device.Read},
-		}
-		first := cost(t, d, ops)
-		if again := cost(t, d, ops); !slices.Equal(first, again) {
-			t.Errorf("the same ops cost %v, then %v; a cost model is deterministic", first, again)
-		}
-	})
+func (k *contract) unknownOption(t *testing.T) {
+	bad := k.setup
+	bad.Options = plugintest.MergeOptions(t, "devicetest", k.options, map[string]any{"devicetest_no_such_option": true})
+	plugintest.UnknownOption(t, k.connect(t), bad)
+}
 
-	t.Run("MoreWorkNotFaster", func(t *testing.T) {
-		d := configured(t)
-		for _, kind := range []device.OpKind{device.Read, device.Write, device.Transfer, device.Compute} {
-			var ops []device.Op
-			for size := int64(0); size <= 1<<36; size = max(1, size*16) {
-				op := device.Op{Name: fmt.Sprintf("%d", size), Kind: kind}
-				if kind == device.Compute {
-					op.FLOPs = size
-				} else {
-					op.Bytes = size
-				}
-				ops = append(ops, op)
+func (k *contract) profile(t *testing.T) {
+	p, err := k.configured(t).Profile(context.Background())
+	if err != nil {
+		t.Fatalf("Profile: %v", err)
+	}
+	for _, e := range checkProfile(p) {
+		t.Error(e)
+	}
+}
+
+func (k *contract) deterministic(t *testing.T) {
+	d := k.configured(t)
+	if got := k.cost(t, d, nil); len(got) != 0 {
+		t.Errorf("Cost of no ops: %v", got)
+	}
+	ops := []device.Op{
+		{Name: "gather", Kind: device.Read, Bytes: 1 << 20},
+		{Name: "update", Kind: device.Write, Bytes: 1 << 20},
+		{Name: "mlp", Kind: device.Compute, FLOPs: 1 << 30},
+		{Name: "h2d", Kind: device.Transfer, Bytes: 1 << 20},
+		{Name: "empty read", Kind: device.Read},
+	}
+	first := k.cost(t, d, ops)
+	if again := k.cost(t, d, ops); !slices.Equal(first, again) {
+		t.Errorf("the same ops cost %v, then %v; a cost model is deterministic", first, again)
+	}
+}
+
+func (k *contract) moreWorkNotFaster(t *testing.T) {
+	d := k.configured(t)
+	for _, kind := range []device.OpKind{device.Read, device.Write, device.Transfer, device.Compute} {
+		var ops []device.Op
+		for size := int64(0); size <= 1<<36; size = max(1, size*16) {
+			op := device.Op{Name: fmt.Sprintf("%d", size), Kind: kind}
+			if kind == device.Compute {
+				op.FLOPs = size
+			} else {
+				op.Bytes = size
 			}
-			ns := cost(t, d, ops)
-			for i := 1; i < len(ns); i++ {
-				if ns[i] < ns[i-1] {
-					t.Errorf("op kind %d: %s units cost %d ns, fewer (%s) cost %d ns", kind, ops[i].Name, ns[i], ops[i-1].Name, ns[i-1])
-				}
-			}
-			if ns[len(ns)-1] <= ns[0] {
-				t.Errorf("op kind %d: 2^36 units cost %d ns, no more than 0 units (%d ns)", kind, ns[len(ns)-1], ns[0])
-			}
+			ops = append(ops, op)
 		}
-	})
-
-	t.Run("InvalidRequest", func(t *testing.T) {
-		d := configured(t)
-		for _, op := range []device.Op{
-			{Name: "negative bytes", Kind: device.Read, Bytes: -1},
-			{Name: "negative flops", Kind: device.Compute, FLOPs: -1},
-			{Name: "unknown kind", Kind: device.OpKind(99), Bytes: 1},
-		} {
-			_, err := d.Cost(ctx, &device.CostRequest{Seq: 1, Ops: []device.Op{{Name: "fine", Kind: device.Read, Bytes: 8}, op}})
-			if !errors.Is(err, plugin.ErrInvalidRequest) {
-				t.Errorf("%s: err = %v, want plugin.ErrInvalidRequest", op.Name, err)
+		ns := k.cost(t, d, ops)
+		for i := 1; i < len(ns); i++ {
+			if ns[i] < ns[i-1] {
+				t.Errorf("op kind %d: %s units cost %d ns, fewer (%s) cost %d ns", kind, ops[i].Name, ns[i], ops[i-1].Name, ns[i-1])
 			}
 		}
-	})
+		if ns[len(ns)-1] <= ns[0] {
+			t.Errorf("op kind %d: 2^36 units cost %d ns, no more than 0 units (%d ns)", kind, ns[len(ns)-1], ns[0])
+		}
+	}
+}
+
+func (k *contract) invalidRequest(t *testing.T) {
+	d := k.configured(t)
+	for _, op := range []device.Op{
+		{Name: "negative bytes", Kind: device.Read, Bytes: -1},
+		{Name: "negative flops", Kind: device.Compute, FLOPs: -1},
+		{Name: "unknown kind", Kind: device.OpKind(99), Bytes: 1},
+	} {
+		_, err := d.Cost(context.Background(), &device.CostRequest{Seq: 1, Ops: []device.Op{{Name: "fine", Kind: device.Read, Bytes: 8}, op}})
+		if !errors.Is(err, plugin.ErrInvalidRequest) {
+			t.Errorf("%s: err = %v, want plugin.ErrInvalidRequest", op.Name, err)
+		}
+	}
 }
 
 // checkProfile returns what is wrong with a profile.

@@ -37,26 +37,23 @@ type config struct {
 // object: a profile name, custom figures, ...
 func WithOptions(raw json.RawMessage) Option { return func(c *config) { c.options = raw } }
 
-func newConfig(opts []Option) config {
-	var c config
-	for _, o := range opts {
-		o(&c)
-	}
-	return c
+// suite is the device kind's conformance suite (sdk/internal/plugintest).
+var suite = plugintest.Suite[device.Device, config, Option]{
+	Kind: plugin.KindDevice, Server: device.ServerPlugin, Host: device.HostPlugin,
+	Defaults: config{}, Contract: config.runContract,
 }
 
-// Run checks the device contract against devices made by newImpl, each
-// served over real gRPC in this process. Every subtest gets a fresh device.
+// Run checks the device contract against devices made by newImpl, each served
+// over real gRPC in this process. Every subtest gets a fresh device.
 func Run(t *testing.T, newImpl func() device.Device, opts ...Option) {
 	t.Helper()
-	plugintest.Run(t, plugin.KindDevice, device.ServerPlugin, newImpl, newConfig(opts).runContract)
+	suite.Run(t, newImpl, opts)
 }
 
 // RunBinary checks that the plugin binary at path answers "describe" as a
-// device and honours the device contract, launching it as a go-plugin
-// subprocess for every subtest. It skips only when path is empty; a missing
-// binary fails.
+// device and honours the device contract, launched as a go-plugin subprocess for
+// every subtest. It skips only when path is empty; a missing binary fails.
 func RunBinary(t *testing.T, path string, opts ...Option) {
 	t.Helper()
-	plugintest.RunBinary(t, plugin.KindDevice, path, device.HostPlugin, newConfig(opts).runContract)
+	suite.RunBinary(t, path, opts)
 }

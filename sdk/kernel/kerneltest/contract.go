@@ -48,6 +48,17 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel
 		plugintest.UnknownOption(t, connect(t), bad)
 	})
 
+	runGatherReduceContract(t, ctx, ops, configured)
+	runScatterContract(t, ctx, ops, configured)
+	runStrideContract(t, ctx, ops, configured)
+	runOptimizerContract(t, ctx, ops, configured)
+	runSplitContract(t, ctx, ops, configured)
+}
+
+// runGatherReduceContract checks GatherReduce: sum bit for bit, mean
+// within rounding, invalid requests refused; or ErrUnsupported where the
+// kernel does not list it.
+func runGatherReduceContract(t *testing.T, ctx context.Context, ops []string, configured func(*testing.T) kernel.Kernel) {
 	if !slices.Contains(ops, kernel.OpGatherReduce) {
 		t.Run("GatherReduceUnsupported", func(t *testing.T) {
 			f := newFixture(t, 1)
@@ -110,7 +121,12 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel
 			})
 		})
 	}
+}
 
+// runScatterContract checks Scatter with SGD against the coalesced update,
+// and that invalid requests are refused; or ErrUnsupported where the
+// kernel does not list it.
+func runScatterContract(t *testing.T, ctx context.Context, ops []string, configured func(*testing.T) kernel.Kernel) {
 	if !slices.Contains(ops, kernel.OpScatter) {
 		t.Run("ScatterUnsupported", func(t *testing.T) {
 			f := newFixture(t, 1)
@@ -157,10 +173,6 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel
 			})
 		})
 	}
-
-	runStrideContract(t, ctx, ops, configured)
-	runOptimizerContract(t, ctx, ops, configured)
-	runSplitContract(t, ctx, ops, configured)
 }
 
 // invalid builds a fresh fixture, lets call break and use it, and expects

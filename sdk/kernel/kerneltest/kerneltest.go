@@ -45,26 +45,23 @@ type config struct {
 // object.
 func WithOptions(raw json.RawMessage) Option { return func(c *config) { c.options = raw } }
 
-func newConfig(opts []Option) config {
-	var c config
-	for _, o := range opts {
-		o(&c)
-	}
-	return c
+// suite is the kernel kind's conformance suite (sdk/internal/plugintest).
+var suite = plugintest.Suite[kernel.Kernel, config, Option]{
+	Kind: plugin.KindKernel, Server: kernel.ServerPlugin, Host: kernel.HostPlugin,
+	Defaults: config{}, Contract: config.runContract,
 }
 
-// Run checks the kernel contract against kernels made by newImpl, each
-// served over real gRPC in this process. Every subtest gets a fresh kernel.
+// Run checks the kernel contract against kernels made by newImpl, each served
+// over real gRPC in this process. Every subtest gets a fresh kernel.
 func Run(t *testing.T, newImpl func() kernel.Kernel, opts ...Option) {
 	t.Helper()
-	plugintest.Run(t, plugin.KindKernel, kernel.ServerPlugin, newImpl, newConfig(opts).runContract)
+	suite.Run(t, newImpl, opts)
 }
 
 // RunBinary checks that the plugin binary at path answers "describe" as a
-// kernel and honours the kernel contract, launching it as a go-plugin
-// subprocess for every subtest. It skips only when path is empty; a missing
-// binary fails.
+// kernel and honours the kernel contract, launched as a go-plugin subprocess for
+// every subtest. It skips only when path is empty; a missing binary fails.
 func RunBinary(t *testing.T, path string, opts ...Option) {
 	t.Helper()
-	plugintest.RunBinary(t, plugin.KindKernel, path, kernel.HostPlugin, newConfig(opts).runContract)
+	suite.RunBinary(t, path, opts)
 }

@@ -42,26 +42,23 @@ func WithOptions(raw json.RawMessage) Option { return func(c *config) { c.option
 // lower the loss (default 20).
 func WithTrainSteps(n int) Option { return func(c *config) { c.steps = n } }
 
-func newConfig(opts []Option) config {
-	c := config{steps: 20}
-	for _, o := range opts {
-		o(&c)
-	}
-	return c
+// suite is the model kind's conformance suite (sdk/internal/plugintest).
+var suite = plugintest.Suite[model.Model, config, Option]{
+	Kind: plugin.KindModel, Server: model.ServerPlugin, Host: model.HostPlugin,
+	Defaults: config{steps: 20}, Contract: config.runContract,
 }
 
-// Run checks the model contract against models made by newImpl, each
-// served over real gRPC in this process. Every subtest gets fresh models.
+// Run checks the model contract against models made by newImpl, each served
+// over real gRPC in this process. Every instance gets a fresh model.
 func Run(t *testing.T, newImpl func() model.Model, opts ...Option) {
 	t.Helper()
-	plugintest.Run(t, plugin.KindModel, model.ServerPlugin, newImpl, newConfig(opts).runContract)
+	suite.Run(t, newImpl, opts)
 }
 
 // RunBinary checks that the plugin binary at path answers "describe" as a
-// model and honours the model contract, launching it as a go-plugin
-// subprocess for every instance. It skips only when path is empty; a
-// missing binary fails.
+// model and honours the model contract, launched as a go-plugin subprocess for
+// every instance. It skips only when path is empty; a missing binary fails.
 func RunBinary(t *testing.T, path string, opts ...Option) {
 	t.Helper()
-	plugintest.RunBinary(t, plugin.KindModel, path, model.HostPlugin, newConfig(opts).runContract)
+	suite.RunBinary(t, path, opts)
 }

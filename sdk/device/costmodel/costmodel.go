@@ -1,7 +1,8 @@
-// Package costmodel is the analytical cost model the built-in memory
-// devices (cpu-dram, hbm, nmp-dimm) share: a device is one of its named
-// profiles (Params: datasheet peaks, a link from Links, efficiency
-// factors), and the modeled time of an operation is
+// Package costmodel is the analytic cost model of device plugins, public
+// so that a device is its profile data plus a few lines (Spec and New):
+// a device is one of its named profiles (Params: datasheet peaks, a link
+// from Links, efficiency factors), or a profile the graph gives whole in
+// its options (InlineProfile), and the modeled time of an operation is
 //
 //	Read, Write:  latency + bytes / (bandwidth · efficiency)
 //	Transfer:     latency + bytes / (link · link_efficiency)
@@ -13,8 +14,9 @@
 // nanoseconds. Every figure this package returns is modeled time on the
 // profiled hardware, never a measurement of the host flowrun runs on.
 //
-// Devices differ only in their profiles; this package holds the plugin
-// itself so they cannot drift apart. It imports only sdk/.
+// The built-in devices (cpu-dram, hbm, nmp-dimm) differ only in their
+// profiles; this package holds the plugin itself so they cannot drift
+// apart. It imports only sdk/plugin and sdk/device, never framework/.
 package costmodel
 
 import (
@@ -76,7 +78,7 @@ func (d *Device) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
 		return err
 	}
-	if err := cfg.checkOptions(); err != nil {
+	if err := cfg.checkOptions(""); err != nil {
 		return err
 	}
 	p, err := cfg.resolve(d.spec)

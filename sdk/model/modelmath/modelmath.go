@@ -1,10 +1,10 @@
-// Package modelmath is the arithmetic the built-in dense models (dlrm, logreg)
-// share: the logistic output (sigmoid, binary cross-entropy on the logit
-// and its gradient) and the counter-based draws that initialise their
-// parameters. Written once, so that both models round alike.
+// Package modelmath is the arithmetic dense models share: the logistic
+// output (sigmoid, binary cross-entropy on the logit and its gradient) and
+// the counter-based draws that initialise their parameters. Written once,
+// so that every model that uses it (the built-in dlrm and logreg among
+// them) rounds alike and reports a comparable loss.
 //
-// It is shared by the built-in plugins only; it imports nothing from
-// framework/ (plugins see flowrun through sdk/ alone).
+// It imports only the standard library, never framework/.
 package modelmath
 
 import "math"

@@ -261,3 +261,81 @@ func TestLinks(t *testing.T) {
 		t.Errorf("links %v", LinkNames())
 	}
 }
+
+// A whole profile given in the options, as a graph's YAML does: every
+// figure of the cost model, the link from the catalogue under its own
+// figures, and options on top as over a named profile.
+func TestInlineProfile(t *testing.T) {
+	ctx := context.Background()
+	d := newConfigured(t, `{"profile": {"name": "my part", "bandwidth_gbps": 400, "efficiency": 0.5,
+		"capacity_bytes": 1024, "latency_ns": 10, "gflops": 2000, "compute_efficiency": 0.25,
+		"link": "pcie4", "link_efficiency": 0.5, "op_efficiency": {"scatter": 0.1},
+		"op_overhead_ms": {"train-step": 1}, "source": "my lab's measurements"}}`)
+	p, err := d.Params(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "my part, PCIe gen4 x16" || p.Link != "pcie4" || p.LinkGBps != 32 || p.LinkEfficiency != 0.5 ||
+		p.CapacityBytes != 1024 || !strings.HasPrefix(p.Source, "my lab's measurements; link: PCIe gen4") {
+		t.Fatalf("params %+v", p)
+	}
+	res, err := d.Cost(ctx, &device.CostRequest{Ops: []device.Op{
+		{Name: "gather", Kind: device.Read, Bytes: 2000},        // 10 + 2000/(400·0.5)
+		{Name: "scatter", Kind: device.Write, Bytes: 400},       // 10 + 400/(400·0.1)
+		{Name: "h2d", Kind: device.Transfer, Bytes: 1600},       // 10 + 1600/(32·0.5)
+		{Name: "mlp", Kind: device.Compute, FLOPs: 5000},        // 5000/(2000·0.25)
+		{Name: "train-step", Kind: device.Compute, FLOPs: 5000}, // 10 + 1 ms
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{20, 20, 110, 10, 1_000_010}; !slices.Equal(res.ModeledNs, want) {
+		t.Fatalf("modeled ns %v, want %v", res.ModeledNs, want)
+	}
+	// The required figures alone; no source: the figures are the user's.
+	p, _ = newConfigured(t, `{"profile": {"name": "bare", "bandwidth_gbps": 10, "efficiency": 1}}`).Params(ctx)
+	if p.Source != UserSource || p.LinkGBps != 0 || p.GFLOPS != 0 {
+		t.Fatalf("bare inline profile %+v", p)
+	}
+	// Options over an inline profile, as over a named one.
+	p, _ = newConfigured(t, `{"profile": {"name": "x", "bandwidth_gbps": 10, "efficiency": 1}, "link": "pcie3", "efficiency": 0.5}`).Params(ctx)
+	if p.LinkGBps != 16 || p.Efficiency != 0.5 || !strings.HasSuffix(p.Source, "overridden by options: efficiency") {
+		t.Fatalf("inline profile with options %+v", p)
+	}
+	// A `link` option replaces the inline profile's link, named once.
+	p, _ = newConfigured(t, `{"profile": {"name": "x", "bandwidth_gbps": 10, "efficiency": 1, "link": "pcie4"}, "link": "pcie5"}`).Params(ctx)
+	if p.Name != "x, PCIe gen5 x16" || p.LinkGBps != 64 || p.Link != "pcie5" {
+		t.Fatalf("inline profile with a link option %+v", p)
+	}
+}
+
+// A bad inline profile is refused with each problem's key under profile::.
+func TestInlineProfileErrors(t *testing.T) {
+	for opts, keys := range map[string][]string{
+		`{"profile": {}}`: {"profile::bandwidth_gbps", "profile::efficiency", "profile::name"},
+		`{"profile": {"name": "x", "bandwidth_gbps": 0, "efficiency": 1}}`:                                  {"profile::bandwidth_gbps"},
+		`{"profile": {"name": "x", "bandwith_gbps": 1, "efficiency": 1}}`:                                   {"profile::bandwith_gbps"},
+		`{"profile": {"name": "x", "bandwidth_gbps": "fast", "efficiency": 1}}`:                             {"profile::bandwidth_gbps"},
+		`{"profile": {"name": "x", "bandwidth_gbps": 1, "efficiency": 1, "link": "pcie9"}}`:                 {"profile::link"},
+		`{"profile": {"name": "x", "bandwidth_gbps": 1, "efficiency": 1, "link_efficiency": 0}}`:            {"profile::link_efficiency"},
+		`{"profile": {"name": "x", "bandwidth_gbps": 1, "efficiency": 1, "op_efficiency": {"scatter": 2}}}`: {"profile::op_efficiency::scatter"},
+		`{"profile": {"name": "x", "bandwidth_gbps": 1, "efficiency": 1, "gflops": -1}}`:                    {"profile::gflops"},
+		`{"profile": 3}`:      {"profile"},
+		`{"profile": "nope"}`: {"profile"},
+		`{"efficiency": 2}`:   {"efficiency"},
+	} {
+		err := New(testSpec()).Configure(context.Background(), plugin.Setup{Options: json.RawMessage(opts)})
+		if !errors.Is(err, plugin.ErrInvalidConfig) {
+			t.Errorf("options %s: %v, want ErrInvalidConfig", opts, err)
+			continue
+		}
+		if key, _ := plugin.FieldOf(err); key != keys[0] {
+			t.Errorf("options %s: first key %q, want %q (%v)", opts, key, keys[0], err)
+		}
+		for _, k := range keys {
+			if !strings.Contains(err.Error(), k+":") {
+				t.Errorf("options %s: %v does not name %s", opts, err, k)
+			}
+		}
+	}
+}
