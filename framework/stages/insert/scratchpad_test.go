@@ -154,13 +154,16 @@ func TestHazardCheckerPassesWithTheWindows(t *testing.T) {
 // the batches before it are still filling and training (RAW 2, 3): the
 // checker stops the run at the read, naming the batch, the stage, the
 // slot or row and the writer. Unchecked, the same run trains on stale
-// rows and ends with another digest.
+// rows and ends with another digest. scratchpipe itself declares such
+// windows not held, so the graph would be refused before it runs; the
+// runs here use a policy that claims them held anyway
+// (builtin:overclaiming-scratchpipe), the case the checker is for.
 func TestHazardCheckerFiresWithoutTheWindows(t *testing.T) {
 	if raceEnabled {
 		t.Skip("without the windows the stages race on Storage and host rows: that is the hazard")
 	}
 	t.Parallel()
-	base := append([]string{"dataset.locality=low", "dataset.batches=30", fmt.Sprintf("cache.size=%d", worstCase)}, small...)
+	base := append([]string{"cache.plugin=builtin:overclaiming-scratchpipe", "dataset.locality=low", "dataset.batches=30", fmt.Sprintf("cache.size=%d", worstCase)}, small...)
 	cases := []struct {
 		name string
 		sets []string
@@ -203,7 +206,7 @@ func TestHazardCheckerFiresWithoutTheWindows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		good, err := runGraph(t, "no-cache", runtime.HazardsOff, base...)
+		good, err := runGraph(t, "no-cache", runtime.HazardsOff, base[1:]...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,12 +261,23 @@ func TestScratchpadBelowTheWorstCaseIsRejected(t *testing.T) {
 // windows that cover how far the credits let stages drift apart.
 func TestPipelinedScratchpadChecks(t *testing.T) {
 	t.Parallel()
+	// lru and belady take none of scratchpipe's options.
+	bare := withoutCacheOptions(t, "scratchpipe")
+	for _, policy := range []string{"lru", "belady"} {
+		want := "cache::plugin: builtin:" + policy + " holds no pipeline window"
+		if _, err := stagetest.Build(t, kinds(t), bare, "cache.plugin=builtin:"+policy); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", policy, err, want)
+		}
+	}
+	// scratchpipe with its own windows narrower than the pipeline's
+	// declares them not held.
+	if _, err := build(t, "scratchpipe", "cache.options.past_window=0"); err == nil || !strings.Contains(err.Error(), "cache::plugin: builtin:scratchpipe holds no pipeline window") {
+		t.Errorf("past_window 0: err = %v", err)
+	}
 	for _, c := range []struct {
 		sets []string
 		want string
 	}{
-		{[]string{"cache.plugin=builtin:lru"}, "cache::plugin: builtin:lru holds no pipeline window"},
-		{[]string{"cache.plugin=builtin:belady"}, "cache::plugin: builtin:belady holds no pipeline window"},
 		{[]string{"nats.credits=1"}, "stages::plan::past_window: must be ≥ 6, got 3"},
 		{[]string{"nats.credits=1"}, "stages::plan::future_window: must be ≥ 4, got 2"},
 		{[]string{"stages.plan.past_window=2"}, "stages::plan::past_window: must be ≥ 3, got 2"},
@@ -275,7 +289,7 @@ func TestPipelinedScratchpadChecks(t *testing.T) {
 	// Sequential, any policy is exact (LRU takes none of scratchpipe's
 	// options); wider windows are fine with credits.
 	lru := []string{"cache.plugin=builtin:lru", "pipeline=sequential"}
-	if _, err := stagetest.Build(t, kinds(t), withoutCacheOptions(t, "scratchpipe"), lru...); err != nil {
+	if _, err := stagetest.Build(t, kinds(t), bare, lru...); err != nil {
 		t.Errorf("%v: %v", lru, err)
 	}
 	for _, sets := range [][]string{

@@ -335,6 +335,7 @@ func newHost(t testing.TB) *pluginhost.Host {
 	host, err := pluginhost.New(pluginhost.Settings{Builtins: pluginhost.Builtins{
 		Caches: map[string]func() cache.Cache{
 			"lru": lru.New, "lfu": lfu.New, "belady": belady.New, "none": none.New, "scratchpipe": scratchpipe.New, "static": static.New,
+			"overclaiming-scratchpipe": func() cache.Cache { return overclaiming{scratchpipe.New()} },
 		},
 		Kernels: map[string]func() kernel.Kernel{"cpu": cpu.New},
 		Models:  map[string]func() model.Model{"logreg": logreg.New, "dlrm": dlrm.New},
@@ -344,6 +345,20 @@ func newHost(t testing.TB) *pluginhost.Host {
 		t.Fatal(err)
 	}
 	return host
+}
+
+// overclaiming is a policy that declares it holds the pipeline's windows
+// whatever its own (builtin:overclaiming-scratchpipe: scratchpipe with
+// past_window or future_window narrower than the pipeline's, declared
+// held), as a buggy third-party policy might. The graph checks trust the
+// declaration; the hazard checker (--check-hazards) is what catches it,
+// and the tests of that checker need such a run.
+type overclaiming struct{ cache.Cache }
+
+func (o overclaiming) Needs(ctx context.Context, setup plugin.Setup) (cache.Needs, error) {
+	needs, err := cache.NeedsOf(ctx, o.Cache, setup)
+	needs.HoldsWindows = true
+	return needs, err
 }
 
 // RunGraph runs the graph file at path, with sets applied as --set does,
