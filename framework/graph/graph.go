@@ -5,9 +5,11 @@
 // the OpenTelemetry Collector's pipeline builder: references (stage kinds
 // and their options, devices, plugins), then nodes and subjects (sources,
 // dangling and doubly used subjects, feedback), then a topological sort
-// that names any cycle not declared as feedback. Every problem is reported
-// at once, located in the graph file. Last, on a graph that has passed all
-// of that, a Plugins that can (PluginOptions) tries each plugin's options.
+// that names any cycle not declared as feedback, then the batch contract:
+// every field a stage consumes has a producer upstream (FieldKinds). Every
+// problem is reported at once, located in the graph file. Last, on a graph
+// that has passed all of that, a Plugins that can (PluginOptions) tries
+// each plugin's options.
 //
 // graph knows stage kinds and plugins only through the Kinds and Plugins
 // interfaces its caller provides; it must not import the stage kinds, the
@@ -23,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/data"
 )
@@ -99,6 +102,9 @@ type Node struct {
 	Feedback []string
 	// Options is the stage's config as decoded by its kind.
 	Options any
+	// Produces and Consumes are the batch fields the stage declares
+	// (FieldKinds); nil when the kinds declare none.
+	Produces, Consumes []batch.Field
 }
 
 // Subject is one edge: exactly one stage publishes to it and exactly one
@@ -172,6 +178,7 @@ func Build(cfg *config.Config, src *config.Source, kinds Kinds, plugins Plugins)
 	b.checkReferences()
 	b.nodesAndSubjects()
 	order := b.sort()
+	b.checkContract()
 	b.checkScratchpad(order)
 	b.checkDatasetFile()
 	if err := errors.Join(b.errs...); err != nil {
@@ -231,6 +238,7 @@ type builder struct {
 	producers map[string][]endpoint // by subject
 	consumers map[string][]endpoint // by subject
 	feedback  map[string]bool       // subjects declared as feedback by their producer
+	fields    map[string]declared   // batch fields by stage (checkContract)
 }
 
 func (b *builder) fail(path string, err error) {
@@ -550,6 +558,8 @@ func (b *builder) result(order []string) *Graph {
 			Out:      append([]string(nil), st.Out...),
 			Feedback: append([]string(nil), st.Feedback...),
 			Options:  b.options[name],
+			Produces: b.fields[name].produces,
+			Consumes: b.fields[name].consumes,
 		})
 	}
 	// Without errors every subject has exactly one producer and consumer.

@@ -10,8 +10,8 @@ import (
 // WriteSet is the writes one stage makes to one table for one batch:
 // the Storage slots it fills or updates, or the host rows it writes back.
 type WriteSet struct {
-	// Stage is the writing stage's kind ("insert", "train"), or its id
-	// "kind/name"; Wrote must name the same kind.
+	// Stage is the writing stage's role (string(Insert), string(Train)),
+	// or its id "role/name"; Wrote must name the same role.
 	Stage string
 	Kind  Kind
 	Table int

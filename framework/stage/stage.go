@@ -142,6 +142,11 @@ type Factory interface {
 	CreateDefaultConfig() Config
 	// Create builds a Stage (or a Source, when Source() is true).
 	Create(ctx context.Context, set Settings, cfg Config) (any, error)
+	// Fields is what a stage of the kind with config cfg produces and
+	// consumes (WithFields, then cfg's FieldDeclarer).
+	Fields(cfg Config) Fields
+	// HazardRole is the kind's role in the hazard model, "" for none.
+	HazardRole() hazard.Role
 	unexported()
 }
 
@@ -150,6 +155,8 @@ type factory struct {
 	source   bool
 	defaults func() Config
 	create   CreateFunc
+	fields   Fields
+	role     hazard.Role
 }
 
 // FactoryOption adjusts a factory.
@@ -157,6 +164,35 @@ type FactoryOption func(*factory)
 
 // AsSource marks a kind as a batch source.
 func AsSource() FactoryOption { return func(f *factory) { f.source = true } }
+
+// WithFields declares the batch fields (arrays and stats) every stage of
+// the kind produces and consumes, whatever its options; a Config that is a
+// FieldDeclarer adds those that depend on them. The graph refuses a stage
+// that consumes a field no stage upstream produces, and the batch layout
+// holds the arrays the graph's stages declare, no others.
+func WithFields(produces, consumes []batch.Field) FactoryOption {
+	return func(f *factory) {
+		f.fields.Produces = append(f.fields.Produces, produces...)
+		f.fields.Consumes = append(f.fields.Consumes, consumes...)
+	}
+}
+
+// WithHazardRole declares the part the kind plays in ScratchPipe's hazard
+// model (hazard.Collect, hazard.Insert, hazard.Train): the role its reads
+// are checked as and the writes the plan declares for it are made at.
+func WithHazardRole(r hazard.Role) FactoryOption { return func(f *factory) { f.role = r } }
+
+// Fields are the batch fields a stage produces and consumes.
+type Fields struct {
+	Produces, Consumes []batch.Field
+}
+
+// FieldDeclarer is implemented by a decoded Config whose stage produces or
+// consumes fields that depend on its options (train with source: storage
+// reads the plan's slots). They add to the factory's WithFields.
+type FieldDeclarer interface {
+	BatchFields() Fields
+}
 
 // NewFactory returns the factory for a stage kind.
 func NewFactory(kind Kind, defaults func() Config, create CreateFunc, opts ...FactoryOption) Factory {
@@ -168,6 +204,7 @@ func NewFactory(kind Kind, defaults func() Config, create CreateFunc, opts ...Fa
 }
 
 func (f *factory) Kind() Kind                  { return f.kind }
+func (f *factory) HazardRole() hazard.Role     { return f.role }
 func (f *factory) Source() bool                { return f.source }
 func (f *factory) CreateDefaultConfig() Config { return f.defaults() }
 func (f *factory) Create(ctx context.Context, set Settings, cfg Config) (any, error) {
@@ -187,6 +224,19 @@ func (f *factory) Create(ctx context.Context, set Settings, cfg Config) (any, er
 	return s, nil
 }
 func (f *factory) unexported() {}
+
+func (f *factory) Fields(cfg Config) Fields {
+	out := Fields{
+		Produces: append([]batch.Field(nil), f.fields.Produces...),
+		Consumes: append([]batch.Field(nil), f.fields.Consumes...),
+	}
+	if d, ok := cfg.(FieldDeclarer); ok {
+		more := d.BatchFields()
+		out.Produces = append(out.Produces, more.Produces...)
+		out.Consumes = append(out.Consumes, more.Consumes...)
+	}
+	return out
+}
 
 // Registry is the set of stage kinds a run may use, listed explicitly by the
 // caller (cmd/flowrun/components.go), never filled by init().
@@ -221,6 +271,28 @@ func (r Registry) Known(kind string) bool { _, ok := r[Kind(kind)]; return ok }
 func (r Registry) IsSource(kind string) bool {
 	f, ok := r[Kind(kind)]
 	return ok && f.Source()
+}
+
+// Fields is what a stage of kind with decoded options (DecodeOptions'
+// result) produces and consumes, for the graph's check and the batch
+// layout. An unknown kind declares nothing.
+func (r Registry) Fields(kind string, options any) (produces, consumes []batch.Field) {
+	f, ok := r[Kind(kind)]
+	if !ok {
+		return nil, nil
+	}
+	cfg, _ := options.(Config)
+	fs := f.Fields(cfg)
+	return fs.Produces, fs.Consumes
+}
+
+// HazardRole is kind's role in the hazard model, "" for none or an
+// unknown kind.
+func (r Registry) HazardRole(kind string) hazard.Role {
+	if f, ok := r[Kind(kind)]; ok {
+		return f.HazardRole()
+	}
+	return ""
 }
 
 // DecodeOptions decodes a stage's options over its kind's defaults,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
@@ -23,5 +24,8 @@ func NewFactory() stage.Factory {
 			var err error
 			s.dev, err = set.Device("device", c.Device)
 			return s, err
-		})
+		},
+		stage.WithFields(
+			[]batch.Field{batch.CastSrc, batch.CastDst, batch.CastRows, Lookups, UniqueRows},
+			[]batch.Field{batch.IDs, batch.Offsets}))
 }

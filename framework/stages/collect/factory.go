@@ -4,11 +4,22 @@ import (
 	"context"
 	"errors"
 
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
 // Kind is the collect stage's kind.
 const Kind stage.Kind = "collect"
+
+// The stats collect records on each batch for its span; the counts insert
+// and exchange read are batch.CollectedRows and batch.CollectedVictims.
+var (
+	// Bypassed is the lookups the plan left without a slot.
+	Bypassed = batch.NewStat("bypassed")
+	// CollectBytes is the bytes of the rows staged.
+	CollectBytes = batch.NewStat("collect_bytes")
+)
 
 // NewFactory returns the collect stage's factory.
 func NewFactory() stage.Factory {
@@ -30,5 +41,9 @@ func NewFactory() stage.Factory {
 			}
 			col.dev, err = set.Device("storage_device", c.StorageDevice)
 			return col, err
-		})
+		},
+		stage.WithFields(
+			[]batch.Field{batch.MissRows, batch.MissIndex, batch.VictimRows, batch.CollectedRows, batch.CollectedVictims, Bypassed, CollectBytes},
+			[]batch.Field{batch.IDs, batch.Slots, batch.Hits, batch.Victims, batch.VictimCount}),
+		stage.WithHazardRole(hazard.Collect))
 }

@@ -50,14 +50,14 @@ func distinctMisses(t *testing.T, e *stagetest.Env, b *batch.Batch) int64 {
 func tiers(t *testing.T, e *stagetest.Env, b *batch.Batch) [][]float32 {
 	t.Helper()
 	var out [][]float32
-	for _, name := range []string{batch.MissRows, batch.VictimRows} {
+	for _, name := range []batch.Field{batch.MissRows, batch.VictimRows} {
 		v, err := b.Float32s(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, slices.Clone(v))
 	}
-	for _, name := range []string{batch.MissIndex, batch.Victims} {
+	for _, name := range []batch.Field{batch.MissIndex, batch.Victims} {
 		v, err := b.Int64s(name)
 		if err != nil {
 			t.Fatal(err)

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
 // Kind is the filter stage's kind.
 const Kind stage.Kind = "filter"
+
+// Kept is the candidates filter passes on, for its span.
+var Kept = batch.NewStat("kept")
 
 // NewFactory returns the filter stage's factory.
 func NewFactory() stage.Factory {
@@ -27,5 +31,6 @@ func NewFactory() stage.Factory {
 			var err error
 			f.dev, err = set.Device("device", c.Device)
 			return f, err
-		})
+		},
+		stage.WithFields([]batch.Field{batch.TopK, Kept}, []batch.Field{batch.Scores, batch.Labels}))
 }

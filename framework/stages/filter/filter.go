@@ -126,15 +126,15 @@ type filter struct {
 
 func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 	n := f.set.Layout.BatchSize
-	scores, err := b.Float32s(batch.Scores)
+	scores, err := batch.Scores.View(b)
 	if err != nil {
 		return err
 	}
-	labels, err := b.Float32s(batch.Labels)
+	labels, err := batch.Labels.View(b)
 	if err != nil {
 		return err
 	}
-	topk, err := b.Int64s(batch.TopK)
+	topk, err := batch.TopK.View(b)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 		return fmt.Errorf("batch %d: scores, labels or topk shorter than the batch", b.Seq)
 	}
 	ranked := TopK(scores[:n], f.k, topk)
-	b.SetStat("kept", int64(len(ranked)))
+	Kept.Set(b, int64(len(ranked)))
 	if v, ok := NDCG(ranked, labels[:n]); ok {
 		f.set.Metrics.Append("ndcg", b.Seq, v)
 		f.mu.Lock()
@@ -165,7 +165,7 @@ func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 		if err != nil {
 			return err
 		}
-		b.SetStat("modeled_ns", ns)
+		batch.ModeledNs.Set(b, ns)
 	}
 	return nil
 }

@@ -4,11 +4,21 @@ import (
 	"context"
 	"errors"
 
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
 // Kind is the insert stage's kind.
 const Kind stage.Kind = "insert"
+
+// The stats insert records on each batch, for its span.
+var (
+	// InsertedRows is the missed rows written into Storage.
+	InsertedRows = batch.NewStat("inserted_rows")
+	// WrittenBack is the victims written back to the host tables.
+	WrittenBack = batch.NewStat("written_back")
+)
 
 // NewFactory returns the insert stage's factory.
 func NewFactory() stage.Factory {
@@ -26,5 +36,9 @@ func NewFactory() stage.Factory {
 			}
 			ins.host, err = set.Device("host_device", c.HostDevice)
 			return ins, err
-		})
+		},
+		stage.WithFields(
+			[]batch.Field{InsertedRows, WrittenBack},
+			[]batch.Field{batch.Victims, batch.VictimRows, batch.MissIndex, batch.MissRows, batch.CollectedRows, batch.CollectedVictims}),
+		stage.WithHazardRole(hazard.Insert))
 }

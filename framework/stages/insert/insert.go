@@ -22,24 +22,27 @@ type inserter struct {
 }
 
 func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
-	nMiss, ok1 := b.Stats["collected_rows"]
-	nVictims, ok2 := b.Stats["collected_victims"]
-	if !ok1 || !ok2 {
-		return fmt.Errorf("batch %d carries no collected_rows/collected_victims: insert needs a collect stage upstream", b.Seq)
-	}
-	victims, err := b.Int64s(batch.Victims)
+	nMiss, err := batch.CollectedRows.Need(b, "insert")
 	if err != nil {
 		return err
 	}
-	victimRows, err := b.Float32s(batch.VictimRows)
+	nVictims, err := batch.CollectedVictims.Need(b, "insert")
 	if err != nil {
 		return err
 	}
-	missIndex, err := b.Int64s(batch.MissIndex)
+	victims, err := batch.Victims.View(b)
 	if err != nil {
 		return err
 	}
-	missRows, err := b.Float32s(batch.MissRows)
+	victimRows, err := batch.VictimRows.View(b)
+	if err != nil {
+		return err
+	}
+	missIndex, err := batch.MissIndex.View(b)
+	if err != nil {
+		return err
+	}
+	missRows, err := batch.MissRows.View(b)
 	if err != nil {
 		return err
 	}
@@ -86,11 +89,11 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return err
 	}
-	b.SetStat("inserted_rows", nMiss)
-	b.SetStat("written_back", nVictims)
+	InsertedRows.Set(b, nMiss)
+	WrittenBack.Set(b, nVictims)
 	// The device fills Storage while the host writes the victims back
 	// (ScratchPipe Sec. III-B, [Insert]).
-	b.SetStat("modeled_ns", max(devNs, hostNs))
+	batch.ModeledNs.Set(b, max(devNs, hostNs))
 	return nil
 }
 

@@ -3,11 +3,20 @@ package load
 import (
 	"context"
 
+	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
 // Kind is the load stage's kind.
 const Kind stage.Kind = "load"
+
+// The stats load records on each batch, for its span.
+var (
+	// Samples is the batch's samples.
+	Samples = batch.NewStat("samples")
+	// Lookups is the length of the batch's IDs array.
+	Lookups = batch.NewStat("ids")
+)
 
 // NewFactory returns the load stage's factory.
 func NewFactory() stage.Factory {
@@ -16,5 +25,6 @@ func NewFactory() stage.Factory {
 		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
 			return newLoader(set, cfg.(*Config))
 		},
-		stage.AsSource())
+		stage.AsSource(),
+		stage.WithFields([]batch.Field{batch.IDs, batch.Offsets, batch.Dense, batch.Labels, Samples, Lookups}, nil))
 }
