@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -157,6 +158,7 @@ type factory struct {
 	create   CreateFunc
 	fields   Fields
 	role     hazard.Role
+	needs    Need
 }
 
 // FactoryOption adjusts a factory.
@@ -182,6 +184,50 @@ func WithFields(produces, consumes []batch.Field) FactoryOption {
 // are checked as and the writes the plan declares for it are made at.
 func WithHazardRole(r hazard.Role) FactoryOption { return func(f *factory) { f.role = r } }
 
+// Need is what a stage kind needs in its Settings to be created.
+type Need uint16
+
+// The needs, in the order Create names them when missing.
+const (
+	NeedCache Need = 1 << iota
+	NeedKernel
+	NeedModel
+	NeedTables
+	NeedStorage
+	NeedLayout
+	NeedMetrics
+)
+
+var needs = []struct {
+	need Need
+	what string
+	has  func(Settings) bool
+}{
+	{NeedCache, "a cache plugin", func(s Settings) bool { return s.Cache != nil }},
+	{NeedKernel, "a kernel plugin", func(s Settings) bool { return s.Kernel != nil }},
+	{NeedModel, "a model plugin", func(s Settings) bool { return s.Model != nil }},
+	{NeedTables, "the host tables", func(s Settings) bool { return s.Tables != nil }},
+	{NeedStorage, "the Storage", func(s Settings) bool { return s.Storage != nil }},
+	{NeedLayout, "the batch layout", func(s Settings) bool { return s.Layout != nil }},
+	{NeedMetrics, "the run's metrics", func(s Settings) bool { return s.Metrics != nil }},
+}
+
+// Requires declares what the kind needs in its Settings (NeedTables |
+// NeedLayout ...): Create refuses to build a stage without it, naming
+// what is missing, before the kind's own constructor runs.
+func Requires(n Need) FactoryOption { return func(f *factory) { f.needs |= n } }
+
+// missing lists what set lacks of the needs n.
+func missing(n Need, set Settings) []string {
+	var out []string
+	for _, x := range needs {
+		if n&x.need != 0 && !x.has(set) {
+			out = append(out, x.what)
+		}
+	}
+	return out
+}
+
 // Fields are the batch fields a stage produces and consumes.
 type Fields struct {
 	Produces, Consumes []batch.Field
@@ -192,6 +238,23 @@ type Fields struct {
 // reads the plan's slots). They add to the factory's WithFields.
 type FieldDeclarer interface {
 	BatchFields() Fields
+}
+
+// New is NewFactory for a kind whose Config is a *C: each stage gets its
+// own copy of defaults, and create is handed the decoded config typed.
+func New[C any, P interface {
+	*C
+	Config
+}](kind Kind, defaults C, create func(context.Context, Settings, P) (any, error), opts ...FactoryOption) Factory {
+	return NewFactory(kind,
+		func() Config { c := defaults; return P(&c) },
+		func(ctx context.Context, set Settings, cfg Config) (any, error) {
+			c, ok := cfg.(P)
+			if !ok {
+				return nil, fmt.Errorf("config is %T, want %T", cfg, P(nil))
+			}
+			return create(ctx, set, c)
+		}, opts...)
 }
 
 // NewFactory returns the factory for a stage kind.
@@ -208,6 +271,9 @@ func (f *factory) HazardRole() hazard.Role     { return f.role }
 func (f *factory) Source() bool                { return f.source }
 func (f *factory) CreateDefaultConfig() Config { return f.defaults() }
 func (f *factory) Create(ctx context.Context, set Settings, cfg Config) (any, error) {
+	if m := missing(f.needs, set); len(m) > 0 {
+		return nil, fmt.Errorf("create stage %s: %s needs %s", set.ID(f.kind), f.kind, joinAnd(m))
+	}
 	s, err := f.create(ctx, set, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create stage %s: %w", set.ID(f.kind), err)
@@ -236,6 +302,14 @@ func (f *factory) Fields(cfg Config) Fields {
 		out.Consumes = append(out.Consumes, more.Consumes...)
 	}
 	return out
+}
+
+// joinAnd joins "a", "b", "c" as "a, b and c".
+func joinAnd(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
 }
 
 // Registry is the set of stage kinds a run may use, listed explicitly by the

@@ -228,3 +228,10 @@ func (c *caster) Process(ctx context.Context, b *batch.Batch) error {
 	batch.ModeledNs.Set(b, ns)
 	return nil
 }
+
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	s := &caster{set: set, name: c.Device, transfer: c.Transfer}
+	var err error
+	s.dev, err = set.Device("device", c.Device)
+	return s, err
+}

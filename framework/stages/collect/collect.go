@@ -226,3 +226,16 @@ func (c *collector) stageRow(a arrays, t int, row, slot, i int64) {
 	idx := a.missIndex[3*i : 3*i+3]
 	idx[0], idx[1], idx[2] = int64(t), row, slot
 }
+
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	col := &collector{set: set, cfg: c, slotOf: map[int64]int64{}, rowIn: map[int64]int64{},
+		victimOf: make([]map[int64]int64, set.Layout.Tables)}
+	for t := range col.victimOf {
+		col.victimOf[t] = map[int64]int64{}
+	}
+	var err error
+	if col.host, err = set.Device("device", c.Device); err == nil {
+		col.dev, err = set.Device("storage_device", c.StorageDevice)
+	}
+	return col, err
+}

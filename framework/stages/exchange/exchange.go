@@ -59,3 +59,8 @@ func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	}
 	return nil
 }
+
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	d, err := set.Device("device", c.Device)
+	return &exchanger{set: set, name: c.Device, dev: d}, err
+}

@@ -183,3 +183,13 @@ func (f *filter) Finish(context.Context) error {
 	f.set.Metrics.Set("ndcg_no_positive", float64(f.noPositive))
 	return nil
 }
+
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	if c.K > set.Layout.BatchSize {
+		return nil, fmt.Errorf("k: %d is more than the %d candidates of a batch (dataset.batch_size)", c.K, set.Layout.BatchSize)
+	}
+	f := &filter{set: set, k: c.K, name: c.Device}
+	var err error
+	f.dev, err = set.Device("device", c.Device)
+	return f, err
+}

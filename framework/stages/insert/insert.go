@@ -108,3 +108,12 @@ func (in *inserter) check(seq uint64, what string, i, t, row, slot int64) error 
 	}
 	return nil
 }
+
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	ins := &inserter{set: set, cfg: c}
+	var err error
+	if ins.dev, err = set.Device("device", c.Device); err == nil {
+		ins.host, err = set.Device("host_device", c.HostDevice)
+	}
+	return ins, err
+}

@@ -179,3 +179,10 @@ func (p *planner) declare(b *batch.Batch, nVictims int64) error {
 	}
 	return p.set.Hazards.Plan(b.Seq, w)
 }
+
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	p := &planner{set: set, cfg: c}
+	var err error
+	p.dev, err = set.Device("device", c.Device)
+	return p, err
+}

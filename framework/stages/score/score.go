@@ -83,3 +83,5 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 	}
 	return nil
 }
+
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) { return newScorer(set, c) }

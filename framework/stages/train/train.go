@@ -326,3 +326,10 @@ func (t *trainer) Finish(context.Context) error {
 	t.set.Metrics.Set("eval_samples", float64(len(t.scores)))
 	return nil
 }
+
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	if c.Source == SourceStorage && set.Storage == nil {
+		return nil, errors.New("train with source: storage needs the run's Storage (and collect and insert upstream)")
+	}
+	return newTrainer(set, c)
+}
