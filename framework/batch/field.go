@@ -80,8 +80,11 @@ func Key(f Field) string { return f.Kind().String() + " " + f.Name() }
 // Elem is the element type of an array.
 type Elem interface{ int64 | float32 | uint8 }
 
-// Array is a typed array of a batch, sized by the run's shape.
-type Array[T Elem] struct {
+// Array is a typed array of a batch, sized by the run's shape. It is a
+// handle on its declaration, so that Arrays compare (==) like Stats.
+type Array[T Elem] struct{ d *arrayDecl }
+
+type arrayDecl struct {
 	name   string
 	length func(Shape) int64
 }
@@ -89,20 +92,20 @@ type Array[T Elem] struct {
 // NewArray declares an array of length(s) elements of T in a buffer of
 // shape s.
 func NewArray[T Elem](name string, length func(Shape) int64) Array[T] {
-	return Array[T]{name: name, length: length}
+	return Array[T]{&arrayDecl{name: name, length: length}}
 }
 
 // Name is the array's name, the key of its ref in a batch header.
-func (a Array[T]) Name() string { return a.name }
+func (a Array[T]) Name() string { return a.d.name }
 
 // Kind is ArrayField.
 func (a Array[T]) Kind() FieldKind { return ArrayField }
 
 // Len is the array's elements in a buffer of shape s.
-func (a Array[T]) Len(s Shape) int64 { return a.length(s) }
+func (a Array[T]) Len(s Shape) int64 { return a.d.length(s) }
 
 // Bytes is the array's bytes in a buffer of shape s.
-func (a Array[T]) Bytes(s Shape) int64 { return a.length(s) * elemSize[T]() }
+func (a Array[T]) Bytes(s Shape) int64 { return a.d.length(s) * elemSize[T]() }
 
 // Ref is the array's ref in b, or an error naming what b lacks.
 func (a Array[T]) Ref(b *Batch) (region.Ref, error) { return b.Ref(a) }
