@@ -1,5 +1,7 @@
 package batch
 
+import "fmt"
+
 // The arrays the shipped stage kinds hand each other. They are declared
 // here because stage kinds never import each other, so an array one kind
 // writes and another reads needs a package both import; an array or stat
@@ -78,6 +80,21 @@ var (
 	// after, for the modeled clock.
 	ModeledNs = NewStat("modeled_ns")
 )
+
+// Outcomes is the first n scores and labels of b: what the model predicted
+// for each sample and what happened, for the stages that evaluate them.
+func Outcomes(b *Batch, n int) (scores, labels []float32, err error) {
+	if scores, err = Scores.View(b); err != nil {
+		return nil, nil, err
+	}
+	if labels, err = Labels.View(b); err != nil {
+		return nil, nil, err
+	}
+	if len(scores) < n || len(labels) < n {
+		return nil, nil, fmt.Errorf("batch %d: %d scores and %d labels, fewer than its %d samples", b.Seq, len(scores), len(labels), n)
+	}
+	return scores[:n], labels[:n], nil
+}
 
 // AllArrays lists every array this package declares, in the order of the
 // buffer that holds them all (NewLayout).

@@ -349,28 +349,20 @@ func (b *builder) nodesAndSubjects() {
 		}
 	}
 
-	for _, subject := range sortedKeys(b.producers) {
-		prods, cons := b.producers[subject], b.consumers[subject]
-		for _, p := range prods[1:] {
-			b.fail(p.path, fmt.Errorf("subject %q is also produced by stage %q; a subject has exactly one producer", subject, prods[0].stage))
-		}
-		if len(cons) == 0 {
-			for _, p := range prods {
-				b.fail(p.path, fmt.Errorf("dangling output: no stage reads subject %q (make it some stage's in, or remove it from out)", subject))
-			}
-		}
-	}
-	for _, subject := range sortedKeys(b.consumers) {
-		prods, cons := b.producers[subject], b.consumers[subject]
-		for _, c := range cons[1:] {
-			b.fail(c.path, fmt.Errorf("subject %q is also consumed by stage %q; each subject has exactly one consumer in flowrun's credit protocol (publish a second subject instead)", subject, cons[0].stage))
-		}
-		if len(prods) == 0 {
-			for _, c := range cons {
-				b.fail(c.path, fmt.Errorf("dangling input: no stage publishes subject %q (add it to some stage's out)", subject))
-			}
-		}
-	}
+	b.checkEnds(b.producers, b.consumers,
+		func(subject, first string) error {
+			return fmt.Errorf("subject %q is also produced by stage %q; a subject has exactly one producer", subject, first)
+		},
+		func(subject string) error {
+			return fmt.Errorf("dangling output: no stage reads subject %q (make it some stage's in, or remove it from out)", subject)
+		})
+	b.checkEnds(b.consumers, b.producers,
+		func(subject, first string) error {
+			return fmt.Errorf("subject %q is also consumed by stage %q; each subject has exactly one consumer in flowrun's credit protocol (publish a second subject instead)", subject, first)
+		},
+		func(subject string) error {
+			return fmt.Errorf("dangling input: no stage publishes subject %q (add it to some stage's out)", subject)
+		})
 
 	if sources == 0 && len(b.names) > 0 {
 		var kinds []string
@@ -380,6 +372,24 @@ func (b *builder) nodesAndSubjects() {
 			}
 		}
 		b.fail("stages", fmt.Errorf("no source stage: batches must start somewhere (source kinds: %s)", strings.Join(kinds, ", ")))
+	}
+}
+
+// checkEnds checks one end of every subject (ends: its producers, or its
+// consumers) against the other end (others): each endpoint after the
+// first is refused with twice, and with no endpoint at the other end
+// each is refused with dangling.
+func (b *builder) checkEnds(ends, others map[string][]endpoint, twice func(subject, first string) error, dangling func(subject string) error) {
+	for _, subject := range sortedKeys(ends) {
+		eps := ends[subject]
+		for _, e := range eps[1:] {
+			b.fail(e.path, twice(subject, eps[0].stage))
+		}
+		if len(others[subject]) == 0 {
+			for _, e := range eps {
+				b.fail(e.path, dangling(subject))
+			}
+		}
 	}
 }
 

@@ -126,11 +126,7 @@ type filter struct {
 
 func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 	n := f.set.Layout.BatchSize
-	scores, err := batch.Scores.View(b)
-	if err != nil {
-		return err
-	}
-	labels, err := batch.Labels.View(b)
+	scores, labels, err := batch.Outcomes(b, n)
 	if err != nil {
 		return err
 	}
@@ -138,12 +134,12 @@ func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return err
 	}
-	if len(scores) < n || len(labels) < n || len(topk) < f.k {
-		return fmt.Errorf("batch %d: scores, labels or topk shorter than the batch", b.Seq)
+	if len(topk) < f.k {
+		return fmt.Errorf("batch %d: topk holds %d, fewer than k = %d", b.Seq, len(topk), f.k)
 	}
-	ranked := TopK(scores[:n], f.k, topk)
+	ranked := TopK(scores, f.k, topk)
 	Kept.Set(b, int64(len(ranked)))
-	if v, ok := NDCG(ranked, labels[:n]); ok {
+	if v, ok := NDCG(ranked, labels); ok {
 		f.set.Metrics.Append("ndcg", b.Seq, v)
 		f.mu.Lock()
 		f.ndcgSum += v

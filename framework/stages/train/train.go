@@ -291,18 +291,14 @@ func (t *trainer) Close(context.Context) error {
 }
 
 func (t *trainer) keepScores(b *batch.Batch) error {
-	scores, err := batch.Scores.View(b)
-	if err != nil {
-		return err
-	}
-	labels, err := batch.Labels.View(b)
+	scores, labels, err := batch.Outcomes(b, t.set.Layout.BatchSize)
 	if err != nil {
 		return err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.scores = append(t.scores, scores[:t.set.Layout.BatchSize]...)
-	t.labels = append(t.labels, labels[:t.set.Layout.BatchSize]...)
+	t.scores = append(t.scores, scores...)
+	t.labels = append(t.labels, labels...)
 	return nil
 }
 
