@@ -36,24 +36,14 @@ func (s Shape) IDs() int64 { return int64(s.Tables) * int64(s.BatchSize) * int64
 func (s Shape) Embeddings() int64 { return int64(s.Tables) * int64(s.BatchSize) * int64(s.Dim) }
 
 // FieldKind says where a field travels: an array in the batch's buffer or
-// a stat in its header.
-type FieldKind uint8
+// a stat in its header. Its string is how messages name it.
+type FieldKind string
 
 // The kinds of field.
 const (
-	ArrayField FieldKind = iota + 1
-	StatField
+	ArrayField FieldKind = "array"
+	StatField  FieldKind = "stat"
 )
-
-func (k FieldKind) String() string {
-	switch k {
-	case ArrayField:
-		return "array"
-	case StatField:
-		return "stat"
-	}
-	return fmt.Sprintf("field kind %d", uint8(k))
-}
 
 // Field is one thing a stage hands downstream with a batch: an Array (in
 // the buffer) or a Stat (in the header). Stage factories declare the
@@ -75,7 +65,7 @@ type Field interface {
 }
 
 // Key identifies a field across declarations: "array ids", "stat misses".
-func Key(f Field) string { return f.Kind().String() + " " + f.Name() }
+func Key(f Field) string { return string(f.Kind()) + " " + f.Name() }
 
 // Elem is the element type of an array.
 type Elem interface{ int64 | float32 | uint8 }
