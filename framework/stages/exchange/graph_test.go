@@ -176,7 +176,10 @@ func TestExchangeInThePipeline(t *testing.T) {
 			func(_ context.Context, set stage.Settings, _ stage.Config) (any, error) {
 				rec.stride = set.Layout.Stride
 				return rec, nil
-			}))
+			},
+			// What it checks below: exchange's bytes, which the graph
+			// must place upstream of it.
+			stage.WithFields(nil, []batch.Field{exchange.BytesToDevice, exchange.BytesToHost})))
 	if err != nil {
 		t.Fatal(err)
 	}
