@@ -109,21 +109,25 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 		}
 	}
 
-	rowBytes := 4 * stride
-	// The host gathers the missed rows while the device gathers the
-	// victims (ScratchPipe Sec. III-B: "concurrently").
-	ns, err := stage.ChargeParallel(ctx, b,
-		stage.Work{Name: c.cfg.Device, Device: c.host, Ops: []device.Op{{Name: "gather-missed-rows", Kind: device.Read, Bytes: staged * rowBytes}}},
-		stage.Work{Name: c.cfg.StorageDevice, Device: c.dev, Ops: []device.Op{{Name: "gather-victims", Kind: device.Read, Bytes: nVictims * rowBytes}}})
-	if err != nil {
-		return err
-	}
 	batch.CollectedRows.Set(b, staged)
 	batch.CollectedVictims.Set(b, nVictims)
 	Bypassed.Set(b, bypassed)
-	CollectBytes.Set(b, (staged+nVictims)*rowBytes)
-	batch.ModeledNs.Set(b, ns)
-	return nil
+	CollectBytes.Set(b, (staged+nVictims)*4*stride)
+	return c.charge(ctx, b, staged, nVictims)
+}
+
+// charge charges b's gathers, staged missed rows and nVictims victims:
+// the host gathers the missed rows while the device gathers the victims
+// (ScratchPipe Sec. III-B: "concurrently").
+func (c *collector) charge(ctx context.Context, b *batch.Batch, staged, nVictims int64) error {
+	rowBytes := 4 * int64(c.set.Layout.Stride)
+	ns, err := stage.ChargeParallel(ctx, b,
+		stage.Work{Name: c.cfg.Device, Device: c.host, Ops: []device.Op{{Name: "gather-missed-rows", Kind: device.Read, Bytes: staged * rowBytes}}},
+		stage.Work{Name: c.cfg.StorageDevice, Device: c.dev, Ops: []device.Op{{Name: "gather-victims", Kind: device.Read, Bytes: nVictims * rowBytes}}})
+	if err == nil {
+		batch.ModeledNs.Set(b, ns)
+	}
+	return err
 }
 
 // readVictims copies the victims' rows out of Storage into victim_rows,
