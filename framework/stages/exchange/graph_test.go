@@ -3,6 +3,7 @@ package exchange_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -237,5 +238,24 @@ func TestExchangeInThePipeline(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("results list no stage exchange: %+v", res.Stages)
+	}
+}
+
+// An exchange with no plan stage upstream is refused when the graph is
+// built, naming the stage and the count it lacks, not per batch at run
+// time.
+func TestExchangeWithoutAPlanIsRefused(t *testing.T) {
+	kinds, err := stage.NewRegistry(load.NewFactory(), exchange.NewFactory(), train.NewFactory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = stagetest.RunGraph(t, kinds, "testdata/no-plan.yaml", runtime.HazardsOff)
+	for _, want := range []string{
+		`no-plan.yaml:31: stages::exchange::in: stage "exchange" consumes stat "misses": no stage upstream produces it`,
+		`stages::exchange::in: stage "exchange" consumes stat "victims": no stage upstream produces it`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want one containing %q", err, want)
+		}
 	}
 }
