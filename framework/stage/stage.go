@@ -369,6 +369,17 @@ func (r Registry) HazardRole(kind string) hazard.Role {
 	return ""
 }
 
+// HazardName is the name the hazard checker knows a stage of kind by: its
+// role when it declares one, else its kind (which only places it in a
+// strict checker's order). The runtime passes it to Checker.Wrote and
+// lists it in hazard.Strict's Order.
+func (r Registry) HazardName(kind string) string {
+	if role := r.HazardRole(kind); role != "" {
+		return string(role)
+	}
+	return kind
+}
+
 // DecodeOptions decodes a stage's options over its kind's defaults,
 // rejecting unknown keys, and validates the result.
 func (r Registry) DecodeOptions(kind string, options map[string]any) (any, error) {

@@ -58,6 +58,9 @@ func TestFactoryDeclaresFields(t *testing.T) {
 	if r.HazardRole("throwaway") != hazard.Collect || r.HazardRole("other") != "" {
 		t.Error("hazard role not declared")
 	}
+	if r.HazardName("throwaway") != "collect" || r.HazardName("other") != "other" {
+		t.Error("hazard names: a role, else the kind")
+	}
 }
 
 func TestFactoryRequiresAndTypesItsConfig(t *testing.T) {
