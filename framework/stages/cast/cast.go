@@ -229,6 +229,7 @@ func (c *caster) Process(ctx context.Context, b *batch.Batch) error {
 	return nil
 }
 
+// create builds a cast stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	s := &caster{set: set, name: c.Device, transfer: c.Transfer}
 	var err error

@@ -229,6 +229,7 @@ func (c *collector) stageRow(a arrays, t int, row, slot, i int64) {
 	idx[0], idx[1], idx[2] = int64(t), row, slot
 }
 
+// create builds a collect stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	col := &collector{set: set, cfg: c, slotOf: map[int64]int64{}, rowIn: map[int64]int64{},
 		victimOf: make([]map[int64]int64, set.Layout.Tables)}

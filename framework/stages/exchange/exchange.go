@@ -60,6 +60,7 @@ func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	return nil
 }
 
+// create builds a exchange stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	d, err := set.Device("device", c.Device)
 	return &exchanger{set: set, name: c.Device, dev: d}, err

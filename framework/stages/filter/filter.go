@@ -180,6 +180,7 @@ func (f *filter) Finish(context.Context) error {
 	return nil
 }
 
+// create builds a filter stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	if c.K > set.Layout.BatchSize {
 		return nil, fmt.Errorf("k: %d is more than the %d candidates of a batch (dataset.batch_size)", c.K, set.Layout.BatchSize)

@@ -107,6 +107,7 @@ func (in *inserter) check(seq uint64, what string, i, t, row, slot int64) error 
 	return nil
 }
 
+// create builds a insert stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	ins := &inserter{set: set, cfg: c}
 	var err error

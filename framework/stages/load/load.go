@@ -103,4 +103,5 @@ func (l *loader) touch(ids, offsets []int64) error {
 // Close releases the data source (closes the batch file, if any).
 func (l *loader) Close(context.Context) error { return l.done() }
 
+// create builds a load stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) { return newLoader(set, c) }

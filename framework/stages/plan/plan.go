@@ -180,6 +180,7 @@ func (p *planner) declare(b *batch.Batch, nVictims int64) error {
 	return p.set.Hazards.Plan(b.Seq, w)
 }
 
+// create builds a plan stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	p := &planner{set: set, cfg: c}
 	var err error

@@ -84,4 +84,5 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 	return nil
 }
 
+// create builds a score stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) { return newScorer(set, c) }

@@ -323,6 +323,7 @@ func (t *trainer) Finish(context.Context) error {
 	return nil
 }
 
+// create builds a train stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	if c.Source == SourceStorage && set.Storage == nil {
 		return nil, errors.New("train with source: storage needs the run's Storage (and collect and insert upstream)")
