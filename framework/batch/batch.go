@@ -1,8 +1,16 @@
-// Package batch is the unit that flows through a graph: a sequence number
-// and named arrays (IDs, bag offsets, dense features, labels, pooled
+// Package batch is the unit that flows through a graph: a sequence number,
+// typed arrays (IDs, bag offsets, dense features, labels, pooled
 // embeddings, gradients, cache decisions) that live in a shared-memory
-// buffer. Between stages only a small Header travels: the sequence number
-// and the refs of the arrays, never the arrays themselves.
+// buffer, and typed stats. Between stages only a small Header travels: the
+// sequence number, the refs of the arrays and the stats, never the arrays
+// themselves.
+//
+// The batch's fields (Field: Array and Stat) are declared values, not
+// strings: a stage kind declares the ones it produces and consumes, the
+// graph checks every consumer has a producer upstream, and the Layout of a
+// buffer holds only the arrays its graph declares (NewLayoutFor). batch
+// imports only framework/config and the SDK's regions; it knows no stage
+// kind.
 package batch
 
 import (
@@ -11,34 +19,6 @@ import (
 	"sort"
 
 	"github.com/flowrun/flowrun/sdk/region"
-)
-
-// Array names of a batch buffer.
-const (
-	IDs     = "ids"     // int64 [table][sample·lookup]
-	Offsets = "offsets" // int64 [table][sample+1], relative to the table's first ID
-	Dense   = "dense"   // float32 [sample][dense feature]
-	Labels  = "labels"  // float32 [sample]
-	Slots   = "slots"   // int64, one per ID: the cache slot (or -1)
-	Hits    = "hits"    // uint8, one per ID: 1 when the row was cached
-	Victims = "victims" // int64 (table, row, slot) triples
-	Pooled  = "pooled"  // float32 [table][sample][dim]
-	Grads   = "grads"   // float32 [table][sample][dim]
-	Scores  = "scores"  // float32 [sample]
-
-	// Cache traffic staged by collect for insert (ScratchPipe's [Collect]
-	// → [Exchange] → [Insert]).
-	MissRows   = "miss_rows"   // float32 [miss][stride]: whole host rows (values, optimizer state) of the missed IDs, one per distinct (table, row)
-	MissIndex  = "miss_index"  // int64 (table, row, slot) triples, parallel to MissRows
-	VictimRows = "victim_rows" // float32 [victim][stride]: whole Storage rows of the victims, parallel to Victims
-
-	// Tensor Casting's casted index arrays (Algorithm 2), laid out like
-	// IDs: table t's entries start at IndexStart[t].
-	CastSrc  = "cast_src"  // int64: the bag whose gradient each sorted lookup gathers
-	CastDst  = "cast_dst"  // int64: the coalesced gradient each sorted lookup reduces into
-	CastRows = "cast_rows" // int64: the row each coalesced gradient updates, one per unique row
-
-	TopK = "topk" // int64 [k]: sample indices of the k highest scores, best first
 )
 
 // Header is what travels on the bus for a batch.
@@ -79,38 +59,47 @@ func New(h *Header, m *region.Mapper) *Batch {
 	return &Batch{Header: *h, mapper: m}
 }
 
-// Ref returns the ref of a named array, or an error naming what is missing.
-func (b *Batch) Ref(name string) (region.Ref, error) {
-	r, ok := b.Refs[name]
-	if !ok {
-		return region.Ref{}, fmt.Errorf("batch %d has no %q array", b.Seq, name)
+// Ref returns the ref of an array, or an error naming what is missing.
+func (b *Batch) Ref(a Field) (region.Ref, error) {
+	r, ok := b.Refs[a.Name()]
+	if !ok || a.Kind() != ArrayField {
+		return region.Ref{}, fmt.Errorf("batch %d has no %q array", b.Seq, a.Name())
 	}
 	return r, nil
 }
 
-// Bytes returns a named array's bytes.
-func (b *Batch) Bytes(name string) ([]byte, error) {
-	r, err := b.Ref(name)
+// Bytes returns an array's bytes.
+func (b *Batch) Bytes(a Field) ([]byte, error) {
+	r, err := b.Ref(a)
 	if err != nil {
 		return nil, err
 	}
 	return b.mapper.Bytes(r)
 }
 
-// Int64s returns a named int64 array.
-func (b *Batch) Int64s(name string) ([]int64, error) {
-	p, err := b.Bytes(name)
+// Int64s returns an int64 array; Array.View is the same, typed.
+func (b *Batch) Int64s(a Field) ([]int64, error) {
+	if _, ok := a.(Array[int64]); !ok {
+		return nil, fmt.Errorf("batch %d: %q is not an int64 array", b.Seq, a.Name())
+	}
+	p, err := b.Bytes(a)
 	return region.Int64s(p), err
 }
 
-// Float32s returns a named float32 array.
-func (b *Batch) Float32s(name string) ([]float32, error) {
-	p, err := b.Bytes(name)
+// Float32s returns a float32 array; Array.View is the same, typed.
+func (b *Batch) Float32s(a Field) ([]float32, error) {
+	if _, ok := a.(Array[float32]); !ok {
+		return nil, fmt.Errorf("batch %d: %q is not a float32 array", b.Seq, a.Name())
+	}
+	p, err := b.Bytes(a)
 	return region.Float32s(p), err
 }
 
-// SetStat records a count on the batch; it travels downstream and becomes
-// an attribute of the stage's span.
+// SetStat records a count on the batch by name; it travels downstream and
+// becomes an attribute of the stage's span. Stages record the stats other
+// stages read through their declared Stat (Stat.Set); SetStat is for
+// counts named at run time (the per-device and per-primitive times the
+// runtime sums).
 func (b *Batch) SetStat(name string, v int64) { b.Stats[name] = v }
 
 // StatNames lists the batch's stats in a stable order.

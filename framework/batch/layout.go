@@ -13,61 +13,63 @@ import (
 // Layout places a batch's arrays in one buffer. Every array starts on a
 // 64-byte boundary so typed views are aligned and do not share cache lines.
 type Layout struct {
-	Tables, BatchSize, Lookups, Dim, DenseFeatures int
-	// Stride is the float32s of a host row, values then optimizer state:
-	// the staged rows of the cache traffic (MissRows, VictimRows) are whole
-	// rows, so a row's state travels with it.
-	Stride int
+	Shape
 	// IDsPerTable is the room each table has in IDs (BatchSize·Lookups).
 	IDsPerTable int
 	offsets     map[string]int64
 	sizes       map[string]int64
+	fields      []Field
 	Size        int64
 }
 
-// NewLayout sizes a batch buffer for a dataset whose host rows are stride
-// float32s (0 means d.Dim: no optimizer state).
+// NewLayout sizes a batch buffer holding every array this package declares
+// (AllArrays) for a dataset whose host rows are stride float32s (0 means
+// d.Dim: no optimizer state). A run builds its layout from its graph's
+// fields instead (NewLayoutFor), so that a buffer holds only the arrays
+// its stages use.
 func NewLayout(d config.Dataset, stride int) *Layout {
-	if stride == 0 {
-		stride = d.Dim
-	}
-	l := &Layout{
-		Tables: d.Tables, BatchSize: d.BatchSize, Lookups: d.Lookups, Dim: d.Dim, Stride: stride,
-		DenseFeatures: d.DenseFeatures, IDsPerTable: d.BatchSize * d.Lookups,
-		offsets: make(map[string]int64), sizes: make(map[string]int64),
-	}
-	ids := int64(d.Tables) * int64(l.IDsPerTable)
-	pooled := int64(d.Tables) * int64(d.BatchSize) * int64(d.Dim)
-	for _, a := range []struct {
-		name  string
-		bytes int64
-	}{
-		{IDs, 8 * ids},
-		{Offsets, 8 * int64(d.Tables) * int64(d.BatchSize+1)},
-		{Dense, 4 * int64(d.BatchSize) * int64(d.DenseFeatures)},
-		{Labels, 4 * int64(d.BatchSize)},
-		{Slots, 8 * ids},
-		{Hits, ids},
-		{Victims, 8 * 3 * ids},
-		{Pooled, 4 * pooled},
-		{Grads, 4 * pooled},
-		{Scores, 4 * int64(d.BatchSize)},
-		// Worst case: every ID of the batch a distinct miss evicting a
-		// distinct victim. Buffers are sparse files, so a graph that never
-		// collects never touches (or pays for) these pages.
-		{MissRows, 4 * ids * int64(stride)},
-		{MissIndex, 8 * 3 * ids},
-		{VictimRows, 4 * ids * int64(stride)},
-		{CastSrc, 8 * ids},
-		{CastDst, 8 * ids},
-		{CastRows, 8 * ids},
-		{TopK, 8 * int64(d.BatchSize)},
-	} {
-		l.offsets[a.name] = l.Size
-		l.sizes[a.name] = a.bytes
-		l.Size += (a.bytes + 63) &^ 63
+	l, err := NewLayoutFor(ShapeOf(d, stride), AllArrays())
+	if err != nil {
+		panic(err) // AllArrays declares each name once
 	}
 	return l
+}
+
+// NewLayoutFor sizes a batch buffer of shape s for the arrays among fields
+// (stats take no room), in the order given. A field listed twice is laid
+// out once; two arrays of one name and different sizes are an error.
+func NewLayoutFor(s Shape, fields []Field) (*Layout, error) {
+	if s.Stride == 0 {
+		s.Stride = s.Dim
+	}
+	l := &Layout{Shape: s, IDsPerTable: s.BatchSize * s.Lookups,
+		offsets: make(map[string]int64), sizes: make(map[string]int64)}
+	for _, f := range fields {
+		if f.Kind() != ArrayField {
+			continue
+		}
+		bytes := f.Bytes(s)
+		if had, ok := l.sizes[f.Name()]; ok {
+			if had != bytes {
+				return nil, fmt.Errorf("batch layout: array %q declared twice, with %d and %d bytes", f.Name(), had, bytes)
+			}
+			continue
+		}
+		l.offsets[f.Name()] = l.Size
+		l.sizes[f.Name()] = bytes
+		l.fields = append(l.fields, f)
+		l.Size += (bytes + 63) &^ 63
+	}
+	return l, nil
+}
+
+// Fields lists the arrays the layout holds, in buffer order.
+func (l *Layout) Fields() []Field { return append([]Field(nil), l.fields...) }
+
+// Has reports whether the layout holds array a.
+func (l *Layout) Has(a Field) bool {
+	_, ok := l.offsets[a.Name()]
+	return ok && a.Kind() == ArrayField
 }
 
 // IndexStart is where each table's IDs begin in the IDs array, in elements.

@@ -5,9 +5,11 @@
 // the OpenTelemetry Collector's pipeline builder: references (stage kinds
 // and their options, devices, plugins), then nodes and subjects (sources,
 // dangling and doubly used subjects, feedback), then a topological sort
-// that names any cycle not declared as feedback. Every problem is reported
-// at once, located in the graph file. Last, on a graph that has passed all
-// of that, a Plugins that can (PluginOptions) tries each plugin's options.
+// that names any cycle not declared as feedback, then the batch contract:
+// every field a stage consumes has a producer upstream (FieldKinds). Every
+// problem is reported at once, located in the graph file. Last, on a graph
+// that has passed all of that, a Plugins that can (PluginOptions) tries
+// each plugin's options.
 //
 // graph knows stage kinds and plugins only through the Kinds and Plugins
 // interfaces its caller provides; it must not import the stage kinds, the
@@ -23,6 +25,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/data"
 )
@@ -99,6 +102,9 @@ type Node struct {
 	Feedback []string
 	// Options is the stage's config as decoded by its kind.
 	Options any
+	// Produces and Consumes are the batch fields the stage declares
+	// (FieldKinds); nil when the kinds declare none.
+	Produces, Consumes []batch.Field
 }
 
 // Subject is one edge: exactly one stage publishes to it and exactly one
@@ -172,6 +178,7 @@ func Build(cfg *config.Config, src *config.Source, kinds Kinds, plugins Plugins)
 	b.checkReferences()
 	b.nodesAndSubjects()
 	order := b.sort()
+	b.checkContract()
 	b.checkScratchpad(order)
 	b.checkDatasetFile()
 	if err := errors.Join(b.errs...); err != nil {
@@ -231,6 +238,7 @@ type builder struct {
 	producers map[string][]endpoint // by subject
 	consumers map[string][]endpoint // by subject
 	feedback  map[string]bool       // subjects declared as feedback by their producer
+	fields    map[string]declared   // batch fields by stage (checkContract)
 }
 
 func (b *builder) fail(path string, err error) {
@@ -341,28 +349,20 @@ func (b *builder) nodesAndSubjects() {
 		}
 	}
 
-	for _, subject := range sortedKeys(b.producers) {
-		prods, cons := b.producers[subject], b.consumers[subject]
-		for _, p := range prods[1:] {
-			b.fail(p.path, fmt.Errorf("subject %q is also produced by stage %q; a subject has exactly one producer", subject, prods[0].stage))
-		}
-		if len(cons) == 0 {
-			for _, p := range prods {
-				b.fail(p.path, fmt.Errorf("dangling output: no stage reads subject %q (make it some stage's in, or remove it from out)", subject))
-			}
-		}
-	}
-	for _, subject := range sortedKeys(b.consumers) {
-		prods, cons := b.producers[subject], b.consumers[subject]
-		for _, c := range cons[1:] {
-			b.fail(c.path, fmt.Errorf("subject %q is also consumed by stage %q; each subject has exactly one consumer in flowrun's credit protocol (publish a second subject instead)", subject, cons[0].stage))
-		}
-		if len(prods) == 0 {
-			for _, c := range cons {
-				b.fail(c.path, fmt.Errorf("dangling input: no stage publishes subject %q (add it to some stage's out)", subject))
-			}
-		}
-	}
+	b.checkEnds(b.producers, b.consumers,
+		func(subject, first string) error {
+			return fmt.Errorf("subject %q is also produced by stage %q; a subject has exactly one producer", subject, first)
+		},
+		func(subject string) error {
+			return fmt.Errorf("dangling output: no stage reads subject %q (make it some stage's in, or remove it from out)", subject)
+		})
+	b.checkEnds(b.consumers, b.producers,
+		func(subject, first string) error {
+			return fmt.Errorf("subject %q is also consumed by stage %q; each subject has exactly one consumer in flowrun's credit protocol (publish a second subject instead)", subject, first)
+		},
+		func(subject string) error {
+			return fmt.Errorf("dangling input: no stage publishes subject %q (add it to some stage's out)", subject)
+		})
 
 	if sources == 0 && len(b.names) > 0 {
 		var kinds []string
@@ -372,6 +372,24 @@ func (b *builder) nodesAndSubjects() {
 			}
 		}
 		b.fail("stages", fmt.Errorf("no source stage: batches must start somewhere (source kinds: %s)", strings.Join(kinds, ", ")))
+	}
+}
+
+// checkEnds checks one end of every subject (ends: its producers, or its
+// consumers) against the other end (others): each endpoint after the
+// first is refused with twice, and with no endpoint at the other end
+// each is refused with dangling.
+func (b *builder) checkEnds(ends, others map[string][]endpoint, twice func(subject, first string) error, dangling func(subject string) error) {
+	for _, subject := range sortedKeys(ends) {
+		eps := ends[subject]
+		for _, e := range eps[1:] {
+			b.fail(e.path, twice(subject, eps[0].stage))
+		}
+		if len(others[subject]) == 0 {
+			for _, e := range eps {
+				b.fail(e.path, dangling(subject))
+			}
+		}
 	}
 }
 
@@ -550,6 +568,8 @@ func (b *builder) result(order []string) *Graph {
 			Out:      append([]string(nil), st.Out...),
 			Feedback: append([]string(nil), st.Feedback...),
 			Options:  b.options[name],
+			Produces: b.fields[name].produces,
+			Consumes: b.fields[name].consumes,
 		})
 	}
 	// Without errors every subject has exactly one producer and consumer.

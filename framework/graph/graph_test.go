@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/config/configtest"
 	"github.com/flowrun/flowrun/framework/data"
@@ -47,6 +48,9 @@ type trainConfig struct {
 	Device        string  `mapstructure:"device"`
 	ComputeDevice string  `mapstructure:"compute_device"`
 	LR            float64 `mapstructure:"lr"`
+	// Cached reads the plan's misses, as the real train with source:
+	// storage reads its slots: a field that depends on the options.
+	Cached bool `mapstructure:"cached"`
 }
 
 func (c *trainConfig) DeviceNames() []string {
@@ -79,6 +83,29 @@ func (fakeKinds) DecodeOptions(kind string, options map[string]any) (any, error)
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// The fake kinds' batch fields: load makes the IDs, plan counts misses,
+// train reads the IDs and, cached, the misses. (Plan reads nothing, so that
+// testdata/good/feedback.yaml's plan, fed only through feedback, is good.)
+var (
+	fakeIDs    = batch.NewArray[int64]("ids", batch.Shape.IDs)
+	fakeMisses = batch.NewStat("misses")
+)
+
+func (fakeKinds) Fields(kind string, options any) (produces, consumes []batch.Field) {
+	switch kind {
+	case "load":
+		return []batch.Field{fakeIDs}, nil
+	case "plan":
+		return []batch.Field{fakeMisses}, nil
+	case "train":
+		if options.(*trainConfig).Cached {
+			return nil, []batch.Field{fakeIDs, fakeMisses}
+		}
+		return nil, nil
+	}
+	return nil, nil
 }
 
 // fakePlugins knows every plugin but those it lists as missing.

@@ -10,8 +10,8 @@ import (
 // WriteSet is the writes one stage makes to one table for one batch:
 // the Storage slots it fills or updates, or the host rows it writes back.
 type WriteSet struct {
-	// Stage is the writing stage's kind ("insert", "train"), or its id
-	// "kind/name"; Wrote must name the same kind.
+	// Stage is the writing stage's role (string(Insert), string(Train)),
+	// or its id "role/name"; Wrote must name the same role.
 	Stage string
 	Kind  Kind
 	Table int
@@ -397,22 +397,17 @@ func (c *Checker) releaseDone() {
 
 // Pending counts the writes declared and not yet retired, over all
 // tables; a slot or row declared twice by one batch and stage counts once.
-func (c *Checker) Pending() int {
-	n := 0
-	for _, s := range c.allShards() {
-		s.mu.Lock()
-		n += s.pending
-		s.mu.Unlock()
-	}
-	return n
-}
+func (c *Checker) Pending() int { return c.count(func(s *shard) int { return s.pending }) }
 
 // Retained counts the finished writes a strict Checker still keeps.
-func (c *Checker) Retained() int {
+func (c *Checker) Retained() int { return c.count(func(s *shard) int { return s.retained }) }
+
+// count sums what of reads from each shard, under the shard's lock.
+func (c *Checker) count(of func(*shard) int) int {
 	n := 0
 	for _, s := range c.allShards() {
 		s.mu.Lock()
-		n += s.retained
+		n += of(s)
 		s.mu.Unlock()
 	}
 	return n

@@ -23,8 +23,9 @@
 // batches (planned ahead) are write-after-read and not this package's
 // concern.
 //
-// The checks and the paper's numbering (stage kinds as the reader and the
-// writer; "kind/name" stage ids are reduced to their kind):
+// The checks and the paper's numbering (the roles the stages declare, see
+// Role, as the reader and the writer; "role/name" ids are reduced to their
+// role):
 //
 //	RAW-1  slot      written by train   (Parameter Update)  read by train   (Embedding Forward)
 //	RAW-2  slot      written by train   (Parameter Update)  read by collect (victim read-out)
@@ -44,7 +45,8 @@
 // exposes it.
 //
 // The package imports nothing from the framework: the stages and the
-// runtime hand it plain sequence numbers, stage kinds and index slices.
+// runtime hand it plain sequence numbers, roles (or, for a stage without
+// one, its kind, which only places it in a strict order) and index slices.
 package hazard
 
 import (
@@ -74,11 +76,22 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-// Stage kinds the RAW numbering refers to.
+// Role is the part a stage plays in ScratchPipe's pipeline (Sec. IV-C,
+// Fig. 8), by which the paper numbers its read-after-write hazards. The
+// checker knows no stage kind: a stage that reads or writes Storage slots
+// or host rows declares its role (stage.WithHazardRole) and names it in
+// its reads, and the plan declares each write at the role that makes it.
+// A role's string is the name the checker reports it by.
+type Role string
+
+// The roles of ScratchPipe's pipeline the RAW numbering refers to.
 const (
-	StageCollect = "collect"
-	StageInsert  = "insert"
-	StageTrain   = "train"
+	// Collect reads the victims' slots and the missed host rows.
+	Collect Role = "collect"
+	// Insert fills slots and writes the victims back to their host rows.
+	Insert Role = "insert"
+	// Train updates the slots, and the bypassed host rows, it trains in.
+	Train Role = "train"
 )
 
 // Hazard is a read of a slot or row that an earlier batch still had to
@@ -136,19 +149,19 @@ func (h *Hazard) Error() string {
 }
 
 // RAW numbers a read-after-write by the paper's Figure 8: the kind of
-// target, the stage kind that writes it and the stage kind that reads it.
-// It answers 0 for a pair the paper does not number. Stage ids of the form
-// "kind/name" are reduced to their kind.
+// target, the role that writes it and the role that reads it. It answers
+// 0 for a pair the paper does not number. Ids of the form "role/name" are
+// reduced to their role.
 func RAW(k Kind, writer, reader string) int {
-	w, r := stageKind(writer), stageKind(reader)
+	w, r := Role(stageKind(writer)), Role(stageKind(reader))
 	switch {
-	case k == Slot && w == StageTrain && r == StageTrain:
+	case k == Slot && w == Train && r == Train:
 		return 1
-	case k == Slot && w == StageTrain && r == StageCollect:
+	case k == Slot && w == Train && r == Collect:
 		return 2
-	case k == Slot && w == StageInsert && r == StageCollect:
+	case k == Slot && w == Insert && r == Collect:
 		return 3
-	case k == HostRow && w == StageInsert && r == StageCollect:
+	case k == HostRow && w == Insert && r == Collect:
 		return 4
 	}
 	return 0

@@ -84,13 +84,13 @@ func (p PlannedBatch) Writes() (Writes, error) {
 			}
 		}
 		if n > 0 {
-			w = append(w, WriteSet{Stage: StageInsert, Kind: Slot, Table: t, Index: buf[start : start+n : start+n], Rows: buf[start+n : start+2*n : start+2*n]})
+			w = append(w, WriteSet{Stage: string(Insert), Kind: Slot, Table: t, Index: buf[start : start+n : start+n], Rows: buf[start+n : start+2*n : start+2*n]})
 		}
 		if p.Trains && hi > lo {
 			// The rows are left out: a hazard on a trained slot is found
 			// by a read that names its row (collect's victim triples) or
 			// by train itself, RAW-1, which has no row to add.
-			w = append(w, WriteSet{Stage: StageTrain, Kind: Slot, Table: t, Index: p.Slots[lo:hi]})
+			w = append(w, WriteSet{Stage: string(Train), Kind: Slot, Table: t, Index: p.Slots[lo:hi]})
 		}
 	}
 	// The victims' rows, grouped by table in one pass (counting sort):
@@ -108,7 +108,7 @@ func (p PlannedBatch) Writes() (Writes, error) {
 	}
 	for t := range nt {
 		if perTable[t] > 0 {
-			w = append(w, WriteSet{Stage: StageInsert, Kind: HostRow, Table: t, Index: vrows[start[t]:next[t]:next[t]]})
+			w = append(w, WriteSet{Stage: string(Insert), Kind: HostRow, Table: t, Index: vrows[start[t]:next[t]:next[t]]})
 		}
 	}
 	return w, nil

@@ -60,6 +60,30 @@ func charge(ctx context.Context, b *batch.Batch, name string, d device.Device, c
 	return res.ModeledNs, ns, nil
 }
 
+// Work is one device's share of a batch's work: the graph's device name,
+// the device (nil charges nothing) and its operations, one after another.
+type Work struct {
+	Name   string
+	Device device.Device
+	Ops    []device.Op
+}
+
+// ChargeParallel charges each Work to its device, as Charge does, for
+// devices that work on the batch at the same time (collect: the host
+// gathers the missed rows while the GPU gathers the victims), and returns
+// the longest: the batch's modeled time at the stage.
+func ChargeParallel(ctx context.Context, b *batch.Batch, works ...Work) (int64, error) {
+	var longest int64
+	for _, w := range works {
+		ns, err := Charge(ctx, b, w.Name, w.Device, w.Ops...)
+		if err != nil {
+			return 0, err
+		}
+		longest = max(longest, ns)
+	}
+	return longest, nil
+}
+
 func sumOf(ns []int64) int64 {
 	var sum int64
 	for _, n := range ns {

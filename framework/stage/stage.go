@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -142,6 +143,11 @@ type Factory interface {
 	CreateDefaultConfig() Config
 	// Create builds a Stage (or a Source, when Source() is true).
 	Create(ctx context.Context, set Settings, cfg Config) (any, error)
+	// Fields is what a stage of the kind with config cfg produces and
+	// consumes (WithFields, then cfg's FieldDeclarer).
+	Fields(cfg Config) Fields
+	// HazardRole is the kind's role in the hazard model, "" for none.
+	HazardRole() hazard.Role
 	unexported()
 }
 
@@ -150,6 +156,9 @@ type factory struct {
 	source   bool
 	defaults func() Config
 	create   CreateFunc
+	fields   Fields
+	role     hazard.Role
+	needs    Need
 }
 
 // FactoryOption adjusts a factory.
@@ -157,6 +166,96 @@ type FactoryOption func(*factory)
 
 // AsSource marks a kind as a batch source.
 func AsSource() FactoryOption { return func(f *factory) { f.source = true } }
+
+// WithFields declares the batch fields (arrays and stats) every stage of
+// the kind produces and consumes, whatever its options; a Config that is a
+// FieldDeclarer adds those that depend on them. The graph refuses a stage
+// that consumes a field no stage upstream produces, and the batch layout
+// holds the arrays the graph's stages declare, no others.
+func WithFields(produces, consumes []batch.Field) FactoryOption {
+	return func(f *factory) {
+		f.fields.Produces = append(f.fields.Produces, produces...)
+		f.fields.Consumes = append(f.fields.Consumes, consumes...)
+	}
+}
+
+// WithHazardRole declares the part the kind plays in ScratchPipe's hazard
+// model (hazard.Collect, hazard.Insert, hazard.Train): the role its reads
+// are checked as and the writes the plan declares for it are made at.
+func WithHazardRole(r hazard.Role) FactoryOption { return func(f *factory) { f.role = r } }
+
+// Need is what a stage kind needs in its Settings to be created.
+type Need uint16
+
+// The needs, in the order Create names them when missing.
+const (
+	NeedCache Need = 1 << iota
+	NeedKernel
+	NeedModel
+	NeedTables
+	NeedStorage
+	NeedLayout
+	NeedMetrics
+)
+
+var needs = []struct {
+	need Need
+	what string
+	has  func(Settings) bool
+}{
+	{NeedCache, "a cache plugin", func(s Settings) bool { return s.Cache != nil }},
+	{NeedKernel, "a kernel plugin", func(s Settings) bool { return s.Kernel != nil }},
+	{NeedModel, "a model plugin", func(s Settings) bool { return s.Model != nil }},
+	{NeedTables, "the host tables", func(s Settings) bool { return s.Tables != nil }},
+	{NeedStorage, "the Storage", func(s Settings) bool { return s.Storage != nil }},
+	{NeedLayout, "the batch layout", func(s Settings) bool { return s.Layout != nil }},
+	{NeedMetrics, "the run's metrics", func(s Settings) bool { return s.Metrics != nil }},
+}
+
+// Requires declares what the kind needs in its Settings (NeedTables |
+// NeedLayout ...): Create refuses to build a stage without it, naming
+// what is missing, before the kind's own constructor runs.
+func Requires(n Need) FactoryOption { return func(f *factory) { f.needs |= n } }
+
+// missing lists what set lacks of the needs n.
+func missing(n Need, set Settings) []string {
+	var out []string
+	for _, x := range needs {
+		if n&x.need != 0 && !x.has(set) {
+			out = append(out, x.what)
+		}
+	}
+	return out
+}
+
+// Fields are the batch fields a stage produces and consumes.
+type Fields struct {
+	Produces, Consumes []batch.Field
+}
+
+// FieldDeclarer is implemented by a decoded Config whose stage produces or
+// consumes fields that depend on its options (train with source: storage
+// reads the plan's slots). They add to the factory's WithFields.
+type FieldDeclarer interface {
+	BatchFields() Fields
+}
+
+// New is NewFactory for a kind whose Config is a *C: each stage gets its
+// own copy of defaults, and create is handed the decoded config typed.
+func New[C any, P interface {
+	*C
+	Config
+}](kind Kind, defaults C, create func(context.Context, Settings, P) (any, error), opts ...FactoryOption) Factory {
+	return NewFactory(kind,
+		func() Config { c := defaults; return P(&c) },
+		func(ctx context.Context, set Settings, cfg Config) (any, error) {
+			c, ok := cfg.(P)
+			if !ok {
+				return nil, fmt.Errorf("config is %T, want %T", cfg, P(nil))
+			}
+			return create(ctx, set, c)
+		}, opts...)
+}
 
 // NewFactory returns the factory for a stage kind.
 func NewFactory(kind Kind, defaults func() Config, create CreateFunc, opts ...FactoryOption) Factory {
@@ -168,9 +267,13 @@ func NewFactory(kind Kind, defaults func() Config, create CreateFunc, opts ...Fa
 }
 
 func (f *factory) Kind() Kind                  { return f.kind }
+func (f *factory) HazardRole() hazard.Role     { return f.role }
 func (f *factory) Source() bool                { return f.source }
 func (f *factory) CreateDefaultConfig() Config { return f.defaults() }
 func (f *factory) Create(ctx context.Context, set Settings, cfg Config) (any, error) {
+	if m := missing(f.needs, set); len(m) > 0 {
+		return nil, fmt.Errorf("create stage %s: %s needs %s", set.ID(f.kind), f.kind, joinAnd(m))
+	}
 	s, err := f.create(ctx, set, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("create stage %s: %w", set.ID(f.kind), err)
@@ -187,6 +290,27 @@ func (f *factory) Create(ctx context.Context, set Settings, cfg Config) (any, er
 	return s, nil
 }
 func (f *factory) unexported() {}
+
+func (f *factory) Fields(cfg Config) Fields {
+	out := Fields{
+		Produces: append([]batch.Field(nil), f.fields.Produces...),
+		Consumes: append([]batch.Field(nil), f.fields.Consumes...),
+	}
+	if d, ok := cfg.(FieldDeclarer); ok {
+		more := d.BatchFields()
+		out.Produces = append(out.Produces, more.Produces...)
+		out.Consumes = append(out.Consumes, more.Consumes...)
+	}
+	return out
+}
+
+// joinAnd joins "a", "b", "c" as "a, b and c".
+func joinAnd(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
 
 // Registry is the set of stage kinds a run may use, listed explicitly by the
 // caller (cmd/flowrun/components.go), never filled by init().
@@ -221,6 +345,39 @@ func (r Registry) Known(kind string) bool { _, ok := r[Kind(kind)]; return ok }
 func (r Registry) IsSource(kind string) bool {
 	f, ok := r[Kind(kind)]
 	return ok && f.Source()
+}
+
+// Fields is what a stage of kind with decoded options (DecodeOptions'
+// result) produces and consumes, for the graph's check and the batch
+// layout. An unknown kind declares nothing.
+func (r Registry) Fields(kind string, options any) (produces, consumes []batch.Field) {
+	f, ok := r[Kind(kind)]
+	if !ok {
+		return nil, nil
+	}
+	cfg, _ := options.(Config)
+	fs := f.Fields(cfg)
+	return fs.Produces, fs.Consumes
+}
+
+// HazardRole is kind's role in the hazard model, "" for none or an
+// unknown kind.
+func (r Registry) HazardRole(kind string) hazard.Role {
+	if f, ok := r[Kind(kind)]; ok {
+		return f.HazardRole()
+	}
+	return ""
+}
+
+// HazardName is the name the hazard checker knows a stage of kind by: its
+// role when it declares one, else its kind (which only places it in a
+// strict checker's order). The runtime passes it to Checker.Wrote and
+// lists it in hazard.Strict's Order.
+func (r Registry) HazardName(kind string) string {
+	if role := r.HazardRole(kind); role != "" {
+		return string(role)
+	}
+	return kind
 }
 
 // DecodeOptions decodes a stage's options over its kind's defaults,

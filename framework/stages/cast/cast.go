@@ -131,11 +131,15 @@ type caster struct {
 // The per-batch stats of the casting step, Fig. 12's red bar: measured
 // wall time and modeled time, and the modeled time of the index copies
 // over the device's link (with transfer).
-const (
-	PrimCast            = "prim_cast_ns"
-	ModeledPrimCast     = "modeled_prim_cast_ns"
-	ModeledPrimTransfer = "modeled_prim_transfer_ns"
+var (
+	PrimCast            = batch.NewStat("prim_cast_ns")
+	ModeledPrimCast     = batch.NewStat("modeled_prim_cast_ns")
+	ModeledPrimTransfer = batch.NewStat("modeled_prim_transfer_ns")
 )
+
+// Lookups and UniqueRows are the casting step's input and output, per
+// batch: the lookups cast and the unique rows they update.
+var Lookups, UniqueRows = batch.NewStat("cast_lookups"), batch.NewStat("unique_rows")
 
 // sortPasses is the radix passes of Step 1 over the dataset's rows
 // (11-bit digits: 2²² rows take two).
@@ -151,10 +155,10 @@ func (c *caster) Process(ctx context.Context, b *batch.Batch) error {
 	var ids, offsets, castSrc, castDst, castRows []int64
 	var err error
 	for _, x := range []struct {
-		name string
-		dst  *[]int64
+		array batch.Array[int64]
+		dst   *[]int64
 	}{{batch.IDs, &ids}, {batch.Offsets, &offsets}, {batch.CastSrc, &castSrc}, {batch.CastDst, &castDst}, {batch.CastRows, &castRows}} {
-		if *x.dst, err = b.Int64s(x.name); err != nil {
+		if *x.dst, err = x.array.View(b); err != nil {
 			return err
 		}
 	}
@@ -184,10 +188,10 @@ func (c *caster) Process(ctx context.Context, b *batch.Batch) error {
 		unique += int64(c.cast(ids[lo:hi], c.dst, castSrc[lo:hi], castDst[lo:hi], castRows[lo:hi]))
 		lookups += hi - lo
 	}
-	b.SetStat(PrimCast, time.Since(wall).Nanoseconds())
+	PrimCast.Set(b, time.Since(wall).Nanoseconds())
 
-	b.SetStat("cast_lookups", lookups)
-	b.SetStat("unique_rows", unique)
+	Lookups.Set(b, lookups)
+	UniqueRows.Set(b, unique)
 	if c.dev == nil {
 		return nil
 	}
@@ -217,10 +221,18 @@ func (c *caster) Process(ctx context.Context, b *batch.Batch) error {
 			cast += t
 		}
 	}
-	b.SetStat(ModeledPrimCast, cast)
+	ModeledPrimCast.Set(b, cast)
 	if c.transfer {
-		b.SetStat(ModeledPrimTransfer, ns-cast)
+		ModeledPrimTransfer.Set(b, ns-cast)
 	}
-	b.SetStat("modeled_ns", ns)
+	batch.ModeledNs.Set(b, ns)
 	return nil
+}
+
+// create builds a cast stage from its decoded config (NewFactory).
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	s := &caster{set: set, name: c.Device, transfer: c.Transfer}
+	var err error
+	s.dev, err = set.Device("device", c.Device)
+	return s, err
 }

@@ -178,7 +178,7 @@ func TestCastStageTransfer(t *testing.T) {
 		b := e.Batch(t, 0)
 		e.Load(t, b)
 		stagetest.Process(t, s, b)
-		cast, copies := b.Stats[ModeledPrimCast], b.Stats[ModeledPrimTransfer]
+		cast, copies := b.Stats[ModeledPrimCast.Name()], b.Stats[ModeledPrimTransfer.Name()]
 		if cast <= 0 || b.Stats[stage.DeviceStat("gpu")] != b.Stats["modeled_ns"] || b.Stats["modeled_ns"] != cast+copies {
 			t.Errorf("transfer %v: stats %v", transfer, b.Stats)
 		}

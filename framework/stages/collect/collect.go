@@ -53,20 +53,20 @@ type arrays struct {
 
 func (c *collector) view(b *batch.Batch) (a arrays, err error) {
 	for _, x := range []struct {
-		name string
-		dst  *[]int64
+		array batch.Array[int64]
+		dst   *[]int64
 	}{{batch.IDs, &a.ids}, {batch.Slots, &a.slots}, {batch.Victims, &a.victims}, {batch.MissIndex, &a.missIndex}} {
-		if *x.dst, err = b.Int64s(x.name); err != nil {
+		if *x.dst, err = x.array.View(b); err != nil {
 			return a, err
 		}
 	}
-	if a.hits, err = b.Bytes(batch.Hits); err != nil {
+	if a.hits, err = batch.Hits.View(b); err != nil {
 		return a, err
 	}
-	if a.missRows, err = b.Float32s(batch.MissRows); err != nil {
+	if a.missRows, err = batch.MissRows.View(b); err != nil {
 		return a, err
 	}
-	a.victimRows, err = b.Float32s(batch.VictimRows)
+	a.victimRows, err = batch.VictimRows.View(b)
 	return a, err
 }
 
@@ -75,10 +75,12 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return err
 	}
-	st, tabs, l := c.set.Storage, c.set.Tables, c.set.Layout
 	// Whole rows travel: values and optimizer state, Stride floats each.
-	stride := int64(l.Stride)
-	nVictims := b.Stats["victims"]
+	stride := int64(c.set.Layout.Stride)
+	nVictims, err := batch.VictimCount.Need(b, "collect")
+	if err != nil {
+		return err
+	}
 	if nVictims < 0 || 3*nVictims > int64(len(a.victims)) || nVictims*stride > int64(len(a.victimRows)) {
 		return fmt.Errorf("batch %d: %d victims do not fit the batch's victims array; is plan upstream?", b.Seq, nVictims)
 	}
@@ -87,99 +89,156 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 	// fill or train (RAW 2, 3) is named as such, before the check below
 	// finds it holding another row.
 	if hz := c.set.Hazards; hz != nil {
-		if err := hz.ReadTriples(b.Seq, string(Kind), hazard.Slot, a.victims, nVictims); err != nil {
+		if err := hz.ReadTriples(b.Seq, string(hazard.Collect), hazard.Slot, a.victims, nVictims); err != nil {
+			return err
+		}
+	}
+	if err := c.readVictims(b.Seq, a, nVictims); err != nil {
+		return err
+	}
+	staged, bypassed, err := c.stageMisses(b.Seq, a)
+	if err != nil {
+		return err
+	}
+
+	// A missed row an earlier batch has yet to write back (RAW 4), or
+	// to train in its host table: the copy just staged is stale.
+	if hz := c.set.Hazards; hz != nil {
+		if err := hz.ReadTriples(b.Seq, string(hazard.Collect), hazard.HostRow, a.missIndex, staged); err != nil {
 			return err
 		}
 	}
 
-	// Victims first: their Storage rows are the freshest copy, also of a
-	// victim the same batch misses again.
+	batch.CollectedRows.Set(b, staged)
+	batch.CollectedVictims.Set(b, nVictims)
+	Bypassed.Set(b, bypassed)
+	CollectBytes.Set(b, (staged+nVictims)*4*stride)
+	return c.charge(ctx, b, staged, nVictims)
+}
+
+// charge charges b's gathers, staged missed rows and nVictims victims:
+// the host gathers the missed rows while the device gathers the victims
+// (ScratchPipe Sec. III-B: "concurrently").
+func (c *collector) charge(ctx context.Context, b *batch.Batch, staged, nVictims int64) error {
+	rowBytes := 4 * int64(c.set.Layout.Stride)
+	ns, err := stage.ChargeParallel(ctx, b,
+		stage.Work{Name: c.cfg.Device, Device: c.host, Ops: []device.Op{{Name: "gather-missed-rows", Kind: device.Read, Bytes: staged * rowBytes}}},
+		stage.Work{Name: c.cfg.StorageDevice, Device: c.dev, Ops: []device.Op{{Name: "gather-victims", Kind: device.Read, Bytes: nVictims * rowBytes}}})
+	if err == nil {
+		batch.ModeledNs.Set(b, ns)
+	}
+	return err
+}
+
+// readVictims copies the victims' rows out of Storage into victim_rows,
+// checking each names the row its slot holds. Victims come first: their
+// Storage rows are the freshest copy, also of a victim the same batch
+// misses again (stageMisses takes that copy).
+func (c *collector) readVictims(seq uint64, a arrays, nVictims int64) error {
+	st := c.set.Storage
+	stride := int64(c.set.Layout.Stride)
 	for _, m := range c.victimOf {
 		clear(m)
 	}
 	for i := range nVictims {
 		t, row, slot := a.victims[3*i], a.victims[3*i+1], a.victims[3*i+2]
 		if !st.ValidSlot(int(t), slot) {
-			return fmt.Errorf("batch %d: victim %d: table %d slot %d is outside Storage (%d tables × %d slots)", b.Seq, i, t, slot, st.Len(), st.Capacity)
+			return fmt.Errorf("batch %d: victim %d: table %d slot %d is outside Storage (%d tables × %d slots)", seq, i, t, slot, st.Len(), st.Capacity)
 		}
 		if held := st.RowOf(int(t), slot); held != row {
-			return fmt.Errorf("batch %d: victim %d: plan evicts row %d of table %d from slot %d, which holds row %d", b.Seq, i, row, t, slot, held)
+			return fmt.Errorf("batch %d: victim %d: plan evicts row %d of table %d from slot %d, which holds row %d", seq, i, row, t, slot, held)
 		}
 		copy(a.victimRows[i*stride:(i+1)*stride], st.Row(int(t), slot))
 		c.victimOf[t][row] = i
 	}
+	return nil
+}
 
-	var staged, bypassed int64
-	start := l.IndexStart()
-	for t := range l.Tables {
+// stageMisses stages every missed row the plan placed in a slot, once per
+// (table, row), into miss_rows and its (table, row, slot) into
+// miss_index, and counts the lookups the plan left without a slot.
+func (c *collector) stageMisses(seq uint64, a arrays) (staged, bypassed int64, err error) {
+	start := c.set.Layout.IndexStart()
+	for t := range c.set.Layout.Tables {
 		clear(c.slotOf)
 		clear(c.rowIn)
 		// The plan covered the table's whole ID range, so collect does too:
 		// every slot the plan promised a row must get that row.
 		for p := start[t]; p < start[t+1]; p++ {
-			row, slot := a.ids[p], a.slots[p]
-			if slot < 0 {
-				if a.hits[p] == 1 {
-					return fmt.Errorf("batch %d: table %d position %d: row %d is a hit without a slot", b.Seq, t, p, row)
-				}
+			stages, err := c.checkPosition(seq, a, t, p)
+			switch {
+			case err != nil:
+				return 0, 0, err
+			case a.slots[p] < 0:
 				bypassed++
-				continue
+			case stages:
+				c.stageRow(a, t, a.ids[p], a.slots[p], staged)
+				staged++
 			}
-			if !st.ValidSlot(t, slot) {
-				return fmt.Errorf("batch %d: table %d position %d: slot %d is outside Storage's %d slots", b.Seq, t, p, slot, st.Capacity)
-			}
-			if row < 0 || row >= tabs.Rows {
-				return fmt.Errorf("batch %d: table %d position %d: row %d outside [0, %d)", b.Seq, t, p, row, tabs.Rows)
-			}
-			if other, ok := c.rowIn[slot]; ok && other != row {
-				return fmt.Errorf("batch %d: table %d: plan gives slot %d to rows %d and %d", b.Seq, t, slot, other, row)
-			}
-			c.rowIn[slot] = row
-			if a.hits[p] == 1 {
-				continue
-			}
-			if s, ok := c.slotOf[row]; ok {
-				if s != slot {
-					return fmt.Errorf("batch %d: table %d: plan places row %d in slots %d and %d", b.Seq, t, row, s, slot)
-				}
-				continue // the same missed row, already staged
-			}
-			c.slotOf[row] = slot
-			dst := a.missRows[staged*stride : (staged+1)*stride]
-			if v, ok := c.victimOf[t][row]; ok {
-				copy(dst, a.victimRows[v*stride:(v+1)*stride])
-			} else {
-				copy(dst, tabs.Row(t, row))
-			}
-			idx := a.missIndex[3*staged : 3*staged+3]
-			idx[0], idx[1], idx[2] = int64(t), row, slot
-			staged++
 		}
 	}
+	return staged, bypassed, nil
+}
 
-	// A missed row an earlier batch has yet to write back (RAW 4), or
-	// to train in its host table: the copy just staged is stale.
-	if hz := c.set.Hazards; hz != nil {
-		if err := hz.ReadTriples(b.Seq, string(Kind), hazard.HostRow, a.missIndex, staged); err != nil {
-			return err
+// checkPosition checks the plan's decision for position p of table t and
+// reports whether it is a missed row not staged yet.
+func (c *collector) checkPosition(seq uint64, a arrays, t int, p int64) (bool, error) {
+	st, tabs := c.set.Storage, c.set.Tables
+	row, slot := a.ids[p], a.slots[p]
+	if slot < 0 {
+		if a.hits[p] == 1 {
+			return false, fmt.Errorf("batch %d: table %d position %d: row %d is a hit without a slot", seq, t, p, row)
 		}
+		return false, nil
 	}
+	if !st.ValidSlot(t, slot) {
+		return false, fmt.Errorf("batch %d: table %d position %d: slot %d is outside Storage's %d slots", seq, t, p, slot, st.Capacity)
+	}
+	if row < 0 || row >= tabs.Rows {
+		return false, fmt.Errorf("batch %d: table %d position %d: row %d outside [0, %d)", seq, t, p, row, tabs.Rows)
+	}
+	if other, ok := c.rowIn[slot]; ok && other != row {
+		return false, fmt.Errorf("batch %d: table %d: plan gives slot %d to rows %d and %d", seq, t, slot, other, row)
+	}
+	c.rowIn[slot] = row
+	if a.hits[p] == 1 {
+		return false, nil
+	}
+	if s, ok := c.slotOf[row]; ok {
+		if s != slot {
+			return false, fmt.Errorf("batch %d: table %d: plan places row %d in slots %d and %d", seq, t, row, s, slot)
+		}
+		return false, nil // the same missed row, already staged
+	}
+	c.slotOf[row] = slot
+	return true, nil
+}
 
-	rowBytes := 4 * stride
-	hostNs, err := stage.Charge(ctx, b, c.cfg.Device, c.host, device.Op{Name: "gather-missed-rows", Kind: device.Read, Bytes: staged * rowBytes})
-	if err != nil {
-		return err
+// stageRow copies row of table t, bound for slot, into staging place i: from
+// the victims' rows when the batch evicts it too (the freshest copy), else
+// from the host table.
+func (c *collector) stageRow(a arrays, t int, row, slot, i int64) {
+	stride := int64(c.set.Layout.Stride)
+	dst := a.missRows[i*stride : (i+1)*stride]
+	if v, ok := c.victimOf[t][row]; ok {
+		copy(dst, a.victimRows[v*stride:(v+1)*stride])
+	} else {
+		copy(dst, c.set.Tables.Row(t, row))
 	}
-	devNs, err := stage.Charge(ctx, b, c.cfg.StorageDevice, c.dev, device.Op{Name: "gather-victims", Kind: device.Read, Bytes: nVictims * rowBytes})
-	if err != nil {
-		return err
+	idx := a.missIndex[3*i : 3*i+3]
+	idx[0], idx[1], idx[2] = int64(t), row, slot
+}
+
+// create builds a collect stage from its decoded config (NewFactory).
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	col := &collector{set: set, cfg: c, slotOf: map[int64]int64{}, rowIn: map[int64]int64{},
+		victimOf: make([]map[int64]int64, set.Layout.Tables)}
+	for t := range col.victimOf {
+		col.victimOf[t] = map[int64]int64{}
 	}
-	b.SetStat("collected_rows", staged)
-	b.SetStat("collected_victims", nVictims)
-	b.SetStat("bypassed", bypassed)
-	b.SetStat("collect_bytes", (staged+nVictims)*rowBytes)
-	// The host gathers the missed rows while the device gathers the
-	// victims (ScratchPipe Sec. III-B: "concurrently").
-	b.SetStat("modeled_ns", max(hostNs, devNs))
-	return nil
+	var err error
+	if col.host, err = set.Device("device", c.Device); err == nil {
+		col.dev, err = set.Device("storage_device", c.StorageDevice)
+	}
+	return col, err
 }

@@ -7,7 +7,6 @@ package exchange
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
@@ -24,16 +23,20 @@ func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	// A row crosses the link whole: values and optimizer state.
 	rowBytes := int64(e.set.Layout.Stride) * 4
 	// The rows collect staged (each missed row once per table) cross the
-	// link; without a collect stage, every missed lookup is charged. A
-	// batch without plan's counts comes from a graph with no plan stage
-	// upstream: an error, not a link that moved nothing in 0 modeled ns.
-	missed, ok := b.Stats["collected_rows"]
-	if !ok {
-		missed, ok = b.Stats["misses"]
+	// link; without a collect stage, every missed lookup is charged. The
+	// graph refuses an exchange without a plan upstream; a batch without
+	// plan's counts is an error, not a link that moved nothing in 0
+	// modeled ns.
+	missed, err := batch.Misses.Need(b, "exchange")
+	if err != nil {
+		return err
 	}
-	victims, ok2 := b.Stats["victims"]
-	if !ok || !ok2 {
-		return fmt.Errorf("batch %d carries no misses/victims: exchange needs a plan stage upstream", b.Seq)
+	if staged, ok := batch.CollectedRows.Get(b); ok {
+		missed = staged
+	}
+	victims, err := batch.VictimCount.Need(b, "exchange")
+	if err != nil {
+		return err
 	}
 	toDevice := missed * rowBytes
 	toHost := victims * rowBytes
@@ -47,12 +50,18 @@ func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return err
 	}
-	b.SetStat("bytes_to_device", toDevice)
-	b.SetStat("bytes_to_host", toHost)
-	b.SetStat("modeled_ns", ns)
+	BytesToDevice.Set(b, toDevice)
+	BytesToHost.Set(b, toHost)
+	batch.ModeledNs.Set(b, ns)
 	if !b.Eval {
 		e.set.Metrics.Add("link.bytes_to_device", float64(toDevice))
 		e.set.Metrics.Add("link.bytes_to_host", float64(toHost))
 	}
 	return nil
+}
+
+// create builds a exchange stage from its decoded config (NewFactory).
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	d, err := set.Device("device", c.Device)
+	return &exchanger{set: set, name: c.Device, dev: d}, err
 }

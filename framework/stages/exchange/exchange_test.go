@@ -312,9 +312,9 @@ func TestConfig(t *testing.T) {
 	}
 }
 
-// A batch that carries no plan counts (exchange wired where no plan stage
-// is upstream) is an error naming the batch, not a link that moved
-// nothing.
+// A batch that carries no plan counts (exchange driven where no plan stage
+// is upstream; the graph refuses such a wiring) is an error naming the
+// batch and the count, not a link that moved nothing.
 func TestExchangeNeedsAPlanUpstream(t *testing.T) {
 	e, gpu := mockEnv(t)
 	x := newExchanger(t, e)
@@ -330,8 +330,8 @@ func TestExchangeNeedsAPlanUpstream(t *testing.T) {
 				b.SetStat(k, v)
 			}
 			err := x.Process(context.Background(), b)
-			if err == nil || !strings.Contains(err.Error(), "batch 9") || !strings.Contains(err.Error(), "plan stage upstream") {
-				t.Fatalf("err = %v, want one naming batch 9 and the missing plan stage", err)
+			if err == nil || !strings.Contains(err.Error(), "batch 9 carries no") || !strings.Contains(err.Error(), "exchange needs a stage upstream") {
+				t.Fatalf("err = %v, want one naming batch 9 and the missing producer", err)
 			}
 			if _, ok := b.Stats["bytes_to_device"]; ok {
 				t.Errorf("charged a batch without plan counts: %v", b.Stats)

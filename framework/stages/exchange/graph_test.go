@@ -3,6 +3,7 @@ package exchange_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -50,14 +51,14 @@ func distinctMisses(t *testing.T, e *stagetest.Env, b *batch.Batch) int64 {
 func tiers(t *testing.T, e *stagetest.Env, b *batch.Batch) [][]float32 {
 	t.Helper()
 	var out [][]float32
-	for _, name := range []string{batch.MissRows, batch.VictimRows} {
+	for _, name := range []batch.Field{batch.MissRows, batch.VictimRows} {
 		v, err := b.Float32s(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, slices.Clone(v))
 	}
-	for _, name := range []string{batch.MissIndex, batch.Victims} {
+	for _, name := range []batch.Field{batch.MissIndex, batch.Victims} {
 		v, err := b.Int64s(name)
 		if err != nil {
 			t.Fatal(err)
@@ -176,7 +177,10 @@ func TestExchangeInThePipeline(t *testing.T) {
 			func(_ context.Context, set stage.Settings, _ stage.Config) (any, error) {
 				rec.stride = set.Layout.Stride
 				return rec, nil
-			}))
+			},
+			// What it checks below: exchange's bytes, which the graph
+			// must place upstream of it.
+			stage.WithFields(nil, []batch.Field{exchange.BytesToDevice, exchange.BytesToHost})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,5 +238,24 @@ func TestExchangeInThePipeline(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("results list no stage exchange: %+v", res.Stages)
+	}
+}
+
+// An exchange with no plan stage upstream is refused when the graph is
+// built, naming the stage and the count it lacks, not per batch at run
+// time.
+func TestExchangeWithoutAPlanIsRefused(t *testing.T) {
+	kinds, err := stage.NewRegistry(load.NewFactory(), exchange.NewFactory(), train.NewFactory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = stagetest.RunGraph(t, kinds, "testdata/no-plan.yaml", runtime.HazardsOff)
+	for _, want := range []string{
+		`no-plan.yaml:31: stages::exchange::in: stage "exchange" consumes stat "misses": no stage upstream produces it`,
+		`stages::exchange::in: stage "exchange" consumes stat "victims": no stage upstream produces it`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want one containing %q", err, want)
+		}
 	}
 }

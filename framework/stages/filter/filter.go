@@ -126,24 +126,20 @@ type filter struct {
 
 func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 	n := f.set.Layout.BatchSize
-	scores, err := b.Float32s(batch.Scores)
+	scores, labels, err := batch.Outcomes(b, n)
 	if err != nil {
 		return err
 	}
-	labels, err := b.Float32s(batch.Labels)
+	topk, err := batch.TopK.View(b)
 	if err != nil {
 		return err
 	}
-	topk, err := b.Int64s(batch.TopK)
-	if err != nil {
-		return err
+	if len(topk) < f.k {
+		return fmt.Errorf("batch %d: topk holds %d, fewer than k = %d", b.Seq, len(topk), f.k)
 	}
-	if len(scores) < n || len(labels) < n || len(topk) < f.k {
-		return fmt.Errorf("batch %d: scores, labels or topk shorter than the batch", b.Seq)
-	}
-	ranked := TopK(scores[:n], f.k, topk)
-	b.SetStat("kept", int64(len(ranked)))
-	if v, ok := NDCG(ranked, labels[:n]); ok {
+	ranked := TopK(scores, f.k, topk)
+	Kept.Set(b, int64(len(ranked)))
+	if v, ok := NDCG(ranked, labels); ok {
 		f.set.Metrics.Append("ndcg", b.Seq, v)
 		f.mu.Lock()
 		f.ndcgSum += v
@@ -165,7 +161,7 @@ func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 		if err != nil {
 			return err
 		}
-		b.SetStat("modeled_ns", ns)
+		batch.ModeledNs.Set(b, ns)
 	}
 	return nil
 }
@@ -182,4 +178,15 @@ func (f *filter) Finish(context.Context) error {
 	f.set.Metrics.Set("ndcg_queries", float64(f.ndcgCount))
 	f.set.Metrics.Set("ndcg_no_positive", float64(f.noPositive))
 	return nil
+}
+
+// create builds a filter stage from its decoded config (NewFactory).
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	if c.K > set.Layout.BatchSize {
+		return nil, fmt.Errorf("k: %d is more than the %d candidates of a batch (dataset.batch_size)", c.K, set.Layout.BatchSize)
+	}
+	f := &filter{set: set, k: c.K, name: c.Device}
+	var err error
+	f.dev, err = set.Device("device", c.Device)
+	return f, err
 }

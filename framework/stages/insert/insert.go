@@ -22,24 +22,27 @@ type inserter struct {
 }
 
 func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
-	nMiss, ok1 := b.Stats["collected_rows"]
-	nVictims, ok2 := b.Stats["collected_victims"]
-	if !ok1 || !ok2 {
-		return fmt.Errorf("batch %d carries no collected_rows/collected_victims: insert needs a collect stage upstream", b.Seq)
-	}
-	victims, err := b.Int64s(batch.Victims)
+	nMiss, err := batch.CollectedRows.Need(b, "insert")
 	if err != nil {
 		return err
 	}
-	victimRows, err := b.Float32s(batch.VictimRows)
+	nVictims, err := batch.CollectedVictims.Need(b, "insert")
 	if err != nil {
 		return err
 	}
-	missIndex, err := b.Int64s(batch.MissIndex)
+	victims, err := batch.Victims.View(b)
 	if err != nil {
 		return err
 	}
-	missRows, err := b.Float32s(batch.MissRows)
+	victimRows, err := batch.VictimRows.View(b)
+	if err != nil {
+		return err
+	}
+	missIndex, err := batch.MissIndex.View(b)
+	if err != nil {
+		return err
+	}
+	missRows, err := batch.MissRows.View(b)
 	if err != nil {
 		return err
 	}
@@ -78,19 +81,17 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 	}
 
 	rowBytes := 4 * stride
-	devNs, err := stage.Charge(ctx, b, in.cfg.Device, in.dev, device.Op{Name: "fill-storage", Kind: device.Write, Bytes: nMiss * rowBytes})
-	if err != nil {
-		return err
-	}
-	hostNs, err := stage.Charge(ctx, b, in.cfg.HostDevice, in.host, device.Op{Name: "write-back-victims", Kind: device.Write, Bytes: nVictims * rowBytes})
-	if err != nil {
-		return err
-	}
-	b.SetStat("inserted_rows", nMiss)
-	b.SetStat("written_back", nVictims)
 	// The device fills Storage while the host writes the victims back
 	// (ScratchPipe Sec. III-B, [Insert]).
-	b.SetStat("modeled_ns", max(devNs, hostNs))
+	ns, err := stage.ChargeParallel(ctx, b,
+		stage.Work{Name: in.cfg.Device, Device: in.dev, Ops: []device.Op{{Name: "fill-storage", Kind: device.Write, Bytes: nMiss * rowBytes}}},
+		stage.Work{Name: in.cfg.HostDevice, Device: in.host, Ops: []device.Op{{Name: "write-back-victims", Kind: device.Write, Bytes: nVictims * rowBytes}}})
+	if err != nil {
+		return err
+	}
+	InsertedRows.Set(b, nMiss)
+	WrittenBack.Set(b, nVictims)
+	batch.ModeledNs.Set(b, ns)
 	return nil
 }
 
@@ -104,4 +105,14 @@ func (in *inserter) check(seq uint64, what string, i, t, row, slot int64) error 
 		return fmt.Errorf("batch %d: %s %d: table %d row %d outside [0, %d)", seq, what, i, t, row, in.set.Tables.Rows)
 	}
 	return nil
+}
+
+// create builds a insert stage from its decoded config (NewFactory).
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	ins := &inserter{set: set, cfg: c}
+	var err error
+	if ins.dev, err = set.Device("device", c.Device); err == nil {
+		ins.host, err = set.Device("host_device", c.HostDevice)
+	}
+	return ins, err
 }

@@ -49,16 +49,16 @@ func (l *loader) Next(_ context.Context, b *batch.Batch) error {
 	b.Eval = b.Seq >= l.train
 	var a data.Arrays
 	var err error
-	if a.IDs, err = b.Int64s(batch.IDs); err != nil {
+	if a.IDs, err = batch.IDs.View(b); err != nil {
 		return err
 	}
-	if a.Offsets, err = b.Int64s(batch.Offsets); err != nil {
+	if a.Offsets, err = batch.Offsets.View(b); err != nil {
 		return err
 	}
-	if a.Dense, err = b.Float32s(batch.Dense); err != nil {
+	if a.Dense, err = batch.Dense.View(b); err != nil {
 		return err
 	}
-	if a.Labels, err = b.Float32s(batch.Labels); err != nil {
+	if a.Labels, err = batch.Labels.View(b); err != nil {
 		return err
 	}
 	if err := l.src.Fill(b.Seq, b.Eval, a); err != nil {
@@ -67,8 +67,8 @@ func (l *loader) Next(_ context.Context, b *batch.Batch) error {
 	if err := l.touch(a.IDs, a.Offsets); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	b.SetStat("samples", int64(len(a.Labels)))
-	b.SetStat("ids", int64(len(a.IDs)))
+	Samples.Set(b, int64(len(a.Labels)))
+	Lookups.Set(b, int64(len(a.IDs)))
 	return nil
 }
 
@@ -102,3 +102,6 @@ func (l *loader) touch(ids, offsets []int64) error {
 
 // Close releases the data source (closes the batch file, if any).
 func (l *loader) Close(context.Context) error { return l.done() }
+
+// create builds a load stage from its decoded config (NewFactory).
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) { return newLoader(set, c) }

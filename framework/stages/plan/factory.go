@@ -1,29 +1,24 @@
 package plan
 
 import (
-	"context"
-	"errors"
-
+	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
 // Kind is the plan stage's kind.
 const Kind stage.Kind = "plan"
 
+// The stats plan records on each batch for its span (the policy's hits
+// and evictions, and the later batches whose IDs came with the request);
+// the misses and the victims, which stages downstream read, are
+// batch.Misses and batch.VictimCount.
+var Hits, Evictions, Future = batch.NewStat("hits"), batch.NewStat("evictions"), batch.NewStat("future")
+
 // NewFactory returns the plan stage's factory.
 func NewFactory() stage.Factory {
-	return stage.NewFactory(Kind,
-		func() stage.Config {
-			return &Config{PastWindow: DefaultPastWindow, FutureWindow: DefaultFutureWindow}
-		},
-		func(_ context.Context, set stage.Settings, cfg stage.Config) (any, error) {
-			if set.Cache == nil {
-				return nil, errors.New("plan needs a cache plugin")
-			}
-			c := cfg.(*Config)
-			p := &planner{set: set, cfg: c}
-			var err error
-			p.dev, err = set.Device("device", c.Device)
-			return p, err
-		})
+	return stage.New(Kind, Config{PastWindow: DefaultPastWindow, FutureWindow: DefaultFutureWindow}, create,
+		stage.Requires(stage.NeedCache),
+		stage.WithFields(
+			[]batch.Field{batch.Slots, batch.Hits, batch.Victims, batch.Misses, batch.VictimCount, Hits, Evictions, Future},
+			[]batch.Field{batch.IDs}))
 }

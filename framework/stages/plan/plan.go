@@ -42,23 +42,23 @@ func (p *planner) Process(ctx context.Context, b *batch.Batch) error {
 func (p *planner) ProcessAhead(ctx context.Context, b *batch.Batch, next []*batch.Batch) error {
 	req := &cache.PlanRequest{Seq: b.Seq, TableOffsets: p.set.Layout.IndexStart()}
 	var err error
-	if req.IDs, err = b.Ref(batch.IDs); err != nil {
+	if req.IDs, err = batch.IDs.Ref(b); err != nil {
 		return err
 	}
-	if req.Slots, err = b.Ref(batch.Slots); err != nil {
+	if req.Slots, err = batch.Slots.Ref(b); err != nil {
 		return err
 	}
-	if req.Hits, err = b.Ref(batch.Hits); err != nil {
+	if req.Hits, err = batch.Hits.Ref(b); err != nil {
 		return err
 	}
-	if req.Victims, err = b.Ref(batch.Victims); err != nil {
+	if req.Victims, err = batch.Victims.Ref(b); err != nil {
 		return err
 	}
 	for _, n := range next {
 		if n.Seq <= b.Seq {
 			return fmt.Errorf("future batch %d does not follow batch %d", n.Seq, b.Seq)
 		}
-		ids, err := n.Ref(batch.IDs)
+		ids, err := batch.IDs.Ref(n)
 		if err != nil {
 			return fmt.Errorf("future batch %d: %w", n.Seq, err)
 		}
@@ -82,11 +82,11 @@ func (p *planner) ProcessAhead(ctx context.Context, b *batch.Batch, next []*batc
 		misses += t.Misses
 		evictions += t.Evictions
 	}
-	b.SetStat("hits", hits)
-	b.SetStat("misses", misses)
-	b.SetStat("evictions", evictions)
-	b.SetStat("victims", res.Victims)
-	b.SetStat("future", int64(len(next)))
+	Hits.Set(b, hits)
+	batch.Misses.Set(b, misses)
+	Evictions.Set(b, evictions)
+	batch.VictimCount.Set(b, res.Victims)
+	Future.Set(b, int64(len(next)))
 	if err := p.charge(ctx, b, hits+misses, int64(len(next)), misses+evictions); err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (p *planner) charge(ctx context.Context, b *batch.Batch, ids, future, updat
 	if err != nil {
 		return err
 	}
-	b.SetStat("modeled_ns", ns)
+	batch.ModeledNs.Set(b, ns)
 	return nil
 }
 
@@ -142,19 +142,19 @@ func (p *planner) charge(ctx context.Context, b *batch.Batch, ids, future, updat
 // left without a slot (a bypass: static top-N's cold rows, trained in the
 // host table as in ScratchPipe's Fig. 4b).
 func (p *planner) declare(b *batch.Batch, nVictims int64) error {
-	ids, err := b.Int64s(batch.IDs)
+	ids, err := batch.IDs.View(b)
 	if err != nil {
 		return err
 	}
-	slots, err := b.Int64s(batch.Slots)
+	slots, err := batch.Slots.View(b)
 	if err != nil {
 		return err
 	}
-	hits, err := b.Bytes(batch.Hits)
+	hits, err := batch.Hits.View(b)
 	if err != nil {
 		return err
 	}
-	victims, err := b.Int64s(batch.Victims)
+	victims, err := batch.Victims.View(b)
 	if err != nil {
 		return err
 	}
@@ -173,9 +173,17 @@ func (p *planner) declare(b *batch.Batch, nVictims int64) error {
 				}
 			}
 			if len(rows) > 0 {
-				w = append(w, hazard.WriteSet{Stage: hazard.StageTrain, Kind: hazard.HostRow, Table: t, Index: rows})
+				w = append(w, hazard.WriteSet{Stage: string(hazard.Train), Kind: hazard.HostRow, Table: t, Index: rows})
 			}
 		}
 	}
 	return p.set.Hazards.Plan(b.Seq, w)
+}
+
+// create builds a plan stage from its decoded config (NewFactory).
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	p := &planner{set: set, cfg: c}
+	var err error
+	p.dev, err = set.Device("device", c.Device)
+	return p, err
 }

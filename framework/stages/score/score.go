@@ -44,14 +44,14 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 	step := &model.StepRequest{Seq: b.Seq, Batch: l.BatchSize, Train: false}
 	var pooled region.Ref
 	for _, x := range []struct {
-		name string
-		dst  *region.Ref
+		array batch.Field
+		dst   *region.Ref
 	}{
 		{batch.IDs, &bags.Indices}, {batch.Offsets, &bags.Offsets}, {batch.Pooled, &pooled},
 		{batch.Dense, &step.Dense}, {batch.Labels, &step.Labels}, {batch.Scores, &step.Scores},
 	} {
 		var err error
-		if *x.dst, err = b.Ref(x.name); err != nil {
+		if *x.dst, err = b.Ref(x.array); err != nil {
 			return err
 		}
 	}
@@ -76,10 +76,13 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return err
 	}
-	b.SetStat("gather_bytes", gather.BytesRead)
-	b.SetStat("scored", int64(l.BatchSize))
+	batch.GatherBytes.Set(b, gather.BytesRead)
+	Scored.Set(b, int64(l.BatchSize))
 	if s.host != nil || s.gpu != nil {
-		b.SetStat("modeled_ns", hostNs+gpuNs)
+		batch.ModeledNs.Set(b, hostNs+gpuNs)
 	}
 	return nil
 }
+
+// create builds a score stage from its decoded config (NewFactory).
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) { return newScorer(set, c) }

@@ -27,7 +27,7 @@ const (
 // gather-reduce (backward: cast) or expand-coalesce, then apply. It
 // returns the coalescing's device op, the update's result and the number
 // of coalesced rows.
-func (t *trainer) unfused(ctx context.Context, b *batch.Batch, tables []kernel.Table, bags kernel.Bags, grads region.Ref, lap func(string)) (device.Op, *kernel.Result, int64, error) {
+func (t *trainer) unfused(ctx context.Context, b *batch.Batch, tables []kernel.Table, bags kernel.Bags, grads region.Ref, lap func(batch.Stat)) (device.Op, *kernel.Result, int64, error) {
 	lookups, err := t.lookups(b)
 	if err != nil {
 		return device.Op{}, nil, 0, err
@@ -37,7 +37,7 @@ func (t *trainer) unfused(ctx context.Context, b *batch.Batch, tables []kernel.T
 		if err != nil {
 			return device.Op{}, nil, 0, err
 		}
-		b.SetStat("coalesced_rows", unique)
+		CoalescedRows.Set(b, unique)
 		return device.Op{Name: "cast-gather-reduce", Kind: device.Read, Bytes: t.castGatherReduceBytes(lookups, unique)}, apply, unique, nil
 	}
 	ec, apply, err := t.coalesceApply(ctx, tables, bags, grads, lap)
@@ -60,22 +60,22 @@ func (t *trainer) unfused(ctx context.Context, b *batch.Batch, tables []kernel.T
 // Every table's casted bags are padded with empty bags up to the batch's
 // largest unique count, since Bags has one batch size for all tables; the
 // padding pools to zeros that Apply never reads.
-func (t *trainer) castBackward(ctx context.Context, b *batch.Batch, tables []kernel.Table, grads region.Ref, lap func(string)) (apply *kernel.Result, unique int64, err error) {
+func (t *trainer) castBackward(ctx context.Context, b *batch.Batch, tables []kernel.Table, grads region.Ref, lap func(batch.Stat)) (apply *kernel.Result, unique int64, err error) {
 	l := t.set.Layout
 	T, B := l.Tables, int64(l.BatchSize)
-	offsets, err := b.Int64s(batch.Offsets)
+	offsets, err := batch.Offsets.View(b)
 	if err != nil {
 		return nil, 0, err
 	}
-	castDst, err := b.Int64s(batch.CastDst)
+	castDst, err := batch.CastDst.View(b)
 	if err != nil {
 		return nil, 0, err
 	}
-	srcRef, err := b.Ref(batch.CastSrc)
+	srcRef, err := batch.CastSrc.Ref(b)
 	if err != nil {
 		return nil, 0, err
 	}
-	rowsRef, err := b.Ref(batch.CastRows)
+	rowsRef, err := batch.CastRows.Ref(b)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -164,7 +164,7 @@ func (t *trainer) ensureCastScratch() error {
 // apply, for graphs that charge coalescing to another device than the
 // update (a near-memory design that coalesces on the host, TensorDIMM-like).
 // The kernels make the pair bit-identical to the fused Scatter.
-func (t *trainer) coalesceApply(ctx context.Context, tables []kernel.Table, bags kernel.Bags, grads region.Ref, lap func(string)) (ec *kernel.CoalesceResult, apply *kernel.Result, err error) {
+func (t *trainer) coalesceApply(ctx context.Context, tables []kernel.Table, bags kernel.Bags, grads region.Ref, lap func(batch.Stat)) (ec *kernel.CoalesceResult, apply *kernel.Result, err error) {
 	if err := t.ensureCastScratch(); err != nil {
 		return nil, nil, err
 	}
@@ -199,11 +199,11 @@ func (t *trainer) coalesceApply(ctx context.Context, tables []kernel.Table, bags
 // Fig. 12's "gradient scatter", with the fused coalescing when there is no
 // separate step) and the dense model (MLP). Transfers are modeled only.
 // The casting step (Fig. 12's red bar) is the cast stage's own primitive.
-const (
-	PrimGather   = "prim_gather_ns"
-	PrimBackward = "prim_backward_ns"
-	PrimScatter  = "prim_scatter_ns"
-	PrimMLP      = "prim_mlp_ns"
+var (
+	PrimGather   = batch.NewStat("prim_gather_ns")
+	PrimBackward = batch.NewStat("prim_backward_ns")
+	PrimScatter  = batch.NewStat("prim_scatter_ns")
+	PrimMLP      = batch.NewStat("prim_mlp_ns")
 )
 
 // OpApply is the device op of the optimizer update when it is a kernel
@@ -243,8 +243,7 @@ func (t *trainer) charge(ctx context.Context, b *batch.Batch, name string, d dev
 	for i, ns := range each {
 		sum += ns
 		if p, ok := primOf[ops[i].Name]; ok {
-			stat := "modeled_prim_" + p + "_ns"
-			b.SetStat(stat, b.Stats[stat]+ns)
+			batch.NewStat("modeled_prim_"+p+"_ns").Add(b, ns)
 		}
 	}
 	return sum, nil

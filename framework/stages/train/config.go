@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/kernel"
 )
 
@@ -69,6 +71,20 @@ const (
 	SourceHost    = "host"
 	SourceStorage = "storage"
 )
+
+// BatchFields is what train reads beyond the loaded batch: with source:
+// storage the plan's slots (the rows' places in Storage), with backward:
+// cast the cast stage's arrays.
+func (c *Config) BatchFields() stage.Fields {
+	var f stage.Fields
+	if c.Source == SourceStorage {
+		f.Consumes = append(f.Consumes, batch.Slots)
+	}
+	if c.Backward == BackwardCast {
+		f.Consumes = append(f.Consumes, batch.CastSrc, batch.CastDst, batch.CastRows)
+	}
+	return f
+}
 
 // UsesStorage tells the runtime to create the run's Storage.
 func (c *Config) UsesStorage() bool { return c.Source == SourceStorage }

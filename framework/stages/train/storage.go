@@ -61,51 +61,24 @@ func (t *trainer) place(b *batch.Batch, bags kernel.Bags) (*placement, error) {
 	if st == nil {
 		return nil, fmt.Errorf("batch %d: source %s, but the run has no Storage", b.Seq, SourceStorage)
 	}
-	slots, err := b.Int64s(batch.Slots)
-	if err != nil {
-		return nil, err
-	}
-	ids, err := b.Int64s(batch.IDs)
-	if err != nil {
-		return nil, err
-	}
-	offsets, err := b.Int64s(batch.Offsets)
-	if err != nil {
-		return nil, err
+	var ids, slots, offsets []int64
+	var err error
+	for _, x := range []struct {
+		array batch.Array[int64]
+		dst   *[]int64
+	}{{batch.Slots, &slots}, {batch.IDs, &ids}, {batch.Offsets, &offsets}} {
+		if *x.dst, err = x.array.View(b); err != nil {
+			return nil, err
+		}
 	}
 	B := int64(bags.Batch)
-	nt := len(bags.IndexStart)
-	if int64(len(offsets)) < int64(nt)*(B+1) {
+	if int64(len(offsets)) < int64(len(bags.IndexStart))*(B+1) {
 		return nil, fmt.Errorf("batch %d: offsets array too short", b.Seq)
 	}
 	pl := &placement{bags: bags, tables: st.Kernel()}
-	const (
-		inStorage = 1 << iota
-		inHost
-	)
-	where := make([]int, nt)
-	for tab, start := range bags.IndexStart {
-		off := offsets[int64(tab)*(B+1) : int64(tab+1)*(B+1)]
-		if off[0] < 0 || off[B] < off[0] || start+off[B] > int64(len(slots)) {
-			return nil, fmt.Errorf("batch %d: table %d: bag offsets [%d, %d) outside the batch", b.Seq, tab, off[0], off[B])
-		}
-		for p := start + off[0]; p < start+off[B]; p++ {
-			s, row := slots[p], ids[p]
-			switch {
-			case s < 0:
-				where[tab] |= inHost
-				pl.hostLookups++
-			case s >= st.Capacity:
-				return nil, fmt.Errorf("batch %d: table %d: row %d (lookup %d) has slot %d, outside Storage's %d slots", b.Seq, tab, row, p-start, s, st.Capacity)
-			default:
-				where[tab] |= inStorage
-				if held := st.RowOf(tab, s); held != row {
-					return nil, fmt.Errorf("batch %d: table %d: row %d (lookup %d) should be in slot %d, which holds row %d: the plan's Hit-Map and Storage disagree (a row evicted or not yet inserted)",
-						b.Seq, tab, row, p-start, s, held)
-				}
-			}
-			pl.lookups++
-		}
+	where, err := pl.locate(b.Seq, st, ids, slots, offsets)
+	if err != nil {
+		return nil, err
 	}
 	mixed := false
 	for _, w := range where {
@@ -113,7 +86,7 @@ func (t *trainer) place(b *batch.Batch, bags kernel.Bags) (*placement, error) {
 	}
 	if pl.hostLookups == 0 {
 		// Every row in Storage: the slots array is the index array.
-		pl.bags.Indices, err = b.Ref(batch.Slots)
+		pl.bags.Indices, err = batch.Slots.Ref(b)
 		return pl, err
 	}
 	// Some tables train elsewhere: a per-batch index array of our own.
@@ -122,7 +95,6 @@ func (t *trainer) place(b *batch.Batch, bags kernel.Bags) (*placement, error) {
 	}
 	idx := region.Int64s(t.scratchIdx.Bytes())
 	host := t.set.Tables.Kernel()
-	stride := int64(st.Stride)
 	for tab, start := range bags.IndexStart {
 		off := offsets[int64(tab)*(B+1) : int64(tab+1)*(B+1)]
 		lo, hi := start+off[0], start+off[B]
@@ -131,42 +103,92 @@ func (t *trainer) place(b *batch.Batch, bags kernel.Bags) (*placement, error) {
 			copy(idx[lo:hi], ids[lo:hi])
 			pl.tables[tab] = host[tab]
 		case inHost | inStorage:
-			at := int64(tab) * int64(t.set.Layout.IDsPerTable) * stride
-			sc := stagedTable{table: tab, scratchAt: at}
-			clear(t.scratchOf)
-			for p := lo; p < hi; p++ {
-				row, s := ids[p], slots[p]
-				i, ok := t.scratchOf[row]
-				if !ok {
-					i = int64(len(sc.rows))
-					t.scratchOf[row] = i
-					sc.rows = append(sc.rows, row)
-					sc.slots = append(sc.slots, s)
-				} else if sc.slots[i] != s {
-					return nil, fmt.Errorf("batch %d: table %d: row %d is looked up with slot %d and slot %d", b.Seq, tab, row, sc.slots[i], s)
-				}
-				idx[p] = i
+			if err := t.stageRows(b.Seq, pl, tab, ids[lo:hi], slots[lo:hi], idx[lo:hi]); err != nil {
+				return nil, err
 			}
-			rows := region.Float32s(t.scratchRows.Bytes())
-			for i, row := range sc.rows {
-				dst := rows[at+int64(i)*stride : at+int64(i+1)*stride]
-				if s := sc.slots[i]; s >= 0 {
-					copy(dst, st.Row(tab, s))
-				} else {
-					copy(dst, t.set.Tables.Row(tab, row))
-				}
-			}
-			pl.tables[tab] = kernel.Table{
-				Data: t.scratchRows.Ref().Sub(4*at, 4*int64(len(sc.rows))*stride),
-				Rows: int64(len(sc.rows)), Dim: st.Dim, Stride: st.Stride,
-			}
-			pl.staged = append(pl.staged, sc)
 		default:
 			copy(idx[lo:hi], slots[lo:hi])
 		}
 	}
 	pl.bags.Indices = t.scratchIdx.Ref()
 	return pl, nil
+}
+
+// Where a table's looked-up rows live: a bit per place.
+const (
+	inStorage = 1 << iota
+	inHost
+)
+
+// locate finds, per table, where the looked-up rows live (inStorage,
+// inHost or both) and counts the lookups, checking that every row with a
+// slot is in it.
+func (pl *placement) locate(seq uint64, st *batch.Storage, ids, slots, offsets []int64) ([]int, error) {
+	B := int64(pl.bags.Batch)
+	where := make([]int, len(pl.bags.IndexStart))
+	for tab, start := range pl.bags.IndexStart {
+		off := offsets[int64(tab)*(B+1) : int64(tab+1)*(B+1)]
+		if off[0] < 0 || off[B] < off[0] || start+off[B] > int64(len(slots)) {
+			return nil, fmt.Errorf("batch %d: table %d: bag offsets [%d, %d) outside the batch", seq, tab, off[0], off[B])
+		}
+		for p := start + off[0]; p < start+off[B]; p++ {
+			s, row := slots[p], ids[p]
+			switch {
+			case s < 0:
+				where[tab] |= inHost
+				pl.hostLookups++
+			case s >= st.Capacity:
+				return nil, fmt.Errorf("batch %d: table %d: row %d (lookup %d) has slot %d, outside Storage's %d slots", seq, tab, row, p-start, s, st.Capacity)
+			default:
+				where[tab] |= inStorage
+				if held := st.RowOf(tab, s); held != row {
+					return nil, fmt.Errorf("batch %d: table %d: row %d (lookup %d) should be in slot %d, which holds row %d: the plan's Hit-Map and Storage disagree (a row evicted or not yet inserted)",
+						seq, tab, row, p-start, s, held)
+				}
+			}
+			pl.lookups++
+		}
+	}
+	return where, nil
+}
+
+// stageRows copies each distinct row of table tab's lookups (ids, their slots)
+// into the table's scratch rows, from Storage or from the host table,
+// points the lookups' idx at them and trains the table there.
+func (t *trainer) stageRows(seq uint64, pl *placement, tab int, ids, slots, idx []int64) error {
+	st := t.set.Storage
+	stride := int64(st.Stride)
+	at := int64(tab) * int64(t.set.Layout.IDsPerTable) * stride
+	sc := stagedTable{table: tab, scratchAt: at}
+	clear(t.scratchOf)
+	for p, row := range ids {
+		s := slots[p]
+		i, ok := t.scratchOf[row]
+		if !ok {
+			i = int64(len(sc.rows))
+			t.scratchOf[row] = i
+			sc.rows = append(sc.rows, row)
+			sc.slots = append(sc.slots, s)
+		} else if sc.slots[i] != s {
+			return fmt.Errorf("batch %d: table %d: row %d is looked up with slot %d and slot %d", seq, tab, row, sc.slots[i], s)
+		}
+		idx[p] = i
+	}
+	rows := region.Float32s(t.scratchRows.Bytes())
+	for i, row := range sc.rows {
+		dst := rows[at+int64(i)*stride : at+int64(i+1)*stride]
+		if s := sc.slots[i]; s >= 0 {
+			copy(dst, st.Row(tab, s))
+		} else {
+			copy(dst, t.set.Tables.Row(tab, row))
+		}
+	}
+	pl.tables[tab] = kernel.Table{
+		Data: t.scratchRows.Ref().Sub(4*at, 4*int64(len(sc.rows))*stride),
+		Rows: int64(len(sc.rows)), Dim: st.Dim, Stride: st.Stride,
+	}
+	pl.staged = append(pl.staged, sc)
+	return nil
 }
 
 // restore writes every staged row back to its slot or host row, after the

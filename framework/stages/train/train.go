@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/kernel"
@@ -73,132 +74,172 @@ func newTrainer(set stage.Settings, cfg *Config) (*trainer, error) {
 }
 
 func (t *trainer) bags(b *batch.Batch) (kernel.Bags, error) {
-	ids, err := b.Ref(batch.IDs)
+	ids, err := batch.IDs.Ref(b)
 	if err != nil {
 		return kernel.Bags{}, err
 	}
-	offs, err := b.Ref(batch.Offsets)
+	offs, err := batch.Offsets.Ref(b)
 	if err != nil {
 		return kernel.Bags{}, err
 	}
 	return kernel.Bags{Batch: t.set.Layout.BatchSize, Indices: ids, IndexStart: t.set.Layout.IndexStart()[:t.set.Layout.Tables], Offsets: offs}, nil
 }
 
+// pass is one batch's way through train: where its rows are trained, the
+// model step, and the device ops it is charged for.
+type pass struct {
+	b      *batch.Batch
+	bags   kernel.Bags
+	tables []kernel.Table
+	// pl is where the rows are with source: storage, nil with host.
+	pl   *placement
+	step *model.StepRequest
+	// ops go to the host device, backOps to the backward device, gpuOps
+	// to the compute device.
+	ops, backOps, gpuOps []device.Op
+	clock                time.Time
+}
+
+// lap adds the wall time since the last lap to the primitive's stat.
+func (p *pass) lap(stat batch.Stat) {
+	now := time.Now()
+	stat.Add(p.b, now.Sub(p.clock).Nanoseconds())
+	p.clock = now
+}
+
 func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
-	bags, err := t.bags(b)
+	p, err := t.begin(b)
 	if err != nil {
 		return err
 	}
-	pooled, err := b.Ref(batch.Pooled)
+	loss, err := t.forward(ctx, p)
 	if err != nil {
 		return err
 	}
-	tables := t.set.Tables.Kernel()
-	var pl *placement
+	if err := t.backward(ctx, p); err != nil {
+		return err
+	}
+	if !b.Eval {
+		p.gpuOps = append(p.gpuOps,
+			// The training framework's fixed cost per step, priced by the
+			// compute device's op_overhead_ms (0 unless a profile or the
+			// graph sets one).
+			device.Op{Name: OpTrainStep, Kind: device.Compute},
+			device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: p.step.PooledGrad.Length})
+		t.set.Metrics.Append("loss", b.Seq, loss)
+	}
+	if p.pl != nil {
+		p.ops, p.gpuOps = p.pl.charge(p.ops, p.gpuOps)
+	}
+	modeled, err := t.charge(ctx, b, t.cfg.HostDevice, t.host, p.ops)
+	if err != nil {
+		return err
+	}
+	backNs, err := t.charge(ctx, b, t.backName(), t.back, p.backOps)
+	if err != nil {
+		return err
+	}
+	gpuNs, err := t.charge(ctx, b, t.cfg.ComputeDevice, t.gpu, p.gpuOps)
+	if err != nil {
+		return err
+	}
+	batch.ModeledNs.Set(b, modeled+backNs+gpuNs)
+	return nil
+}
+
+// begin finds b's arrays and, with source: storage, where its rows are.
+func (t *trainer) begin(b *batch.Batch) (*pass, error) {
+	p := &pass{b: b, tables: t.set.Tables.Kernel(),
+		step: &model.StepRequest{Seq: b.Seq, Batch: t.set.Layout.BatchSize, Train: !b.Eval}}
+	var err error
+	if p.bags, err = t.bags(b); err != nil {
+		return nil, err
+	}
+	for _, x := range []struct {
+		array batch.Field
+		dst   *region.Ref
+	}{
+		{batch.Pooled, &p.step.Pooled}, {batch.Dense, &p.step.Dense}, {batch.Labels, &p.step.Labels},
+		{batch.Scores, &p.step.Scores}, {batch.Grads, &p.step.PooledGrad},
+	} {
+		if *x.dst, err = b.Ref(x.array); err != nil {
+			return nil, err
+		}
+	}
 	if t.cfg.Source == SourceStorage {
 		if err := t.checkHazards(b); err != nil {
-			return err
+			return nil, err
 		}
-		if pl, err = t.place(b, bags); err != nil {
-			return err
+		if p.pl, err = t.place(b, p.bags); err != nil {
+			return nil, err
 		}
-		bags, tables = pl.bags, pl.tables
+		p.bags, p.tables = p.pl.bags, p.pl.tables
 	}
-	clock := time.Now()
-	lap := func(stat string) {
-		now := time.Now()
-		b.SetStat(stat, b.Stats[stat]+now.Sub(clock).Nanoseconds())
-		clock = now
-	}
-	gather, err := t.set.Kernel.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: tables, Bags: bags, Reduce: t.reduce, Out: pooled})
+	return p, nil
+}
+
+// forward pools the batch's rows and runs the model's step (forward, and
+// backward to the pooled gradients when the batch trains), returning the
+// loss.
+func (t *trainer) forward(ctx context.Context, p *pass) (float64, error) {
+	p.clock = time.Now()
+	gather, err := t.set.Kernel.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: p.tables, Bags: p.bags, Reduce: t.reduce, Out: p.step.Pooled})
 	if err != nil {
-		return fmt.Errorf("gather-reduce: %w", err)
+		return 0, fmt.Errorf("gather-reduce: %w", err)
 	}
-	lap(PrimGather)
-	step := &model.StepRequest{Seq: b.Seq, Batch: t.set.Layout.BatchSize, Pooled: pooled, Train: !b.Eval}
-	if step.Dense, err = b.Ref(batch.Dense); err != nil {
-		return err
-	}
-	if step.Labels, err = b.Ref(batch.Labels); err != nil {
-		return err
-	}
-	if step.Scores, err = b.Ref(batch.Scores); err != nil {
-		return err
-	}
-	if step.PooledGrad, err = b.Ref(batch.Grads); err != nil {
-		return err
-	}
-	res, err := t.set.Model.Step(ctx, step)
+	p.lap(PrimGather)
+	res, err := t.set.Model.Step(ctx, p.step)
 	if err != nil {
-		return fmt.Errorf("model step: %w", err)
+		return 0, fmt.Errorf("model step: %w", err)
 	}
 	if math.IsNaN(res.Loss) || math.IsInf(res.Loss, 0) {
 		// Nothing after a diverged step means anything: stop here, naming
 		// the batch, rather than train on NaNs and write them as results.
-		return fmt.Errorf("training diverged: the loss is %v (lower the learning rates: train's learning_rate, model.options.learning_rate)", res.Loss)
+		return 0, fmt.Errorf("training diverged: the loss is %v (lower the learning rates: train's learning_rate, model.options.learning_rate)", res.Loss)
 	}
-	lap(PrimMLP)
-	ops := []device.Op{{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead}}
-	var backOps []device.Op
-	gpuOps := []device.Op{
-		{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled.Length},
+	p.lap(PrimMLP)
+	p.ops = []device.Op{{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead}}
+	p.gpuOps = []device.Op{
+		{Name: "pooled-to-device", Kind: device.Transfer, Bytes: p.step.Pooled.Length},
 		{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs},
 	}
-	b.SetStat("gather_bytes", gather.BytesRead)
+	batch.GatherBytes.Set(p.b, gather.BytesRead)
+	return res.Loss, nil
+}
+
+// backward applies the pooled gradients to the rows: nothing for a
+// held-out batch (its scores are kept), coalescing as a step of its own
+// then the update (backward: cast, or a backward device), or the kernel's
+// scatter, which fuses them.
+func (t *trainer) backward(ctx context.Context, p *pass) error {
+	b := p.b
 	switch {
 	case b.Eval:
-		if err := t.keepScores(b); err != nil {
-			return err
-		}
-	case t.cfg.Backward == BackwardCast || t.cfg.BackwardDevice != "" && pl == nil:
-		coalesce, apply, unique, err := t.unfused(ctx, b, tables, bags, step.PooledGrad, lap)
+		return t.keepScores(b)
+	case t.cfg.Backward == BackwardCast || t.cfg.BackwardDevice != "" && p.pl == nil:
+		coalesce, apply, unique, err := t.unfused(ctx, b, p.tables, p.bags, p.step.PooledGrad, p.lap)
 		if err != nil {
 			return err
 		}
-		backOps = append([]device.Op{coalesce}, t.handOff(unique)...)
-		ops = append(ops, device.Op{Name: OpApply, Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
-		b.SetStat("scatter_bytes", apply.BytesWritten)
-		lap(PrimScatter)
+		p.backOps = append([]device.Op{coalesce}, t.handOff(unique)...)
+		p.ops = append(p.ops, device.Op{Name: OpApply, Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
+		ScatterBytes.Set(b, apply.BytesWritten)
+		p.lap(PrimScatter)
 	default:
 		scatter, err := t.set.Kernel.Scatter(ctx, &kernel.ScatterRequest{
-			Tables: tables, Bags: bags, Reduce: t.reduce, Grads: step.PooledGrad,
+			Tables: p.tables, Bags: p.bags, Reduce: t.reduce, Grads: p.step.PooledGrad,
 			Optimizer: t.opt, LearningRate: float32(t.cfg.LearningRate), Epsilon: float32(t.set.Graph.Embedding.Epsilon),
 		})
 		if err != nil {
 			return fmt.Errorf("scatter: %w", err)
 		}
-		lap(PrimScatter)
-		if pl != nil {
-			t.restore(pl)
+		p.lap(PrimScatter)
+		if p.pl != nil {
+			t.restore(p.pl)
 		}
-		ops = append(ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: scatter.BytesRead + scatter.BytesWritten})
-		b.SetStat("scatter_bytes", scatter.BytesWritten)
+		p.ops = append(p.ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: scatter.BytesRead + scatter.BytesWritten})
+		ScatterBytes.Set(b, scatter.BytesWritten)
 	}
-	if !b.Eval {
-		gpuOps = append(gpuOps,
-			// The training framework's fixed cost per step, priced by the
-			// compute device's op_overhead_ms (0 unless a profile or the
-			// graph sets one).
-			device.Op{Name: OpTrainStep, Kind: device.Compute},
-			device.Op{Name: "grads-to-host", Kind: device.Transfer, Bytes: step.PooledGrad.Length})
-		t.set.Metrics.Append("loss", b.Seq, res.Loss)
-	}
-	if pl != nil {
-		ops, gpuOps = pl.charge(ops, gpuOps)
-	}
-	modeled, err := t.charge(ctx, b, t.cfg.HostDevice, t.host, ops)
-	if err != nil {
-		return err
-	}
-	backNs, err := t.charge(ctx, b, t.backName(), t.back, backOps)
-	if err != nil {
-		return err
-	}
-	gpuNs, err := t.charge(ctx, b, t.cfg.ComputeDevice, t.gpu, gpuOps)
-	if err != nil {
-		return err
-	}
-	b.SetStat("modeled_ns", modeled+backNs+gpuNs)
 	return nil
 }
 
@@ -210,11 +251,11 @@ func (t *trainer) checkHazards(b *batch.Batch) error {
 	if hz == nil {
 		return nil
 	}
-	slots, err := b.Int64s(batch.Slots)
+	slots, err := batch.Slots.View(b)
 	if err != nil {
 		return err
 	}
-	ids, err := b.Int64s(batch.IDs)
+	ids, err := batch.IDs.View(b)
 	if err != nil {
 		return err
 	}
@@ -222,7 +263,7 @@ func (t *trainer) checkHazards(b *batch.Batch) error {
 	var bypassed []int64
 	for tab := range t.set.Layout.Tables {
 		lo, hi := start[tab], start[tab+1]
-		if err := hz.ReadSlots(b.Seq, string(Kind), tab, slots[lo:hi]); err != nil {
+		if err := hz.ReadSlots(b.Seq, string(hazard.Train), tab, slots[lo:hi]); err != nil {
 			return err
 		}
 		bypassed = bypassed[:0]
@@ -231,7 +272,7 @@ func (t *trainer) checkHazards(b *batch.Batch) error {
 				bypassed = append(bypassed, ids[i])
 			}
 		}
-		if err := hz.ReadRows(b.Seq, string(Kind), tab, bypassed); err != nil {
+		if err := hz.ReadRows(b.Seq, string(hazard.Train), tab, bypassed); err != nil {
 			return err
 		}
 	}
@@ -250,18 +291,14 @@ func (t *trainer) Close(context.Context) error {
 }
 
 func (t *trainer) keepScores(b *batch.Batch) error {
-	scores, err := b.Float32s(batch.Scores)
-	if err != nil {
-		return err
-	}
-	labels, err := b.Float32s(batch.Labels)
+	scores, labels, err := batch.Outcomes(b, t.set.Layout.BatchSize)
 	if err != nil {
 		return err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.scores = append(t.scores, scores[:t.set.Layout.BatchSize]...)
-	t.labels = append(t.labels, labels[:t.set.Layout.BatchSize]...)
+	t.scores = append(t.scores, scores...)
+	t.labels = append(t.labels, labels...)
 	return nil
 }
 
@@ -284,4 +321,12 @@ func (t *trainer) Finish(context.Context) error {
 	}
 	t.set.Metrics.Set("eval_samples", float64(len(t.scores)))
 	return nil
+}
+
+// create builds a train stage from its decoded config (NewFactory).
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	if c.Source == SourceStorage && set.Storage == nil {
+		return nil, errors.New("train with source: storage needs the run's Storage (and collect and insert upstream)")
+	}
+	return newTrainer(set, c)
 }

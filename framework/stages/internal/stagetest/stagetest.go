@@ -217,7 +217,7 @@ func (e *Env) Plan(t testing.TB, b *batch.Batch) *cache.PlanResult {
 	req := &cache.PlanRequest{Seq: b.Seq, TableOffsets: e.Set.Layout.IndexStart()}
 	var err error
 	for _, x := range []struct {
-		name string
+		name batch.Field
 		dst  *region.Ref
 	}{{batch.IDs, &req.IDs}, {batch.Slots, &req.Slots}, {batch.Hits, &req.Hits}, {batch.Victims, &req.Victims}} {
 		if *x.dst, err = b.Ref(x.name); err != nil {
