@@ -110,7 +110,9 @@ func NewPool(layout *Layout, n int) (*Pool, error) {
 	}
 	p := &Pool{layout: layout, free: make(chan *region.Region, n), all: make(map[string]*region.Region, n)}
 	for i := 0; i < n; i++ {
-		r, err := region.Create(fmt.Sprintf("batch%d", i), layout.Size)
+		// A graph whose stages pass only stats still cycles buffers: they
+		// bound its batches in flight. One cache line stands in for none.
+		r, err := region.Create(fmt.Sprintf("batch%d", i), max(layout.Size, 64))
 		if err != nil {
 			p.Close()
 			return nil, err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/hazard"
+	"github.com/flowrun/flowrun/framework/stage"
 )
 
 // HazardMode is how a run checks ScratchPipe's read-after-write hazards
@@ -47,7 +48,7 @@ func ParseHazardMode(s string) (HazardMode, error) {
 // kinds in topological order (a chain, each kind once), nats.credits
 // batches queued per edge, and at most the batch pool less the lookahead
 // buffers past the plan stage (stages+credits pipelined, one sequential).
-func newHazardChecker(mode HazardMode, g *graph.Graph, storage bool) (*hazard.Checker, error) {
+func newHazardChecker(mode HazardMode, g *graph.Graph, kinds stage.Registry, storage bool) (*hazard.Checker, error) {
 	if mode == HazardsOff || !storage {
 		return nil, nil
 	}
@@ -61,7 +62,7 @@ func newHazardChecker(mode HazardMode, g *graph.Graph, storage bool) (*hazard.Ch
 			return nil, fmt.Errorf("--check-hazards strict needs a chain of stages of distinct kinds; stages %s and %s are both %s (use --check-hazards dynamic)", other, n.Name, n.Kind)
 		}
 		seen[n.Kind] = n.Name
-		order = append(order, n.Kind)
+		order = append(order, kinds.HazardName(n.Kind))
 	}
 	c, err := hazard.NewStrict(hazard.Strict{Order: order, Queue: g.Config.NATS.Credits, Depth: poolBuffers(g.Config, len(g.Nodes), 0)})
 	if err != nil {

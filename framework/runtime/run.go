@@ -134,7 +134,7 @@ func (r *run) build(ctx context.Context) error {
 	if r.storage, err = newStorage(g, r.shape); err != nil {
 		return err
 	}
-	if r.hazards, err = newHazardChecker(r.opts.CheckHazards, g, r.storage != nil); err != nil {
+	if r.hazards, err = newHazardChecker(r.opts.CheckHazards, g, r.opts.Stages, r.storage != nil); err != nil {
 		return err
 	}
 	if r.opts.CheckHazards != HazardsOff && r.hazards == nil {

@@ -293,7 +293,7 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 	// The stage has made every write it declared for b: the hazard
 	// checker retires them before b moves on and the stage takes the next.
 	if err == nil && r.hazards != nil {
-		r.hazards.Wrote(b.Seq, n.Kind)
+		r.hazards.Wrote(b.Seq, r.opts.Stages.HazardName(n.Kind))
 	}
 	span.SetAttributes(r.spanAttrs(n, b)...)
 	span.SetAttributes(attribute.Float64("flowrun.wall_ms", float64(elapsed.Nanoseconds())/1e6))

@@ -32,13 +32,24 @@ func NewShape(g *graph.Graph) (*Shape, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Shape{Config: cfg, Stride: stride, Layout: newLayout(g, stride)}, nil
+	layout, err := newLayout(g, stride)
+	if err != nil {
+		return nil, err
+	}
+	return &Shape{Config: cfg, Stride: stride, Layout: layout}, nil
 }
 
-// newLayout is the one place a run's batch layout is made, from the
-// dataset and the row stride.
-func newLayout(g *graph.Graph, stride int) *batch.Layout {
-	return batch.NewLayout(g.Config.Dataset, stride)
+// newLayout is the one place a run's batch layout is made: the arrays the
+// graph's stages declare they produce or consume (graph.Fields), sized for
+// the dataset and the row stride, so a buffer holds only what its graph
+// uses. A graph with no stages (a stage kind's unit test drives stages by
+// hand) gets every array the stage kinds share.
+func newLayout(g *graph.Graph, stride int) (*batch.Layout, error) {
+	fields := g.Fields()
+	if len(g.Nodes) == 0 {
+		fields = batch.AllArrays()
+	}
+	return batch.NewLayoutFor(batch.ShapeOf(g.Config.Dataset, stride), fields)
 }
 
 // Setup is the Setup a plugin is configured with: the run's shape and the
