@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -31,7 +32,9 @@ type runFlags struct {
 	out   string
 	trace string
 	nats  string
-	quiet bool
+	// natsGrace is how long a run rides out an unreachable NATS server.
+	natsGrace time.Duration
+	quiet     bool
 	// json prints the results as JSON on stdout instead of the summary.
 	json bool
 	// hazards is --check-hazards: strict, dynamic or off.
@@ -101,6 +104,7 @@ interleaving actually broke.`,
 	cmd.Flags().StringVar(&f.out, "out", "", "write results as JSON to `FILE`")
 	cmd.Flags().StringVar(&f.trace, "trace", "", "trace exporter: none, stdout, file:PATH, otlp-grpc://host:port, otlp-http://host:port (default: the graph's tracing.exporter)")
 	cmd.Flags().StringVar(&f.nats, "nats", "", "use the NATS server at `URL` (nats://host:port) instead of an embedded one")
+	cmd.Flags().DurationVar(&f.natsGrace, "nats-grace", bus.DefaultGrace, "how long to ride out an unreachable NATS server (a restart) before the run fails, naming it")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors (no progress bar, no summary)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the summary (the content of --out's file)")
 	cmd.Flags().StringVar(&f.hazards, "check-hazards", "off", "check ScratchPipe's RAW hazards at run time: `strict` (the flag alone), dynamic or off")
@@ -184,7 +188,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		defer srv.Shutdown()
 		url = srv.ClientURL()
 	}
-	conn, err := bus.Connect(url, bus.WithName("flowrun "+cfg.Name), bus.WithLogger(log))
+	conn, err := bus.Connect(url, bus.WithName("flowrun "+cfg.Name), bus.WithLogger(log), bus.WithGrace(f.natsGrace))
 	if err != nil {
 		return nil, err
 	}

@@ -79,8 +79,8 @@ func WithConnectTimeout(d time.Duration) Option { return func(o *connOptions) { 
 
 // WithGrace sets how long the connection rides out an unreachable server
 // (a restart) before it reports the server lost: Lost is closed, and every
-// Publish waiting on the connection returns ErrServerLost. Default
-// DefaultGrace.
+// Publish waiting on the connection returns ErrServerLost. Default (and
+// for d ≤ 0) DefaultGrace.
 func WithGrace(d time.Duration) Option { return func(o *connOptions) { o.grace = d } }
 
 // WithLogger receives disconnects, reconnects and asynchronous NATS errors.
@@ -99,6 +99,9 @@ func Connect(serverURL string, opts ...Option) (*Conn, error) {
 	o := connOptions{timeout: 2 * time.Second, grace: DefaultGrace}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.grace <= 0 {
+		o.grace = DefaultGrace
 	}
 	log := o.log
 	if log == nil {

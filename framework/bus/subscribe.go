@@ -202,12 +202,14 @@ func (s *Subscription) Close() error {
 			s.closeErr = fmt.Errorf("bus: close subscription %s: %w", s.subject, err)
 		}
 		deadline := time.Now().Add(s.drain)
-		for s.sub.IsValid() && time.Now().Before(deadline) {
+		// With the server away nothing more arrives to refuse, and a drain
+		// would only wait out its timeout.
+		for s.sub.IsValid() && time.Now().Before(deadline) && s.conn.nc.IsConnected() {
 			time.Sleep(2 * time.Millisecond)
 		}
 		if s.sub.IsValid() {
 			_ = s.sub.Unsubscribe()
-			if s.closeErr == nil {
+			if s.closeErr == nil && s.conn.nc.IsConnected() {
 				s.closeErr = fmt.Errorf("bus: close subscription %s: drain did not finish in %s", s.subject, s.drain)
 			}
 		}

@@ -2,8 +2,11 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/flowrun/flowrun/framework/bus"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -267,20 +270,45 @@ func (r *run) wait(ctx context.Context, cancel context.CancelCauseFunc, wg *sync
 	if r.opts.Plugins != nil {
 		failures = r.opts.Plugins.Failures()
 	}
+	var lost <-chan struct{}
+	if r.opts.Bus != nil {
+		lost = r.opts.Bus.Lost()
+	}
 	select {
 	case <-r.done:
 	case err := <-failures:
 		cancel(err)
+	case <-lost:
+		cancel(r.opts.Bus.LostErr())
 	case <-ctx.Done():
 	}
 	stopWorkers()
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
 		err = blameCrash(err, failures, r.uses)
+		if errors.Is(err, bus.ErrServerLost) {
+			err = fmt.Errorf("%w; batches each stage completed: %s", err, r.completedPerStage())
+		}
 		r.endBatches(err)
 		return err
 	}
 	return nil
+}
+
+// completedPerStage says how far each stage got, for an error that ends
+// the run midway: "load/load 0–41, plan/plan 0–40, …" (none: no batch).
+// Stages process batches in sequence order, so the count is the range.
+func (r *run) completedPerStage() string {
+	parts := make([]string, 0, len(r.nodes))
+	for _, n := range r.nodes {
+		switch done := len(n.wallNs); done {
+		case 0:
+			parts = append(parts, n.id+" none")
+		default:
+			parts = append(parts, fmt.Sprintf("%s 0–%d", n.id, done-1))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // finish ends a completed run: every stage that finishes does, Storage

@@ -556,3 +556,42 @@ func TestRootSpanRecordsFailure(t *testing.T) {
 		t.Errorf("root span status %v %q, want an error naming the stage", root.Status().Code, root.Status().Description)
 	}
 }
+
+// TestServerLostEndsRun: a NATS server that goes away mid-run and stays
+// away beyond the connection's grace ends the run with an error naming
+// the server and how far every stage got, instead of a wait.
+func TestServerLostEndsRun(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "", `
+  gen: {kind: gen, out: [a], batches: 100000}
+  relay: {kind: relay, in: a, out: [b]}
+  sink: {kind: sink, in: b, delay_ms: 1}
+`)
+	srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	c, err := bus.Connect(srv.ClientURL(), bus.WithGrace(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	e.opts.Bus = c
+	go func() {
+		for len(e.rec.seen("sink")) < 3 {
+			time.Sleep(time.Millisecond)
+		}
+		srv.Shutdown()
+	}()
+	res, err := e.run(t)
+	if res != nil || !errors.Is(err, bus.ErrServerLost) {
+		t.Fatalf("Run: %v, %v; want no results and bus.ErrServerLost", res, err)
+	}
+	t.Log(err)
+	for _, want := range []string{srv.ClientURL(), "gen/gen 0–", "sink/sink 0–"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+}
