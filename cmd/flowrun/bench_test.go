@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/flowrun/flowrun/framework/bus"
-	"github.com/flowrun/flowrun/framework/runtime"
+	"github.com/flowrun/flowrun/framework/engine"
 )
 
 // The cost of running plugins out of process: the demo graph with every
@@ -103,7 +103,7 @@ func runTimed(b *testing.B, path string) (time.Duration, int) {
 		first, last time.Time
 		done        int
 	)
-	_, err = runtime.Run(context.Background(), runtime.Options{
+	_, err = engine.Run(context.Background(), engine.Options{
 		Graph: g, Stages: stages(), Plugins: host, Bus: conn,
 		Progress: func(n, _ int) {
 			now := time.Now()

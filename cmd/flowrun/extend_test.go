@@ -10,10 +10,10 @@ import (
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/results"
-	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/cache/plankit"
@@ -177,7 +177,7 @@ func runExtended(t *testing.T, path string, sets ...string) (*results.Results, e
 	if err != nil {
 		return nil, err
 	}
-	if err := runtime.Validate(context.Background(), g, host); err != nil {
+	if err := engine.Validate(context.Background(), g, host); err != nil {
 		return nil, src.Annotate(err)
 	}
 	srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
@@ -190,7 +190,7 @@ func runExtended(t *testing.T, path string, sets ...string) (*results.Results, e
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	return runtime.Run(context.Background(), runtime.Options{Graph: g, Stages: kinds, Plugins: host, Bus: conn})
+	return engine.Run(context.Background(), engine.Options{Graph: g, Stages: kinds, Plugins: host, Bus: conn})
 }
 
 // TestAddAPolicyAndAStageKind: the new policy and stage kind run in the

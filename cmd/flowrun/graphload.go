@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/pluginhost"
-	"github.com/flowrun/flowrun/framework/runtime"
 )
 
 // newHost makes a plugin host for one run (or one validation).
@@ -24,7 +24,7 @@ func newHost(tp trace.TracerProvider, stderr io.Writer) (*pluginhost.Host, error
 }
 
 // loadGraph reads, overrides, validates and builds a graph, then checks
-// what only its plugins can judge (runtime.Validate): the cache is opened
+// what only its plugins can judge (engine.Validate): the cache is opened
 // and asked its Needs, and the graph checked against them. With
 // tryOptions the built-in model, kernel and devices also try their
 // options on throwaway instances; a run, which configures them right
@@ -39,15 +39,15 @@ func loadGraph(path string, sets []string, host *pluginhost.Host, tryOptions boo
 	if err != nil {
 		return nil, usageError{err}
 	}
-	var plugins runtime.PluginOpener = host
+	var plugins engine.PluginOpener = host
 	if !tryOptions {
-		plugins = opener{host} // not a runtime.SetupChecker
+		plugins = opener{host} // not a engine.SetupChecker
 	}
-	if err := runtime.Validate(context.Background(), g, plugins); err != nil {
+	if err := engine.Validate(context.Background(), g, plugins); err != nil {
 		return nil, usageError{src.Annotate(err)}
 	}
 	return g, nil
 }
 
-// opener is the host as a runtime.PluginOpener only.
-type opener struct{ runtime.PluginOpener }
+// opener is the host as a engine.PluginOpener only.
+type opener struct{ engine.PluginOpener }

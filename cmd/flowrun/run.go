@@ -20,9 +20,9 @@ import (
 	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/clock"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
-	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/summary"
 	"github.com/flowrun/flowrun/framework/telemetry"
 )
@@ -40,7 +40,7 @@ type runFlags struct {
 	// hazards is --check-hazards: strict, dynamic or off.
 	hazards string
 	// modeled, when set, is handed the run's modeled timeline and the
-	// stages' lookahead (runtime.Options.Modeled): bench --warmup.
+	// stages' lookahead (engine.Options.Modeled): bench --warmup.
 	modeled func(*clock.Timeline, int)
 }
 
@@ -108,7 +108,7 @@ interleaving actually broke.`,
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors (no progress bar, no summary)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the summary (the content of --out's file)")
 	cmd.Flags().StringVar(&f.hazards, "check-hazards", "off", "check ScratchPipe's RAW hazards at run time: `strict` (the flag alone), dynamic or off")
-	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(runtime.HazardsStrict)
+	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(engine.HazardsStrict)
 	return cmd
 }
 
@@ -147,12 +147,12 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		level = slog.LevelError
 	}
 	log := slog.New(slog.NewTextHandler(bar, &slog.HandlerOptions{Level: level}))
-	hazards, err := runtime.ParseHazardMode(f.hazards)
+	hazards, err := engine.ParseHazardMode(f.hazards)
 	if err != nil {
 		return nil, usageError{err}
 	}
 	cfg := g.Config
-	runID := runtime.NewRunID()
+	runID := engine.NewRunID()
 
 	spec := cfg.Tracing.Exporter
 	if f.trace != "" {
@@ -196,7 +196,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 
 	defer bar.Finish()
 	defer stageProcs(len(g.Nodes))()
-	res, err := runtime.Run(ctx, runtime.Options{
+	res, err := engine.Run(ctx, engine.Options{
 		Graph: g, Stages: stages(), Plugins: host, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
 		CheckHazards: hazards, Modeled: f.modeled,

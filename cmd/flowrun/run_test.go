@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/results"
-	"github.com/flowrun/flowrun/framework/runtime"
 )
 
 // TestRunDemoResults runs `flowrun run graphs/demo.yaml --out r.json` and
@@ -206,9 +206,9 @@ func TestRunFailingStage(t *testing.T) {
 	})
 	out := filepath.Join(dir, "r.json")
 	r := flowrun(t, "run", graph, "-q", "--out", out)
-	var se *runtime.StageError
+	var se *engine.StageError
 	if !errors.As(r.err, &se) {
-		t.Fatalf("run: %v, want a *runtime.StageError\nstderr:\n%s", r.err, r.stderr)
+		t.Fatalf("run: %v, want a *engine.StageError\nstderr:\n%s", r.err, r.stderr)
 	}
 	if se.Stage != "plan/plan" || se.Seq != 3 {
 		t.Errorf("failed stage %s on batch %d, want plan/plan on batch 3", se.Stage, se.Seq)

@@ -21,7 +21,7 @@ import (
 //     lookup of every batch in it a distinct row.
 //
 // Build cannot make these checks: the policy answers only once opened,
-// so the caller asks it (framework/runtime) on a graph Build accepted.
+// so the caller asks it (framework/engine) on a graph Build accepted.
 // The errors are located with config.At, as Build's own.
 func CheckCache(g *Graph, needs cache.Needs) error {
 	if !g.UsesStorage() {

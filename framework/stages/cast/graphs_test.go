@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/results"
-	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/cast"
 	"github.com/flowrun/flowrun/framework/stages/internal/stagetest"
@@ -22,7 +22,7 @@ func runGraph(t *testing.T, name string, sets ...string) *results.Results {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := stagetest.RunGraph(t, kinds, "../../../graphs/"+name+".yaml", runtime.HazardsOff, sets...)
+	res, err := stagetest.RunGraph(t, kinds, "../../../graphs/"+name+".yaml", engine.HazardsOff, sets...)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

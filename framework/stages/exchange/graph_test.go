@@ -9,7 +9,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
-	"github.com/flowrun/flowrun/framework/runtime"
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/collect"
 	"github.com/flowrun/flowrun/framework/stages/exchange"
@@ -184,7 +184,7 @@ func TestExchangeInThePipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := stagetest.RunGraph(t, kinds, "testdata/recorded.yaml", runtime.HazardsOff)
+	res, err := stagetest.RunGraph(t, kinds, "testdata/recorded.yaml", engine.HazardsOff)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestExchangeWithoutAPlanIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = stagetest.RunGraph(t, kinds, "testdata/no-plan.yaml", runtime.HazardsOff)
+	_, err = stagetest.RunGraph(t, kinds, "testdata/no-plan.yaml", engine.HazardsOff)
 	for _, want := range []string{
 		`no-plan.yaml:31: stages::exchange::in: stage "exchange" consumes stat "misses": no stage upstream produces it`,
 		`stages::exchange::in: stage "exchange" consumes stat "victims": no stage upstream produces it`,

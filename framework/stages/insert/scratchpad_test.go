@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/results"
-	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/cast"
 	"github.com/flowrun/flowrun/framework/stages/collect"
@@ -50,7 +50,7 @@ func build(t *testing.T, name string, sets ...string) (*graph.Graph, error) {
 }
 
 // runGraph runs a shipped graph in process with every stage kind.
-func runGraph(t *testing.T, name string, hazards runtime.HazardMode, sets ...string) (*results.Results, error) {
+func runGraph(t *testing.T, name string, hazards engine.HazardMode, sets ...string) (*results.Results, error) {
 	t.Helper()
 	return stagetest.RunGraph(t, kinds(t), graphs+name+".yaml", hazards, sets...)
 }
@@ -107,7 +107,7 @@ func TestFourGraphsEndWithTheSameDigest(t *testing.T) {
 			}
 			var want string
 			for _, g := range fourGraphs {
-				res, err := runGraph(t, g, runtime.HazardsOff, sets...)
+				res, err := runGraph(t, g, engine.HazardsOff, sets...)
 				if err != nil {
 					t.Fatalf("%s: %v", g, err)
 				}
@@ -138,7 +138,7 @@ func TestHazardCheckerPassesWithTheWindows(t *testing.T) {
 		t.Run(loc, func(t *testing.T) {
 			t.Parallel()
 			sets := append([]string{"dataset.locality=" + loc, "dataset.batches=30", fmt.Sprintf("cache.size=%d", worstCase)}, small...)
-			res, err := runGraph(t, "scratchpipe", runtime.HazardsStrict, sets...)
+			res, err := runGraph(t, "scratchpipe", engine.HazardsStrict, sets...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -175,9 +175,9 @@ func TestHazardCheckerFiresWithoutTheWindows(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			_, err := runGraph(t, "scratchpipe", runtime.HazardsStrict, append(c.sets, base...)...)
+			_, err := runGraph(t, "scratchpipe", engine.HazardsStrict, append(c.sets, base...)...)
 			var h *hazard.Hazard
-			var se *runtime.StageError
+			var se *engine.StageError
 			if !errors.As(err, &h) || !errors.As(err, &se) {
 				t.Fatalf("err = %v, want a stage error wrapping a hazard", err)
 			}
@@ -202,11 +202,11 @@ func TestHazardCheckerFiresWithoutTheWindows(t *testing.T) {
 	t.Run("unchecked", func(t *testing.T) {
 		t.Parallel()
 		sets := append([]string{"cache.options.past_window=0", "cache.options.future_window=0"}, base...)
-		bad, err := runGraph(t, "scratchpipe", runtime.HazardsOff, sets...)
+		bad, err := runGraph(t, "scratchpipe", engine.HazardsOff, sets...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		good, err := runGraph(t, "no-cache", runtime.HazardsOff, base[1:]...)
+		good, err := runGraph(t, "no-cache", engine.HazardsOff, base[1:]...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,11 +325,11 @@ func TestQueuedPipelineWithWiderWindows(t *testing.T) {
 	t.Parallel()
 	sets := append([]string{"dataset.locality=low", "dataset.batches=20", "nats.credits=2",
 		"stages.plan.past_window=9", "stages.plan.future_window=6", "cache.size=4096"}, small...)
-	res, err := runGraph(t, "scratchpipe", runtime.HazardsStrict, sets...)
+	res, err := runGraph(t, "scratchpipe", engine.HazardsStrict, sets...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, err := runGraph(t, "no-cache", runtime.HazardsOff, append([]string{"dataset.locality=low", "dataset.batches=20"}, small...)...)
+	ref, err := runGraph(t, "no-cache", engine.HazardsOff, append([]string{"dataset.locality=low", "dataset.batches=20"}, small...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

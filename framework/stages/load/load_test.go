@@ -11,8 +11,8 @@ import (
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/data"
 	"github.com/flowrun/flowrun/framework/data/datatest"
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/results"
-	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/exchange"
 	"github.com/flowrun/flowrun/framework/stages/internal/stagetest"
@@ -29,7 +29,7 @@ func runGraph(t *testing.T, path string, sets ...string) (*results.Results, erro
 	if err != nil {
 		t.Fatal(err)
 	}
-	return stagetest.RunGraph(t, kinds, path, runtime.HazardsOff, sets...)
+	return stagetest.RunGraph(t, kinds, path, engine.HazardsOff, sets...)
 }
 
 // The shipped demo graph trains on a file that flowrun gen wrote from it

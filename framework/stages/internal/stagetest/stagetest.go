@@ -2,7 +2,7 @@
 // unit tests need: the Settings a stage is handed (a tiny dataset, host
 // tables, a batch layout, optionally Storage, and in-process plugins
 // configured through plugin.Setup, all derived by the runtime's own
-// runtime.Shape), batches in their own buffers, and the plan a cache
+// engine.Shape), batches in their own buffers, and the plan a cache
 // policy makes for one; and, for the tests that check or run whole
 // graphs, Build (as flowrun validate checks) and RunGraph.
 //
@@ -21,10 +21,10 @@ import (
 	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/data"
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/results"
-	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/plugins/caches/belady"
 	"github.com/flowrun/flowrun/plugins/caches/lfu"
@@ -94,7 +94,7 @@ func New(t testing.TB, o Options) *Env {
 	}
 	d := cfg.Dataset
 	// The run's own derivation of stride, layout, tables and Setup.
-	shape, err := runtime.NewShape(&graph.Graph{Config: cfg})
+	shape, err := engine.NewShape(&graph.Graph{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +307,7 @@ func MustCreate(t testing.TB, f stage.Factory, set stage.Settings) any {
 
 // Build loads the graph file at path, with sets applied as --set does,
 // and checks it as flowrun validate does: graph.Build, then what only
-// its plugins can judge (runtime.Validate: the cache's Needs, the
+// its plugins can judge (engine.Validate: the cache's Needs, the
 // built-in plugins' options), with the built-in plugins the shipped
 // graphs name. Errors are located in the file.
 func Build(t testing.TB, kinds stage.Registry, path string, sets ...string) (*graph.Graph, error) {
@@ -322,7 +322,7 @@ func Build(t testing.TB, kinds stage.Registry, path string, sets ...string) (*gr
 	if err != nil {
 		return nil, err
 	}
-	if err := runtime.Validate(context.Background(), g, host); err != nil {
+	if err := engine.Validate(context.Background(), g, host); err != nil {
 		return nil, src.Annotate(err)
 	}
 	return g, nil
@@ -366,7 +366,7 @@ func (o overclaiming) Needs(ctx context.Context, setup plugin.Setup) (cache.Need
 // the built-in plugins the shipped graphs name, an embedded NATS server,
 // hazards as --check-hazards. It returns the error of loading, building or
 // running the graph.
-func RunGraph(t testing.TB, kinds stage.Registry, path string, hazards runtime.HazardMode, sets ...string) (*results.Results, error) {
+func RunGraph(t testing.TB, kinds stage.Registry, path string, hazards engine.HazardMode, sets ...string) (*results.Results, error) {
 	t.Helper()
 	cfg, src, err := config.Load(path, sets)
 	if err != nil {
@@ -388,7 +388,7 @@ func RunGraph(t testing.TB, kinds stage.Registry, path string, hazards runtime.H
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	return runtime.Run(context.Background(), runtime.Options{
+	return engine.Run(context.Background(), engine.Options{
 		Graph: g, Stages: kinds, Plugins: host, Bus: conn, CheckHazards: hazards,
 	})
 }

@@ -1,4 +1,4 @@
-package runtime
+package engine
 
 import (
 	"context"
@@ -115,7 +115,7 @@ func newRun(opts Options) *run {
 	if r.tp == nil {
 		r.tp = noop.NewTracerProvider()
 	}
-	r.tracer = r.tp.Tracer("github.com/flowrun/flowrun/framework/runtime")
+	r.tracer = r.tp.Tracer("github.com/flowrun/flowrun/framework/engine")
 	return r
 }
 

@@ -1,4 +1,4 @@
-package runtime_test
+package engine_test
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/graph"
-	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -65,7 +65,7 @@ func (p *fakePolicy) Needs(_ context.Context, s plugin.Setup) (cache.Needs, erro
 // policyHost is the test host with every cache reference resolved to the
 // fake policy.
 type policyHost struct {
-	runtime.PluginOpener
+	engine.PluginOpener
 	policy *fakePolicy
 }
 
@@ -150,15 +150,15 @@ func declares(n cache.Needs) func(plugin.Setup) (cache.Needs, error) {
 func TestValidateAsksWhetherThePolicyHoldsTheWindows(t *testing.T) {
 	t.Parallel()
 	h, _ := withPolicy(t, declares(cache.Needs{}))
-	err := runtime.Validate(context.Background(), storageGraph(t, ""), h)
+	err := engine.Validate(context.Background(), storageGraph(t, ""), h)
 	if err == nil || !strings.Contains(err.Error(), "cache::plugin: builtin:lru holds no pipeline window") {
 		t.Errorf("pipelined, no window held: %v", err)
 	}
-	if err := runtime.Validate(context.Background(), storageGraph(t, "pipeline: sequential\n"), h); err != nil {
+	if err := engine.Validate(context.Background(), storageGraph(t, "pipeline: sequential\n"), h); err != nil {
 		t.Errorf("sequential: %v", err)
 	}
 	h, _ = withPolicy(t, declares(cache.Needs{HoldsWindows: true}))
-	if err := runtime.Validate(context.Background(), storageGraph(t, ""), h); err != nil {
+	if err := engine.Validate(context.Background(), storageGraph(t, ""), h); err != nil {
 		t.Errorf("windows held: %v", err)
 	}
 }
@@ -169,7 +169,7 @@ func TestValidateChecksTheWorstCaseOfAPolicyThatNeverBypasses(t *testing.T) {
 	t.Parallel()
 	g := storageGraph(t, "cache:\n  size: 100\n")
 	h, _ := withPolicy(t, declares(cache.Needs{HoldsWindows: true, NeverBypasses: true, Past: 4}))
-	err := runtime.Validate(context.Background(), g, h)
+	err := engine.Validate(context.Background(), g, h)
 	// 2 tables × 8 samples × 8 lookups (the default) × (4 + 1 + 2).
 	for _, want := range []string{"cache::size", "(past_window 4 + 1 + future_window 2)", "cache.size ≥ 448"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -177,7 +177,7 @@ func TestValidateChecksTheWorstCaseOfAPolicyThatNeverBypasses(t *testing.T) {
 		}
 	}
 	h, _ = withPolicy(t, declares(cache.Needs{HoldsWindows: true}))
-	if err := runtime.Validate(context.Background(), g, h); err != nil {
+	if err := engine.Validate(context.Background(), g, h); err != nil {
 		t.Errorf("a policy that may bypass: %v", err)
 	}
 }
@@ -190,7 +190,7 @@ func TestValidateHasNoSideEffects(t *testing.T) {
 	t.Parallel()
 	g := storageGraph(t, "cache:\n  options:\n    victim: lru\n")
 	h, p := withPolicy(t, declares(cache.Needs{HoldsWindows: true, ProfileBatches: 2}))
-	if err := runtime.Validate(context.Background(), g, h); err != nil {
+	if err := engine.Validate(context.Background(), g, h); err != nil {
 		t.Fatal(err)
 	}
 	if len(p.configured) != 0 {
@@ -207,7 +207,7 @@ func TestValidateHasNoSideEffects(t *testing.T) {
 	h, _ = withPolicy(t, func(plugin.Setup) (cache.Needs, error) {
 		return cache.Needs{}, plugin.FieldErrorf("victim", "want lru or random")
 	})
-	err := runtime.Validate(context.Background(), g, h)
+	err := engine.Validate(context.Background(), g, h)
 	if err == nil || !strings.Contains(err.Error(), "cache::options::victim: ") {
 		t.Errorf("err = %v, want it at cache::options::victim", err)
 	}
@@ -222,7 +222,7 @@ func TestRunProfilesWhatThePolicyAsks(t *testing.T) {
 		h, p := withPolicy(t, declares(n))
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := runtime.Run(ctx, runtime.Options{Graph: g, Stages: reg, Plugins: h, Bus: conn(t)}); err != nil {
+		if _, err := engine.Run(ctx, engine.Options{Graph: g, Stages: reg, Plugins: h, Bus: conn(t)}); err != nil {
 			t.Fatal(err)
 		}
 		if len(p.configured) != 1 {

@@ -1,4 +1,4 @@
-package runtime_test
+package engine_test
 
 import (
 	"context"
@@ -18,10 +18,10 @@ import (
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/results"
-	"github.com/flowrun/flowrun/framework/runtime"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/plugins/caches/lru"
 	"github.com/flowrun/flowrun/plugins/devices/cpudram"
@@ -275,7 +275,7 @@ type env struct {
 	reg   stage.Registry
 	graph *graph.Graph
 	spans *tracetest.SpanRecorder
-	opts  runtime.Options
+	opts  engine.Options
 }
 
 // newEnv builds the graph whose stages section is stagesYAML (and whose
@@ -296,7 +296,7 @@ func newEnv(t *testing.T, extra, stagesYAML string) *env {
 	if e.graph, err = graph.Build(cfg, src, e.reg, nil); err != nil {
 		t.Fatalf("build:\n%s\n%v", doc, err)
 	}
-	e.opts = runtime.Options{
+	e.opts = engine.Options{
 		Graph: e.graph, Stages: e.reg, Plugins: host(t), Bus: conn(t),
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(e.spans)),
 	}
@@ -309,7 +309,7 @@ func (e *env) run(t *testing.T) (*results.Results, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := runtime.Run(ctx, e.opts)
+	res, err := engine.Run(ctx, e.opts)
 	if ctx.Err() != nil {
 		t.Fatalf("run did not end within 30s: %v", err)
 	}
@@ -383,7 +383,7 @@ func TestBatchesReachSinksOnceInOrder(t *testing.T) {
 	byKey := map[key]sdktrace.ReadOnlySpan{}
 	for _, s := range e.spans.Ended() {
 		for _, a := range s.Attributes() {
-			if a.Key == "flowrun.batch.seq" && s.InstrumentationScope().Name == "github.com/flowrun/flowrun/framework/runtime" {
+			if a.Key == "flowrun.batch.seq" && s.InstrumentationScope().Name == "github.com/flowrun/flowrun/framework/engine" {
 				k := key{s.Name(), a.Value.AsInt64()}
 				if byKey[k] != nil {
 					t.Errorf("two spans for %s batch %d", k.name, k.seq)
@@ -414,7 +414,7 @@ func TestBatchesReachSinksOnceInOrder(t *testing.T) {
 }
 
 // TestStageErrorStopsRun makes the relay fail on batch 3: Run returns a
-// *runtime.StageError naming the stage, the batch and the cause, no
+// *engine.StageError naming the stage, the batch and the cause, no
 // results; nothing downstream sees batch 3 or later; the source stops; the
 // stages are still closed, and not finished.
 func TestStageErrorStopsRun(t *testing.T) {
@@ -429,9 +429,9 @@ func TestStageErrorStopsRun(t *testing.T) {
 	if res != nil {
 		t.Errorf("a failed run returned results %+v", res)
 	}
-	var se *runtime.StageError
+	var se *engine.StageError
 	if !errors.As(err, &se) {
-		t.Fatalf("Run: %v, want a *runtime.StageError", err)
+		t.Fatalf("Run: %v, want a *engine.StageError", err)
 	}
 	if se.Stage != "relay/relay" || se.Seq != 3 || !errors.Is(err, errRelay) {
 		t.Errorf("StageError{%s, %d, %v}, want relay/relay on batch 3 with the relay's error", se.Stage, se.Seq, se.Err)

@@ -1,4 +1,4 @@
-// Package runtime runs a built graph, in phases (Run): build (the data's
+// Package engine runs a built graph, in phases (Run): build (the data's
 // Shape, the plugins opened, asked their Needs and configured, the host
 // tables, Storage, the stages), start (the batch pool, every stage
 // subscribed to its input subject, the workers), wait (each batch tracked
@@ -10,7 +10,7 @@
 //
 // runtime knows plugins only through sdk/ and PluginOpener, and stage
 // kinds only through stage.Registry; it must not name either.
-package runtime
+package engine
 
 import (
 	"context"
