@@ -8,7 +8,7 @@
 // stage (or plugin), the batch and the cause. Validate is the build's
 // checks without its side effects, for flowrun validate.
 //
-// runtime knows plugins only through sdk/ and PluginOpener, and stage
+// The engine knows plugins only through sdk/ and PluginOpener, and stage
 // kinds only through stage.Registry; it must not name either.
 package engine
 

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/hazard"
 )
 
 // StorageUser is implemented by a decoded stage config whose stage works on
@@ -43,12 +44,14 @@ func (g *Graph) Windows() (past, future int) {
 	return 0, 0
 }
 
-// The stage kinds whose distances set the windows a pipelined graph needs.
-const (
-	kindCollect = "collect"
-	kindInsert  = "insert"
-	kindTrain   = "train"
-)
+// RoleKinds is implemented by Kinds that know each kind's role in
+// ScratchPipe's hazard model (stage.Registry): the stages whose distances
+// set the windows a pipelined graph needs are found by the role their kind
+// declares (the reader of Storage slots and host rows, hazard.Collect; the
+// writers, hazard.Insert and hazard.Train), never by name.
+type RoleKinds interface {
+	HazardRole(kind string) hazard.Role
+}
 
 // checkScratchpad checks a graph with Storage against the rule of
 // ScratchPipe's (Sec. IV-C) that depends on its stages alone: pipelined,
@@ -79,13 +82,13 @@ func (b *builder) checkScratchpad(order []string) {
 // checkWindows compares the plan's windows with the distances between
 // collect and the stages that write what it reads.
 func (b *builder) checkWindows(plan string, past, future int) {
-	collect := b.stageOfKind(kindCollect)
+	collect := b.stageOfRole(hazard.Collect)
 	if collect == "" {
 		return
 	}
 	c := max(b.cfg.NATS.Credits, 0)
-	check := func(kind, key string, window int, what string) {
-		to := b.stageOfKind(kind)
+	check := func(role hazard.Role, key string, window int, what string) {
+		to := b.stageOfRole(role)
 		if to == "" {
 			return
 		}
@@ -104,18 +107,23 @@ func (b *builder) checkWindows(plan string, past, future int) {
 		b.fail(stagePath(plan, key), fmt.Errorf("must be ≥ %d, got %d: %s is %d stages after %s and %s, so a batch's collect can run %d × (1 + %d) = %d batches ahead of %s; set %s ≥ %d (or nats.credits: 0, the paper's lockstep, where the windows are 3 and 2)",
 			need, window, to, d, collect, how, d, c, need, what, key, need))
 	}
-	check(kindTrain, "past_window", past, "the train of an earlier batch (RAW hazards 2, 3)")
-	check(kindInsert, "future_window", future, "the insert that writes back an earlier batch's victims (RAW hazard 4)")
+	check(hazard.Train, "past_window", past, "the train of an earlier batch (RAW hazards 2, 3)")
+	check(hazard.Insert, "future_window", future, "the insert that writes back an earlier batch's victims (RAW hazard 4)")
 }
 
-// stageOfKind names the first stage of a kind, by name; for train, the one
-// that trains on Storage.
-func (b *builder) stageOfKind(kind string) string {
+// stageOfRole names the first stage whose kind declares role; for the
+// trainer, the one that trains on Storage. None when the kinds declare no
+// roles.
+func (b *builder) stageOfRole(role hazard.Role) string {
+	rk, ok := b.kinds.(RoleKinds)
+	if !ok {
+		return ""
+	}
 	for _, name := range b.names {
-		if b.cfg.Stages[name].Kind != kind {
+		if rk.HazardRole(b.cfg.Stages[name].Kind) != role {
 			continue
 		}
-		if u, ok := b.options[name].(StorageUser); kind == kindTrain && (!ok || !u.UsesStorage()) {
+		if u, ok := b.options[name].(StorageUser); role == hazard.Train && (!ok || !u.UsesStorage()) {
 			continue
 		}
 		return name
