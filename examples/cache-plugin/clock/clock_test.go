@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/cache/cachetest"
 	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 	"github.com/flowrun/flowrun/sdk/region"
 )
 
@@ -31,15 +30,7 @@ func TestConformance(t *testing.T) {
 // same suite against the binary, launched as a go-plugin subprocess the way
 // flowrun launches it from a graph.
 func TestConformanceBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the plugin binary")
-	}
-	bin := filepath.Join(t.TempDir(), "flowrun-cache-clock")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/flowrun/flowrun/examples/cache-plugin")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cachetest.RunBinary(t, bin)
+	cachetest.RunBinary(t, buildtest.Binary(t, "github.com/flowrun/flowrun/examples/cache-plugin"))
 }
 
 // batch lays one table's IDs out in a shared-memory region, as a host
