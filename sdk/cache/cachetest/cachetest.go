@@ -22,7 +22,9 @@
 // slot one of the previous batches of the past window uses, nor a row one
 // of its future batches looks up.
 //
-// Mock is a Cache with function fields for tests of code that uses caches.
+// Mock is a Cache with function fields for tests of code that uses caches;
+// Arena lays plan requests out in shared memory, as a host does, for a
+// policy's own tests.
 package cachetest
 
 import (
