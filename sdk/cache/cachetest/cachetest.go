@@ -84,7 +84,8 @@ func WithWindows(past, future int) Option {
 // suite is the cache kind's conformance suite (sdk/internal/plugintest).
 var suite = plugintest.Suite[cache.Cache, config, Option]{
 	Kind: plugin.KindCache, Server: cache.ServerPlugin, Host: cache.HostPlugin,
-	Defaults: config{capacity: DefaultCapacity, future: DefaultFuture}, Contract: config.runContract,
+	Defaults: config{capacity: DefaultCapacity, future: DefaultFuture},
+	Setup:    config.setup, Contract: config.runContract,
 }
 
 // Run checks the cache contract against policies made by newImpl, each

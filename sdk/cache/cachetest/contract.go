@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/cache"
-	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
 )
@@ -24,11 +23,7 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) cache.Cache) 
 		name string
 		run  func(*testing.T, func(*testing.T) cache.Cache)
 	}{
-		{"Info", func(t *testing.T, connect func(*testing.T) cache.Cache) {
-			plugintest.Info(t, plugin.KindCache, connect(t))
-		}},
 		{"PlanBeforeConfigure", testPlanBeforeConfigure},
-		{"UnknownOption", c.testUnknownOption},
 		{"Batches", c.testBatches},
 		{"NoFuture", c.testNoFuture},
 		{"RepeatedBatchHits", c.testRepeatedBatchHits},
@@ -49,13 +44,6 @@ func testPlanBeforeConfigure(t *testing.T, connect func(*testing.T) cache.Cache)
 	if !errors.Is(err, plugin.ErrNotConfigured) {
 		t.Fatalf("Plan before Configure: err = %v, want plugin.ErrNotConfigured", err)
 	}
-}
-
-// testUnknownOption: Configure refuses an option no policy knows.
-func (c config) testUnknownOption(t *testing.T, connect func(*testing.T) cache.Cache) {
-	setup := c.setup(t)
-	setup.Options = c.setupOptions(t, map[string]any{unknownOption: true})
-	plugintest.UnknownOption(t, connect(t), setup)
 }
 
 // testBatches plans a run of batches, each with its future window, and

@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // unknownOption is an option no policy knows.
-const unknownOption = "cachetest_no_such_option"
+var unknownOption = plugintest.UnknownOptionKey(plugin.KindCache)
 
 // testNeeds checks a policy's Needs (cache.Declarer): it answers before
 // Configure; it changes nothing, so that a policy asked between its plans

@@ -8,20 +8,18 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
 )
 
-// runContract runs every contract test; connect returns a fresh,
-// unconfigured model behind real gRPC.
+// runContract runs the model's own contract tests (plugintest.Suite runs
+// Info and UnknownOption); connect returns a fresh, unconfigured model
+// behind real gRPC.
 func (c config) runContract(t *testing.T, connect func(*testing.T) model.Model) {
 	t.Helper()
 	k := &contract{config: c, connect: connect}
-	t.Run("Info", func(t *testing.T) { plugintest.Info(t, plugin.KindModel, connect(t)) })
 	t.Run("StepBeforeConfigure", k.stepBeforeConfigure)
-	t.Run("UnknownOption", k.unknownOption)
 	t.Run("TrainingLowersLoss", k.trainingLowersLoss)
 	t.Run("ForwardOnlyChangesNothing", k.forwardOnlyChangesNothing)
 	t.Run("DigestDeterministic", k.digestDeterministic)
@@ -76,12 +74,6 @@ func (k *contract) stepBeforeConfigure(t *testing.T) {
 	if !errors.Is(err, plugin.ErrNotConfigured) {
 		t.Fatalf("Step before Configure: err = %v, want plugin.ErrNotConfigured", err)
 	}
-}
-
-func (k *contract) unknownOption(t *testing.T) {
-	setup := k.setup(setupSeed)
-	setup.Options = plugintest.MergeOptions(t, "modeltest", k.options, map[string]any{"modeltest_no_such_option": true})
-	plugintest.UnknownOption(t, k.connect(t), setup)
 }
 
 func (k *contract) trainingLowersLoss(t *testing.T) {
