@@ -28,7 +28,6 @@
 package cachetest
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -138,12 +137,5 @@ func (c config) setup(t testing.TB) plugin.Setup {
 		BatchSize: 64,
 		Lookups:   4,
 		Options:   c.setupOptions(t, nil),
-	}
-}
-
-func configure(t *testing.T, c cache.Cache, setup plugin.Setup) {
-	t.Helper()
-	if err := c.Configure(context.Background(), setup); err != nil {
-		t.Fatalf("Configure(%s): %v", setup.Options, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
 )
@@ -50,7 +51,7 @@ func testPlanBeforeConfigure(t *testing.T, connect func(*testing.T) cache.Cache)
 // checks every answer (and, WithWindows, the windows held).
 func (c config) testBatches(t *testing.T, connect func(*testing.T) cache.Cache) {
 	p := connect(t)
-	configure(t, p, c.setup(t))
+	plugintest.Configured(t, p, c.setup(t))
 	rng := rand.New(rand.NewPCG(1, 2))
 	batches := make([]*batch, 16)
 	width := c.past + 1 + c.future
@@ -91,7 +92,7 @@ func (c config) testBatches(t *testing.T, connect func(*testing.T) cache.Cache) 
 // without lookups.
 func (c config) testNoFuture(t *testing.T, connect func(*testing.T) cache.Cache) {
 	p := connect(t)
-	configure(t, p, c.setup(t))
+	plugintest.Configured(t, p, c.setup(t))
 	rng := rand.New(rand.NewPCG(5, 6))
 	model := newResident(len(tables))
 	for seq := uint64(1); seq <= 4; seq++ {
@@ -103,7 +104,7 @@ func (c config) testNoFuture(t *testing.T, connect func(*testing.T) cache.Cache)
 // the first time and evicts nothing.
 func (c config) testRepeatedBatchHits(t *testing.T, connect func(*testing.T) cache.Cache) {
 	p := connect(t)
-	configure(t, p, c.setup(t))
+	plugintest.Configured(t, p, c.setup(t))
 	rng := rand.New(rand.NewPCG(3, 4))
 	// At most capacity/2 distinct rows per table, each looked up
 	// twice, so the whole batch fits in any sane policy.
@@ -136,7 +137,7 @@ func (c config) testRepeatedBatchHits(t *testing.T, connect func(*testing.T) cac
 func (c config) testInvalidRequest(t *testing.T, connect func(*testing.T) cache.Cache) {
 	ctx := context.Background()
 	p := connect(t)
-	configure(t, p, c.setup(t))
+	plugintest.Configured(t, p, c.setup(t))
 	ids := [][]int64{{1, 2, 3}, {4, 5}, {6}}
 	cases := []struct {
 		name   string

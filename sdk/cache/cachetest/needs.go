@@ -29,8 +29,8 @@ func (c config) testNeeds(t *testing.T, connect func(*testing.T) cache.Cache) {
 	bad.Options = c.setupOptions(t, map[string]any{unknownOption: true})
 	asked, quiet := connect(t), connect(t)
 	c.checkNeeds(t, asked, setup, bad)
-	configure(t, asked, setup)
-	configure(t, quiet, setup)
+	plugintest.Configured(t, asked, setup)
+	plugintest.Configured(t, quiet, setup)
 	rng := rand.New(rand.NewPCG(9, 10))
 	for seq := uint64(1); seq <= 4; seq++ {
 		ids := c.draw(rng, false)

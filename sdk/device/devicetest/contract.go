@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -44,11 +45,7 @@ type contract struct {
 // configured is a fresh device, configured.
 func (k *contract) configured(t *testing.T) device.Device {
 	t.Helper()
-	d := k.connect(t)
-	if err := d.Configure(context.Background(), k.setup); err != nil {
-		t.Fatalf("Configure: %v", err)
-	}
-	return d
+	return plugintest.Configured(t, k.connect(t), k.setup)
 }
 
 // cost is the modeled time of ops on d, checked: one non-negative time per op.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -28,11 +29,8 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel
 	ctx := context.Background()
 	setup := c.setup(t)
 	configured := func(t *testing.T) kernel.Kernel {
-		k := connect(t)
-		if err := k.Configure(ctx, setup); err != nil {
-			t.Fatalf("Configure: %v", err)
-		}
-		return k
+		t.Helper()
+		return plugintest.Configured(t, connect(t), setup)
 	}
 
 	var ops []string

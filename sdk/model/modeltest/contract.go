@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -36,11 +37,7 @@ type contract struct {
 // configured is a fresh model, configured with the suite's Setup and seed.
 func (k *contract) configured(t *testing.T, seed uint64) model.Model {
 	t.Helper()
-	m := k.connect(t)
-	if err := m.Configure(context.Background(), k.setup(seed)); err != nil {
-		t.Fatalf("Configure: %v", err)
-	}
-	return m
+	return plugintest.Configured(t, k.connect(t), k.setup(seed))
 }
 
 // digest is m's digest, checked to be a sha256.
