@@ -48,12 +48,7 @@ func configured(t *testing.T, opts string) cache.Cache {
 // plan plans one table's ids, laid out in shared memory as a host does.
 func plan(t *testing.T, c cache.Cache, ids ...int64) (*cachetest.Plan, *cache.PlanResult) {
 	t.Helper()
-	p := cachetest.NewArena(t, 1<<12).NewPlan(0, [][]int64{ids})
-	res, err := c.Plan(context.Background(), p.Req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p, res
+	return cachetest.NewArena(t, 1<<12).Planned(t, c, 0, ids)
 }
 
 func TestSecondChance(t *testing.T) {

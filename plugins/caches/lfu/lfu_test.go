@@ -21,7 +21,7 @@ func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
 
 func plan(t *testing.T, c cache.Cache, a *cachetest.Arena, seq uint64, ids ...[]int64) (*cachetest.Plan, *cache.PlanResult) {
 	t.Helper()
-	return reftest.Plan(t, c, a, seq, ids...)
+	return a.Planned(t, c, seq, ids...)
 }
 
 func TestEvictsLeastFrequentThenLeastRecent(t *testing.T) {

@@ -27,7 +27,7 @@ type answer struct {
 
 func plan(t *testing.T, c cache.Cache, a *cachetest.Arena, seq uint64, ids ...[]int64) []answer {
 	t.Helper()
-	p, res := reftest.Plan(t, c, a, seq, ids...)
+	p, res := a.Planned(t, c, seq, ids...)
 	if res.Victims != 0 {
 		t.Fatalf("batch %d: %d victims; a static cache never evicts", seq, res.Victims)
 	}

@@ -1,6 +1,7 @@
 package cachetest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/cache"
@@ -14,6 +15,8 @@ import (
 //	p := a.NewPlan(1, [][]int64{{7, 8, 7}})
 //	res, err := policy.Plan(ctx, p.Req)
 //	... p.Slots(0), p.Hits(0), p.Victims(res.Victims)
+//
+// or, where the policy must accept the batch, p, res := a.Planned(t, policy, 1, []int64{7, 8, 7}).
 type Arena struct{ *regiontest.Arena }
 
 // NewArena creates an arena of size bytes, removed when the test ends.
@@ -48,6 +51,18 @@ func (a *Arena) NewPlan(seq uint64, ids [][]int64) *Plan {
 		Victims:      a.Alloc(24 * n),
 	}
 	return &Plan{Req: req, a: a}
+}
+
+// Planned lays ids (one slice per table) out as batch seq and has c plan
+// it, failing t on an error.
+func (a *Arena) Planned(t testing.TB, c cache.Cache, seq uint64, ids ...[]int64) (*Plan, *cache.PlanResult) {
+	t.Helper()
+	p := a.NewPlan(seq, ids)
+	res, err := c.Plan(context.Background(), p.Req)
+	if err != nil {
+		t.Fatalf("plan batch %d: %v", seq, err)
+	}
+	return p, res
 }
 
 // Slots returns the slots of table t.

@@ -26,17 +26,6 @@ func Configured(t testing.TB, c cache.Cache, seed uint64, options string, rows .
 	return c
 }
 
-// Plan plans one batch, ids per table, failing t on an error.
-func Plan(t testing.TB, c cache.Cache, a *cachetest.Arena, seq uint64, ids ...[]int64) (*cachetest.Plan, *cache.PlanResult) {
-	t.Helper()
-	p := a.NewPlan(seq, ids)
-	res, err := c.Plan(context.Background(), p.Req)
-	if err != nil {
-		t.Fatalf("batch %d: %v", seq, err)
-	}
-	return p, res
-}
-
 // Step is one batch that PlanAll planned.
 type Step struct {
 	P   *cachetest.Plan
