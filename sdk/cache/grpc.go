@@ -4,7 +4,6 @@ import (
 	"context"
 
 	goplugin "github.com/hashicorp/go-plugin"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -13,27 +12,18 @@ import (
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
+// glue is the cache kind's gRPC plumbing (sdk/internal/rpc).
+var glue = rpc.NewKind(plugin.KindCache, pb.RegisterCacheServer, pb.NewCacheClient,
+	func(b rpc.BaseServer[Cache]) pb.CacheServer { return &server{BaseServer: b} },
+	func(b rpc.BaseClient[pb.CacheClient]) *client { return &client{b} })
+
 // HostPlugin is the go-plugin plugin a host dispenses caches through: its
-// GRPCClient returns a Cache that turns every call into one RPC. It has no
-// server half.
-func HostPlugin() goplugin.Plugin { return newPlugin(nil) }
+// GRPCClient returns a Cache (and a Declarer) that turns every call into
+// one RPC.
+func HostPlugin() goplugin.Plugin { return glue.Host() }
 
-// ServerPlugin is the go-plugin plugin that serves impl. It also dispenses
-// clients, so tests can put it on both ends of a connection; Serve uses it.
-func ServerPlugin(impl Cache) goplugin.Plugin { return newPlugin(impl) }
-
-// newPlugin is the go-plugin glue for caches, serving impl unless it is nil.
-func newPlugin(impl Cache) goplugin.Plugin {
-	return &rpc.GRPCPlugin[Cache, *client]{Kind: plugin.KindCache, Impl: impl, Register: register, NewClient: newClient}
-}
-
-func register(s *grpc.Server, base rpc.BaseServer[Cache]) {
-	pb.RegisterCacheServer(s, &server{BaseServer: base})
-}
-
-func newClient(conn *grpc.ClientConn) *client {
-	return &client{rpc.BaseClient[pb.CacheClient]{Stub: pb.NewCacheClient(conn)}}
-}
+// ServerPlugin is the go-plugin plugin that serves impl (Serve uses it).
+func ServerPlugin(impl Cache) goplugin.Plugin { return glue.Server(impl) }
 
 // client is the host half: a Cache whose calls are RPCs.
 type client struct {
@@ -41,7 +31,7 @@ type client struct {
 }
 
 func (c *client) Plan(ctx context.Context, req *PlanRequest) (*PlanResult, error) {
-	res, err := c.Stub.Plan(ctx, &pb.PlanRequest{
+	return rpc.Call(ctx, c.Stub.Plan, &pb.PlanRequest{
 		Seq:          req.Seq,
 		Ids:          rpc.RefToPB(req.IDs),
 		TableOffsets: req.TableOffsets,
@@ -49,35 +39,18 @@ func (c *client) Plan(ctx context.Context, req *PlanRequest) (*PlanResult, error
 		Hits:         rpc.RefToPB(req.Hits),
 		Victims:      rpc.RefToPB(req.Victims),
 		Future:       windowsToPB(req.Future),
-	})
-	if err != nil {
-		return nil, rpc.FromStatus(err)
-	}
-	out := &PlanResult{Victims: res.GetVictims(), Tables: make([]TableStats, len(res.GetTables()))}
-	for i, t := range res.GetTables() {
-		out.Tables[i] = TableStats{Hits: t.GetHits(), Misses: t.GetMisses(), Evictions: t.GetEvictions()}
-	}
-	return out, nil
+	}, planResultFromPB)
 }
 
 // Needs implements Declarer: it asks the plugin, which answers the zero
 // Needs when its policy declares none. A plugin built before the Needs call
 // existed answers Unimplemented, which is the zero Needs too.
 func (c *client) Needs(ctx context.Context, setup plugin.Setup) (Needs, error) {
-	res, err := c.Stub.Needs(ctx, &pb.ConfigureRequest{Setup: rpc.SetupToPB(setup)})
+	n, err := rpc.Call(ctx, c.Stub.Needs, &pb.ConfigureRequest{Setup: rpc.SetupToPB(setup)}, needsFromPB)
 	if status.Code(err) == codes.Unimplemented {
 		return Needs{}, nil
 	}
-	if err != nil {
-		return Needs{}, rpc.FromStatus(err)
-	}
-	return Needs{
-		HoldsWindows:   res.GetHoldsWindows(),
-		Past:           int(res.GetPast()),
-		Future:         int(res.GetFuture()),
-		NeverBypasses:  res.GetNeverBypasses(),
-		ProfileBatches: int(res.GetProfileBatches()),
-	}, nil
+	return n, err
 }
 
 // server is the plugin half: it turns RPCs into calls on the implementation.
@@ -101,33 +74,54 @@ func (s *server) Plan(ctx context.Context, req *pb.PlanRequest) (*pb.PlanResult,
 		Victims:      rpc.RefFromPB(req.GetVictims()),
 		Future:       windowsFromPB(req.GetFuture()),
 	})
-	if err != nil {
-		return nil, rpc.ToStatus(err)
-	}
-	out := &pb.PlanResult{}
-	if res != nil {
-		out.Victims = res.Victims
-		out.Tables = make([]*pb.TableStats, len(res.Tables))
-		for i, t := range res.Tables {
-			out.Tables[i] = &pb.TableStats{Hits: t.Hits, Misses: t.Misses, Evictions: t.Evictions}
-		}
-	}
-	return out, nil
+	return rpc.Answer(res, err, planResultToPB)
 }
 
 // Needs answers with NeedsOf: the zero Needs when Impl declares none.
 func (s *server) Needs(ctx context.Context, req *pb.ConfigureRequest) (*pb.CacheNeeds, error) {
 	n, err := NeedsOf(ctx, s.Impl, rpc.SetupFromPB(req.GetSetup()))
-	if err != nil {
-		return nil, rpc.ToStatus(err)
+	return rpc.Answer(n, err, needsToPB)
+}
+
+func planResultFromPB(res *pb.PlanResult) *PlanResult {
+	out := &PlanResult{Victims: res.GetVictims(), Tables: make([]TableStats, len(res.GetTables()))}
+	for i, t := range res.GetTables() {
+		out.Tables[i] = TableStats{Hits: t.GetHits(), Misses: t.GetMisses(), Evictions: t.GetEvictions()}
 	}
+	return out
+}
+
+func planResultToPB(res *PlanResult) *pb.PlanResult {
+	out := &pb.PlanResult{}
+	if res == nil {
+		return out
+	}
+	out.Victims = res.Victims
+	out.Tables = make([]*pb.TableStats, len(res.Tables))
+	for i, t := range res.Tables {
+		out.Tables[i] = &pb.TableStats{Hits: t.Hits, Misses: t.Misses, Evictions: t.Evictions}
+	}
+	return out
+}
+
+func needsFromPB(n *pb.CacheNeeds) Needs {
+	return Needs{
+		HoldsWindows:   n.GetHoldsWindows(),
+		Past:           int(n.GetPast()),
+		Future:         int(n.GetFuture()),
+		NeverBypasses:  n.GetNeverBypasses(),
+		ProfileBatches: int(n.GetProfileBatches()),
+	}
+}
+
+func needsToPB(n Needs) *pb.CacheNeeds {
 	return &pb.CacheNeeds{
 		HoldsWindows:   n.HoldsWindows,
 		Past:           int64(n.Past),
 		Future:         int64(n.Future),
 		NeverBypasses:  n.NeverBypasses,
 		ProfileBatches: int64(n.ProfileBatches),
-	}, nil
+	}
 }
 
 func windowsToPB(ws []Window) []*pb.Window {

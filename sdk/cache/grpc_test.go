@@ -119,12 +119,13 @@ func TestTraceContextReachesThePlugin(t *testing.T) {
 type declaring struct {
 	cachetest.Mock
 	needs cache.Needs
+	err   error
 	got   plugin.Setup
 }
 
 func (d *declaring) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
 	d.got = setup
-	return d.needs, nil
+	return d.needs, d.err
 }
 
 func TestNeedsCrossTheWire(t *testing.T) {
@@ -136,5 +137,20 @@ func TestNeedsCrossTheWire(t *testing.T) {
 	}
 	if !reflect.DeepEqual(impl.got, setup) {
 		t.Errorf("plugin got %+v, want %+v", impl.got, setup)
+	}
+}
+
+func TestNeedsFieldErrorCrossesTheWire(t *testing.T) {
+	impl := &declaring{err: plugin.FieldErrorf("warmup_batches", "must be ≥ 0")}
+	_, err := cache.NeedsOf(context.Background(), connect(t, impl), plugin.Setup{})
+	if key, ok := plugin.FieldOf(err); !ok || key != "warmup_batches" || !errors.Is(err, plugin.ErrInvalidConfig) {
+		t.Fatalf("Needs: err = %v (key %q), want a plugin.FieldError for warmup_batches", err, key)
+	}
+}
+
+func TestNeedsZeroWhenUndeclared(t *testing.T) {
+	n, err := cache.NeedsOf(context.Background(), connect(t, &cachetest.Mock{}), plugin.Setup{})
+	if err != nil || n != (cache.Needs{}) {
+		t.Fatalf("Needs of a policy that declares none = %+v, %v; want the zero Needs", n, err)
 	}
 }

@@ -24,12 +24,5 @@ func DecodeConfig[C Validator](setup plugin.Setup, defaults C) (C, error) {
 
 // NewInfo is a model plugin's Info, its kind and API version filled in.
 func NewInfo(name, version, description string, config []plugin.Field) plugin.Info {
-	return plugin.Info{
-		Kind:        plugin.KindModel,
-		Name:        name,
-		Version:     version,
-		APIVersion:  plugin.APIVersion,
-		Description: description,
-		Config:      config,
-	}
+	return plugin.NewInfo(plugin.KindModel, name, version, description, config)
 }

@@ -82,6 +82,12 @@ type Info struct {
 	Ops []string `json:"ops,omitempty"`
 }
 
+// NewInfo is a plugin's Info with its kind and this SDK's API version
+// filled in, as every plugin's Info method answers.
+func NewInfo(kind Kind, name, version, description string, config []Field) Info {
+	return Info{Kind: kind, Name: name, Version: version, APIVersion: APIVersion, Description: description, Config: config}
+}
+
 // Table describes one embedding table of the run.
 type Table struct {
 	Rows int64 `json:"rows"`

@@ -4,15 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/cache/cachetest"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 )
 
 // TestConformance runs the SDK's contract suite against the policy, served
@@ -31,47 +29,7 @@ func TestConformance(t *testing.T) {
 // same suite against the binary, launched as a go-plugin subprocess the way
 // flowrun launches it from a graph.
 func TestConformanceBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the plugin binary")
-	}
-	bin := filepath.Join(t.TempDir(), "flowrun-cache-clock")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/flowrun/flowrun/examples/cache-plugin")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cachetest.RunBinary(t, bin)
-}
-
-// batch lays one table's IDs out in a shared-memory region, as a host
-// does, and reads the policy's answers back.
-type batch struct {
-	r   *region.Region
-	req *cache.PlanRequest
-	n   int64
-}
-
-func newBatch(t *testing.T, ids []int64) *batch {
-	t.Helper()
-	n := int64(len(ids))
-	r, err := region.Create("clock-test", 8+8*n*(1+1+3)+n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.Close() })
-	copy(region.Int64s(r.Bytes()[:8*n]), ids)
-	ref := r.Ref()
-	return &batch{r: r, n: n, req: &cache.PlanRequest{
-		IDs:          ref.Sub(0, 8*n),
-		TableOffsets: []int64{0, n},
-		Slots:        ref.Sub(8*n, 8*n),
-		Victims:      ref.Sub(16*n, 24*n),
-		Hits:         ref.Sub(40*n, n),
-	}}
-}
-
-func (b *batch) slots() []int64 { return region.Int64s(b.r.Bytes()[8*b.n : 16*b.n]) }
-func (b *batch) victims(k int64) []int64 {
-	return region.Int64s(b.r.Bytes()[16*b.n : 16*b.n+24*k])
+	cachetest.RunBinary(t, buildtest.Binary(t, "github.com/flowrun/flowrun/examples/cache-plugin"))
 }
 
 func configured(t *testing.T, opts string) cache.Cache {
@@ -87,14 +45,10 @@ func configured(t *testing.T, opts string) cache.Cache {
 	return c
 }
 
-func plan(t *testing.T, c cache.Cache, ids ...int64) (*batch, *cache.PlanResult) {
+// plan plans one table's ids, laid out in shared memory as a host does.
+func plan(t *testing.T, c cache.Cache, ids ...int64) (*cachetest.Plan, *cache.PlanResult) {
 	t.Helper()
-	b := newBatch(t, ids)
-	res, err := c.Plan(context.Background(), b.req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b, res
+	return cachetest.NewArena(t, 1<<12).Planned(t, c, 0, ids)
 }
 
 func TestSecondChance(t *testing.T) {
@@ -103,14 +57,14 @@ func TestSecondChance(t *testing.T) {
 	plan(t, c, 2)       // a hit sets row 2's reference bit
 
 	// The hand is at slot 0: row 1 was not referenced again, so it goes.
-	b, res := plan(t, c, 4)
-	if !slices.Equal(b.slots(), []int64{0}) || !slices.Equal(b.victims(res.Victims), []int64{0, 1, 0}) {
-		t.Fatalf("slots %v victims %v, want row 1 evicted from slot 0", b.slots(), b.victims(res.Victims))
+	p, res := plan(t, c, 4)
+	if !slices.Equal(p.Slots(0), []int64{0}) || !slices.Equal(p.Victims(res.Victims), []cachetest.Victim{{Row: 1, Slot: 0}}) {
+		t.Fatalf("slots %v victims %v, want row 1 evicted from slot 0", p.Slots(0), p.Victims(res.Victims))
 	}
 	// Row 2 (slot 1) has its second chance; row 3 (slot 2) has none.
-	b, res = plan(t, c, 5)
-	if !slices.Equal(b.slots(), []int64{2}) || !slices.Equal(b.victims(res.Victims), []int64{0, 3, 2}) {
-		t.Fatalf("slots %v victims %v, want row 3 evicted from slot 2", b.slots(), b.victims(res.Victims))
+	p, res = plan(t, c, 5)
+	if !slices.Equal(p.Slots(0), []int64{2}) || !slices.Equal(p.Victims(res.Victims), []cachetest.Victim{{Row: 3, Slot: 2}}) {
+		t.Fatalf("slots %v victims %v, want row 3 evicted from slot 2", p.Slots(0), p.Victims(res.Victims))
 	}
 }
 
@@ -119,9 +73,9 @@ func TestBatchRowsStayResident(t *testing.T) {
 	plan(t, c, 7, 8)
 	// 7 and 8 hit and are held; 9 and 10 find no slot the batch does not
 	// use, so they bypass rather than evict a row the batch needs.
-	b, res := plan(t, c, 9, 7, 10, 8)
-	if want := []int64{-1, 0, -1, 1}; !slices.Equal(b.slots(), want) {
-		t.Fatalf("slots %v, want %v", b.slots(), want)
+	p, res := plan(t, c, 9, 7, 10, 8)
+	if want := []int64{-1, 0, -1, 1}; !slices.Equal(p.Slots(0), want) {
+		t.Fatalf("slots %v, want %v", p.Slots(0), want)
 	}
 	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Hits: 2, Misses: 2}) {
 		t.Fatalf("result %+v", res)

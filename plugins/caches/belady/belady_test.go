@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/cachetest"
 )
 
 func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
@@ -39,7 +39,7 @@ func TestEvictsFarthestNextUse(t *testing.T) {
 		{1, 1, 1},
 		{5, 5, 5}, // 1, 2 and 4 never come back: the least recent, 4, goes
 	})
-	want := [][]shmtest.Victim{nil, {{Row: 3, Slot: 2}}, nil, nil, {{Row: 4, Slot: 2}}}
+	want := [][]cachetest.Victim{nil, {{Row: 3, Slot: 2}}, nil, nil, {{Row: 4, Slot: 2}}}
 	for i, s := range steps {
 		if got := s.P.Victims(s.Res.Victims); len(got)+len(want[i]) > 0 && !reflect.DeepEqual(got, want[i]) {
 			t.Errorf("batch %d: victims %v, want %v", i, got, want[i])
@@ -52,7 +52,7 @@ func TestEvictsFarthestNextUse(t *testing.T) {
 // the oldest lookup, among rows the batch does not use.
 type reference struct{ reftest.Model }
 
-func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []byte, victims []shmtest.Victim) {
+func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []byte, victims []cachetest.Victim) {
 	next := func(row int64) int {
 		for j, f := range future {
 			for _, x := range f {

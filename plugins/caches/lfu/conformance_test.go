@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/caches/lfu"
-	"github.com/flowrun/flowrun/plugins/internal/buildtest"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/cache/cachetest"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 )
 
 func TestConformance(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/cachetest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -19,19 +19,19 @@ func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
 	return reftest.Configured(t, New(), 0, fmt.Sprintf(`{"capacity":%d,"future":2}`, capacity), rows...)
 }
 
-func plan(t *testing.T, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]int64) (*shmtest.Plan, *cache.PlanResult) {
+func plan(t *testing.T, c cache.Cache, a *cachetest.Arena, seq uint64, ids ...[]int64) (*cachetest.Plan, *cache.PlanResult) {
 	t.Helper()
-	return reftest.Plan(t, c, a, seq, ids...)
+	return a.Planned(t, c, seq, ids...)
 }
 
 func TestEvictsLeastFrequentThenLeastRecent(t *testing.T) {
 	c := configured(t, 3, 100)
-	a := shmtest.New(t, 1<<16)
+	a := cachetest.NewArena(t, 1<<16)
 	// Row 1 is looked up three times, 2 and 3 once each (3 after 2).
 	plan(t, c, a, 1, []int64{1, 2, 1, 3, 1})
 	// 4 evicts 2: counts 1:3, 2:1, 3:1, and 2 was used before 3.
 	p, res := plan(t, c, a, 2, []int64{4})
-	if got := p.Victims(res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Table: 0, Row: 2, Slot: 1}}) {
+	if got := p.Victims(res.Victims); !reflect.DeepEqual(got, []cachetest.Victim{{Table: 0, Row: 2, Slot: 1}}) {
 		t.Fatalf("victims %v, want row 2 from slot 1", got)
 	}
 	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{1}) {
@@ -39,7 +39,7 @@ func TestEvictsLeastFrequentThenLeastRecent(t *testing.T) {
 	}
 	// 3 and 4 now both count 1; 3 is older, so 5 evicts it, not 1.
 	p, res = plan(t, c, a, 3, []int64{5})
-	if got := p.Victims(res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Table: 0, Row: 3, Slot: 2}}) {
+	if got := p.Victims(res.Victims); !reflect.DeepEqual(got, []cachetest.Victim{{Table: 0, Row: 3, Slot: 2}}) {
 		t.Fatalf("victims %v, want row 3 from slot 2", got)
 	}
 	// A batch of more distinct rows than slots keeps its hits and bypasses
@@ -61,7 +61,7 @@ type reference struct {
 	count []int
 }
 
-func (r *reference) plan(t int64, ids []int64) (slots []int64, hits []byte, victims []shmtest.Victim) {
+func (r *reference) plan(t int64, ids []int64) (slots []int64, hits []byte, victims []cachetest.Victim) {
 	slots, hits, victims, _ = r.Plan(t, ids, reftest.Hooks{
 		Better: func(c, s int) bool {
 			return r.count[c] < r.count[s] || (r.count[c] == r.count[s] && r.Last[c] < r.Last[s])
@@ -87,7 +87,7 @@ func TestMatchesReference(t *testing.T) {
 	c := configured(t, capacity, rows, 8)
 	refs := []*reference{{Model: reftest.Model{Capacity: capacity}}, {Model: reftest.Model{Capacity: 8}}}
 	for seq := range uint64(batches) {
-		a := shmtest.New(t, 1<<14)
+		a := cachetest.NewArena(t, 1<<14)
 		ids := make([][]int64, len(refs))
 		for tab := range ids {
 			r := rows
@@ -99,7 +99,7 @@ func TestMatchesReference(t *testing.T) {
 			}
 		}
 		p, res := plan(t, c, a, seq, ids...)
-		var want []shmtest.Victim
+		var want []cachetest.Victim
 		for tab, r := range refs {
 			// The policy's clock is global over tables; the reference's per
 			// table. Only the order of stamps matters, which both keep.
@@ -117,7 +117,7 @@ func TestConfigure(t *testing.T) {
 
 func TestBadRequestLeavesStateUnchanged(t *testing.T) {
 	ctx := context.Background()
-	a := shmtest.New(t, 1<<14)
+	a := cachetest.NewArena(t, 1<<14)
 	if _, err := New().Plan(ctx, a.NewPlan(1, [][]int64{{1}}).Req); !errors.Is(err, plugin.ErrNotConfigured) {
 		t.Fatalf("before configure: %v", err)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/cachetest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
 )
@@ -21,14 +21,14 @@ func configured(t *testing.T, capacity int64, rows ...int64) cache.Cache {
 	return reftest.Configured(t, New(), 0, fmt.Sprintf(`{"capacity":%d}`, capacity), rows...)
 }
 
-func plan(t *testing.T, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]int64) (*shmtest.Plan, *cache.PlanResult) {
+func plan(t *testing.T, c cache.Cache, a *cachetest.Arena, seq uint64, ids ...[]int64) (*cachetest.Plan, *cache.PlanResult) {
 	t.Helper()
-	return reftest.Plan(t, c, a, seq, ids...)
+	return a.Planned(t, c, seq, ids...)
 }
 
 func TestHitsMissesEvictionAndBypass(t *testing.T) {
 	c := configured(t, 2, 100)
-	a := shmtest.New(t, 1<<16)
+	a := cachetest.NewArena(t, 1<<16)
 
 	p, res := plan(t, c, a, 1, []int64{1, 2})
 	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{0, 1}) {
@@ -46,7 +46,7 @@ func TestHitsMissesEvictionAndBypass(t *testing.T) {
 	if got := p.Hits(0); !reflect.DeepEqual(got, []byte{0, 1}) {
 		t.Fatalf("batch 2 hits %v", got)
 	}
-	if got := p.Victims(res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Table: 0, Row: 2, Slot: 1}}) {
+	if got := p.Victims(res.Victims); !reflect.DeepEqual(got, []cachetest.Victim{{Table: 0, Row: 2, Slot: 1}}) {
 		t.Fatalf("batch 2 victims %v", got)
 	}
 	if res.Tables[0] != (cache.TableStats{Hits: 1, Misses: 1, Evictions: 1}) {
@@ -66,7 +66,7 @@ func TestHitsMissesEvictionAndBypass(t *testing.T) {
 
 func TestDuplicateMissSharesSlot(t *testing.T) {
 	c := configured(t, 4, 10, 10)
-	a := shmtest.New(t, 1<<16)
+	a := cachetest.NewArena(t, 1<<16)
 	p, res := plan(t, c, a, 1, []int64{5, 5, 6}, []int64{5})
 	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{0, 0, 1}) {
 		t.Fatalf("slots %v", got)
@@ -86,7 +86,7 @@ func TestDuplicateMissSharesSlot(t *testing.T) {
 // eviction scans for the oldest stamp among rows the batch does not use.
 type reference struct{ reftest.Model }
 
-func (r *reference) plan(t int64, ids []int64) (slots []int64, hits []byte, victims []shmtest.Victim) {
+func (r *reference) plan(t int64, ids []int64) (slots []int64, hits []byte, victims []cachetest.Victim) {
 	slots, hits, victims, _ = r.Plan(t, ids, reftest.Hooks{
 		Better: func(c, s int) bool { return r.Last[c] < r.Last[s] },
 	})
@@ -99,7 +99,7 @@ func TestMatchesReference(t *testing.T) {
 	c := configured(t, capacity, rows, rows, 8)
 	refs := []*reference{{Model: reftest.Model{Capacity: capacity}}, {Model: reftest.Model{Capacity: capacity}}, {Model: reftest.Model{Capacity: 8}}}
 	for seq := range uint64(batches) {
-		a := shmtest.New(t, 1<<14)
+		a := cachetest.NewArena(t, 1<<14)
 		ids := make([][]int64, 3)
 		for tab := range ids {
 			n := rng.IntN(24) // sometimes more distinct rows than capacity
@@ -110,7 +110,7 @@ func TestMatchesReference(t *testing.T) {
 			}
 		}
 		p, res := plan(t, c, a, seq, ids...)
-		var wantVictims []shmtest.Victim
+		var wantVictims []cachetest.Victim
 		for tab, r := range refs {
 			slots, hits, victims := r.plan(int64(tab), ids[tab])
 			reftest.Match(t, seq, tab, p, ids[tab], slots, hits)
@@ -132,7 +132,7 @@ func setupRows(tab int, rows int64) int64 {
 
 func TestCapacityAboveRowsHoldsWholeTable(t *testing.T) {
 	c := configured(t, 1000, 3)
-	a := shmtest.New(t, 1<<14)
+	a := cachetest.NewArena(t, 1<<14)
 	plan(t, c, a, 1, []int64{0, 1, 2})
 	p, res := plan(t, c, a, 2, []int64{2, 1, 0})
 	if res.Tables[0].Hits != 3 || !reflect.DeepEqual(p.Slots(0), []int64{2, 1, 0}) {
@@ -146,7 +146,7 @@ func TestConfigure(t *testing.T) {
 
 func TestReconfigureStartsEmpty(t *testing.T) {
 	c := configured(t, 2, 10)
-	a := shmtest.New(t, 1<<14)
+	a := cachetest.NewArena(t, 1<<14)
 	plan(t, c, a, 1, []int64{1, 2})
 	if err := c.Configure(context.Background(), plugin.Setup{
 		Tables: []plugin.Table{{Rows: 10, Dim: 4}}, Options: json.RawMessage(`{"capacity":2}`),
@@ -160,7 +160,7 @@ func TestReconfigureStartsEmpty(t *testing.T) {
 
 func TestBadRequestLeavesStateUnchanged(t *testing.T) {
 	ctx := context.Background()
-	a := shmtest.New(t, 1<<14)
+	a := cachetest.NewArena(t, 1<<14)
 	c := New()
 	if _, err := c.Plan(ctx, a.NewPlan(1, [][]int64{{1}}).Req); !errors.Is(err, plugin.ErrNotConfigured) {
 		t.Fatalf("before configure: %v", err)
@@ -188,7 +188,7 @@ func BenchmarkPlan(b *testing.B) {
 	if err := c.Configure(context.Background(), setup); err != nil {
 		b.Fatal(err)
 	}
-	a := shmtest.New(b, 1<<20)
+	a := cachetest.NewArena(b, 1<<20)
 	rng := rand.New(rand.NewPCG(3, 4))
 	ids := make([]int64, n)
 	p := a.NewPlan(0, [][]int64{ids})

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
+	"github.com/flowrun/flowrun/sdk/cache/cachetest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -23,7 +23,7 @@ func TestEveryLookupBypasses(t *testing.T) {
 	if err := c.Configure(ctx, setup(`{"capacity": 3}`)); err != nil {
 		t.Fatal(err)
 	}
-	a := shmtest.New(t, 1<<16)
+	a := cachetest.NewArena(t, 1<<16)
 	p := a.NewPlan(1, [][]int64{{1, 2, 1, 9}, {4}})
 	// Poison the outputs so the test sees that every entry is written.
 	for i := range a.Bytes(p.Req.Hits) {
@@ -50,7 +50,7 @@ func TestEveryLookupBypasses(t *testing.T) {
 
 func TestRejects(t *testing.T) {
 	ctx := context.Background()
-	a := shmtest.New(t, 1<<16)
+	a := cachetest.NewArena(t, 1<<16)
 
 	c := New()
 	if _, err := c.Plan(ctx, a.NewPlan(0, [][]int64{{1}, {}}).Req); !errors.Is(err, plugin.ErrNotConfigured) {
@@ -62,7 +62,7 @@ func TestRejects(t *testing.T) {
 	if err := c.Configure(ctx, setup(``)); err != nil {
 		t.Fatal(err)
 	}
-	bad := map[string]*shmtest.Plan{
+	bad := map[string]*cachetest.Plan{
 		"row out of range": a.NewPlan(1, [][]int64{{10}, {}}),
 		"negative row":     a.NewPlan(1, [][]int64{{}, {-1}}),
 		"one table":        a.NewPlan(1, [][]int64{{1}}),

@@ -5,9 +5,9 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/caches/scratchpipe"
-	"github.com/flowrun/flowrun/plugins/internal/buildtest"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/cache/cachetest"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 )
 
 // The suite acts as ScratchPipe's pipelined host (past 3, future 2) and

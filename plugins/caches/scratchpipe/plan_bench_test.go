@@ -7,8 +7,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/cachetest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -52,8 +52,8 @@ func benchmarkPlan(b *testing.B, sh planShape) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	zipf := rand.NewZipf(rng, sh.s, sh.q, uint64(sh.rows-1))
-	a := shmtest.New(b, int64(sh.ring*sh.tables*sh.lookups)*48+1<<16)
-	plans := make([]*shmtest.Plan, sh.ring)
+	a := cachetest.NewArena(b, int64(sh.ring*sh.tables*sh.lookups)*48+1<<16)
+	plans := make([]*cachetest.Plan, sh.ring)
 	for i := range plans {
 		ids := make([][]int64, sh.tables)
 		for t := range ids {

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/cachetest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
 )
@@ -42,10 +42,10 @@ func TestPastWindowHoldsSlots(t *testing.T) {
 			t.Fatalf("batch %d: %v", i, s.Err)
 		}
 	}
-	if got := steps[4].P.Victims(steps[4].Res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 1, Slot: 0}}) {
+	if got := steps[4].P.Victims(steps[4].Res.Victims); !reflect.DeepEqual(got, []cachetest.Victim{{Row: 1, Slot: 0}}) {
 		t.Fatalf("batch 4 victims %v, want row 1 from slot 0", got)
 	}
-	if got := steps[5].P.Victims(steps[5].Res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 2, Slot: 1}}) {
+	if got := steps[5].P.Victims(steps[5].Res.Victims); !reflect.DeepEqual(got, []cachetest.Victim{{Row: 2, Slot: 1}}) {
 		t.Fatalf("batch 5 victims %v, want row 2 from slot 1", got)
 	}
 
@@ -75,7 +75,7 @@ func TestFutureWindowHoldsRows(t *testing.T) {
 		{5, 5, 5}, // 3 next (1 is still held by batch 3)
 		{1, 1, 1},
 	})
-	want := [][]shmtest.Victim{nil, {{Row: 2, Slot: 1}}, {{Row: 3, Slot: 2}}, nil}
+	want := [][]cachetest.Victim{nil, {{Row: 2, Slot: 1}}, {{Row: 3, Slot: 2}}, nil}
 	for i, s := range steps {
 		if s.Err != nil {
 			t.Fatalf("batch %d: %v", i, s.Err)
@@ -91,7 +91,7 @@ func TestFutureWindowHoldsRows(t *testing.T) {
 	// Without the future window, LRU evicts row 1 at batch 1.
 	c = configured(t, `{"capacity":3,"past_window":0,"future_window":0}`, 100)
 	steps = planAll(t, c, 2, [][]int64{{1, 2, 3}, {4, 4, 4}})
-	if got := steps[1].P.Victims(steps[1].Res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 1, Slot: 0}}) {
+	if got := steps[1].P.Victims(steps[1].Res.Victims); !reflect.DeepEqual(got, []cachetest.Victim{{Row: 1, Slot: 0}}) {
 		t.Errorf("window 0: victims %v, want row 1", got)
 	}
 }
@@ -100,8 +100,8 @@ func TestFutureWindowHoldsRows(t *testing.T) {
 // never been asked.
 func TestRefusalLeavesStateUnchanged(t *testing.T) {
 	opts := `{"capacity":4,"past_window":1,"future_window":0}`
-	a := shmtest.New(t, 1<<16)
-	plan := func(c cache.Cache, seq uint64, ids []int64) (*shmtest.Plan, *cache.PlanResult, error) {
+	a := cachetest.NewArena(t, 1<<16)
+	plan := func(c cache.Cache, seq uint64, ids []int64) (*cachetest.Plan, *cache.PlanResult, error) {
 		p := a.NewPlan(seq, [][]int64{ids})
 		res, err := c.Plan(context.Background(), p.Req)
 		return p, res, err
@@ -137,7 +137,7 @@ type reference struct {
 	used         []map[int]bool // per planned batch
 }
 
-func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []byte, victims []shmtest.Victim, err error) {
+func (r *reference) plan(ids []int64, future [][]int64) (slots []int64, hits []byte, victims []cachetest.Victim, err error) {
 	held := map[int]bool{}
 	for k := 1; k <= r.past && k <= len(r.used); k++ {
 		for s := range r.used[len(r.used)-k] {
@@ -219,7 +219,7 @@ func TestSlotsWhenWindowsDiffer(t *testing.T) {
 			all := skewedBatches(rng, batches, capacity/(w[0]+1+w[1]), rows)
 			c := configured(t, fmt.Sprintf(`{"capacity":%d,"past_window":%d,"future_window":%d}`, capacity, w[0], w[1]), rows)
 			hitMap := &c.(*policy).tables[0].HitMap
-			a := shmtest.New(t, 1<<20)
+			a := cachetest.NewArena(t, 1<<20)
 			var hits, moved int
 			for i, ids := range all {
 				p := a.NewPlan(uint64(i), [][]int64{ids})
@@ -270,14 +270,14 @@ func TestRandomVictimsFollowSeed(t *testing.T) {
 			all[i] = append(all[i], rng.Int64N(1000))
 		}
 	}
-	victims := func(seed uint64) []shmtest.Victim {
+	victims := func(seed uint64) []cachetest.Victim {
 		setup := plugin.Setup{Seed: seed, Tables: []plugin.Table{{Rows: 1000, Dim: 4}},
 			Options: json.RawMessage(`{"capacity":48,"victim":"random"}`)}
 		c := New()
 		if err := c.Configure(context.Background(), setup); err != nil {
 			t.Fatal(err)
 		}
-		var out []shmtest.Victim
+		var out []cachetest.Victim
 		for i, s := range planAll(t, c, 2, all) {
 			if s.Err != nil {
 				t.Fatalf("batch %d: %v", i, s.Err)
@@ -299,7 +299,7 @@ func TestRandomVictimsFollowSeed(t *testing.T) {
 func TestLFUVictim(t *testing.T) {
 	c := configured(t, `{"capacity":3,"past_window":0,"future_window":0,"victim":"lfu"}`, 100)
 	steps := planAll(t, c, 0, [][]int64{{1, 1, 2, 3, 3}, {4}})
-	if got := steps[1].P.Victims(steps[1].Res.Victims); !reflect.DeepEqual(got, []shmtest.Victim{{Row: 2, Slot: 1}}) {
+	if got := steps[1].P.Victims(steps[1].Res.Victims); !reflect.DeepEqual(got, []cachetest.Victim{{Row: 2, Slot: 1}}) {
 		t.Fatalf("victims %v, want row 2 (one lookup)", got)
 	}
 }
@@ -332,7 +332,7 @@ func TestConfigure(t *testing.T) {
 
 func TestBadFutureWindowIsRefused(t *testing.T) {
 	c := configured(t, `{"capacity":4}`, 10)
-	a := shmtest.New(t, 1<<14)
+	a := cachetest.NewArena(t, 1<<14)
 	p := a.NewPlan(5, [][]int64{{1, 2}})
 	next := a.NewPlan(6, [][]int64{{3, 12}})
 	p.Req.Future = []cache.Window{{Seq: 6, IDs: next.Req.IDs}}
@@ -352,14 +352,14 @@ func BenchmarkPlan(b *testing.B) {
 	if err := c.Configure(context.Background(), setup); err != nil {
 		b.Fatal(err)
 	}
-	a := shmtest.New(b, 1<<22)
+	a := cachetest.NewArena(b, 1<<22)
 	rng := rand.New(rand.NewPCG(3, 4))
 	const window = 3
-	plans := make([]*shmtest.Plan, window)
+	plans := make([]*cachetest.Plan, window)
 	for i := range plans {
 		plans[i] = a.NewPlan(0, [][]int64{make([]int64, n)})
 	}
-	fill := func(p *shmtest.Plan) {
+	fill := func(p *cachetest.Plan) {
 		ids := region.Int64s(a.Bytes(p.Req.IDs))
 		for j := range ids {
 			ids[j] = int64(rng.IntN(1 << 17))
@@ -399,8 +399,8 @@ func TestEvictableCountsMatchScan(t *testing.T) {
 				capacity := n*(w[0]+1) - n/4
 				c := configured(t, fmt.Sprintf(`{"capacity":%d,"past_window":%d,"future_window":%d,"victim":%q}`, capacity, w[0], w[1], victim), rows, rows)
 				p := c.(*policy)
-				a := shmtest.New(t, 1<<20)
-				plans := make([]*shmtest.Plan, batches)
+				a := cachetest.NewArena(t, 1<<20)
+				plans := make([]*cachetest.Plan, batches)
 				for i := range plans {
 					// Batches from mostly hot rows to mostly distinct.
 					hot := rng.Float64()

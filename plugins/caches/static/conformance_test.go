@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/caches/static"
-	"github.com/flowrun/flowrun/plugins/internal/buildtest"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/cache/cachetest"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 	"github.com/flowrun/flowrun/sdk/region"
 )
 

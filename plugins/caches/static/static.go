@@ -29,11 +29,11 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/flowrun/flowrun/plugins/internal/shm"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
+	"github.com/flowrun/flowrun/sdk/region/checked"
 )
 
 // Name is the policy's plugin name (builtin:static).
@@ -128,7 +128,7 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 func readFrequencies(ref region.Ref, setup []plugin.Table, tables []*table) error {
 	var m region.Mapper
 	defer m.Close()
-	v, err := shm.Int64s(&m, ref, ref.Length/8, "frequencies")
+	v, err := checked.Int64s(&m, ref, ref.Length/8, "frequencies")
 	if err != nil {
 		return fmt.Errorf("%w: %w", plugin.ErrInvalidConfig, err)
 	}

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/caches/internal/reftest"
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/cachetest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -25,9 +25,9 @@ type answer struct {
 	res   *cache.PlanResult
 }
 
-func plan(t *testing.T, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]int64) []answer {
+func plan(t *testing.T, c cache.Cache, a *cachetest.Arena, seq uint64, ids ...[]int64) []answer {
 	t.Helper()
-	p, res := reftest.Plan(t, c, a, seq, ids...)
+	p, res := a.Planned(t, c, seq, ids...)
 	if res.Victims != 0 {
 		t.Fatalf("batch %d: %d victims; a static cache never evicts", seq, res.Victims)
 	}
@@ -40,7 +40,7 @@ func plan(t *testing.T, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]in
 
 func TestFirstBatchesProfile(t *testing.T) {
 	c := configured(t, `{"capacity":2,"warmup_batches":2}`, 100)
-	a := shmtest.New(t, 1<<16)
+	a := cachetest.NewArena(t, 1<<16)
 	// Warm-up: everything bypasses while the policy counts.
 	// Counts: 7:3, 5:2, 9:2, 1:1. Top-2: 7, then 5 (ties by the lower row).
 	for seq, ids := range [][]int64{{7, 9, 5, 7}, {1, 7, 9, 5}} {
@@ -65,7 +65,7 @@ func TestFirstBatchesProfile(t *testing.T) {
 
 func TestWholeTableNeedsNoProfile(t *testing.T) {
 	c := configured(t, `{"capacity":8}`, 5, 100)
-	a := shmtest.New(t, 1<<16)
+	a := cachetest.NewArena(t, 1<<16)
 	got := plan(t, c, a, 0, []int64{4, 0, 4}, []int64{3})
 	if !reflect.DeepEqual(got[0].slots, []int64{4, 0, 4}) || !reflect.DeepEqual(got[1].slots, []int64{-1}) {
 		t.Fatalf("slots %v %v: the small table is cached from the start, the large one warms up", got[0].slots, got[1].slots)
@@ -76,7 +76,7 @@ func TestWholeTableNeedsNoProfile(t *testing.T) {
 }
 
 func TestFrequenciesProfile(t *testing.T) {
-	a := shmtest.New(t, 1<<16)
+	a := cachetest.NewArena(t, 1<<16)
 	ref := a.Int64s([]int64{
 		0, 10, 5,
 		1, 2, 9, // another table

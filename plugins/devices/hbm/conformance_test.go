@@ -4,9 +4,9 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/plugins/devices/hbm"
-	"github.com/flowrun/flowrun/plugins/internal/buildtest"
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/device/devicetest"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 )
 
 func TestConformance(t *testing.T) {

@@ -53,15 +53,11 @@ type cpuKernel struct {
 func New() kernel.Kernel { return &cpuKernel{} }
 
 func (k *cpuKernel) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindKernel,
-		Name:        Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: "gather-reduce (sum, mean; AVX2 with prefetch or pure Go), expand-coalesce and sparse SGD/Adagrad/row-wise Adagrad, in canonical floating-point order",
-		Config:      fields(),
-		Ops:         []string{kernel.OpGatherReduce, kernel.OpScatter, kernel.OpExpandCoalesce, kernel.OpApply},
-	}, nil
+	info := plugin.NewInfo(plugin.KindKernel, Name, Version,
+		"gather-reduce (sum, mean; AVX2 with prefetch or pure Go), expand-coalesce and sparse SGD/Adagrad/row-wise Adagrad, in canonical floating-point order",
+		fields())
+	info.Ops = []string{kernel.OpGatherReduce, kernel.OpScatter, kernel.OpExpandCoalesce, kernel.OpApply}
+	return info, nil
 }
 
 func (k *cpuKernel) Configure(_ context.Context, setup plugin.Setup) error {

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/buildtest"
 	"github.com/flowrun/flowrun/plugins/models/dlrm"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/model/modeltest"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 )
 
 // The suite's run has 3 tables of dim 4 and 4 dense features: RecPipe's

@@ -3,10 +3,10 @@ package logreg_test
 import (
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/buildtest"
 	"github.com/flowrun/flowrun/plugins/models/logreg"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/model/modeltest"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 )
 
 func TestConformance(t *testing.T) {

@@ -22,11 +22,12 @@
 // slot one of the previous batches of the past window uses, nor a row one
 // of its future batches looks up.
 //
-// Mock is a Cache with function fields for tests of code that uses caches.
+// Mock is a Cache with function fields for tests of code that uses caches;
+// Arena lays plan requests out in shared memory, as a host does, for a
+// policy's own tests.
 package cachetest
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 
@@ -79,21 +80,21 @@ func WithWindows(past, future int) Option {
 	return func(c *config) { c.past, c.future, c.holds = past, future, true }
 }
 
-func newConfig(opts []Option) config {
-	c := config{capacity: DefaultCapacity, future: DefaultFuture}
-	for _, o := range opts {
-		o(&c)
-	}
-	return c
+// suite is the cache kind's conformance suite (sdk/internal/plugintest).
+var suite = plugintest.Suite[cache.Cache, config, Option]{
+	Kind: plugin.KindCache, Server: cache.ServerPlugin, Host: cache.HostPlugin,
+	Defaults: config{capacity: DefaultCapacity, future: DefaultFuture},
+	Setup:    config.setup, Contract: config.runContract,
 }
 
 // Run checks the cache contract against policies made by newImpl, each
 // served over real gRPC in this process. Every subtest gets a fresh policy.
 func Run(t *testing.T, newImpl func() cache.Cache, opts ...Option) {
 	t.Helper()
-	c := newConfig(opts)
-	_, c.declares = newImpl().(cache.Declarer)
-	plugintest.Run(t, plugin.KindCache, cache.ServerPlugin, newImpl, c.runContract)
+	// Over gRPC every policy answers Needs: whether it declares is known
+	// only here, from the implementation itself.
+	_, declares := newImpl().(cache.Declarer)
+	suite.Run(t, newImpl, append(opts[:len(opts):len(opts)], func(c *config) { c.declares = declares }))
 }
 
 // RunBinary checks that the plugin binary at path answers "describe" as a
@@ -102,7 +103,7 @@ func Run(t *testing.T, newImpl func() cache.Cache, opts ...Option) {
 // binary fails.
 func RunBinary(t *testing.T, path string, opts ...Option) {
 	t.Helper()
-	plugintest.RunBinary(t, plugin.KindCache, path, cache.HostPlugin, newConfig(opts).runContract)
+	suite.RunBinary(t, path, opts)
 }
 
 // setupOptions merges what a host fills (capacity and its windows, as
@@ -136,12 +137,5 @@ func (c config) setup(t testing.TB) plugin.Setup {
 		BatchSize: 64,
 		Lookups:   4,
 		Options:   c.setupOptions(t, nil),
-	}
-}
-
-func configure(t *testing.T, c cache.Cache, setup plugin.Setup) {
-	t.Helper()
-	if err := c.Configure(context.Background(), setup); err != nil {
-		t.Fatalf("Configure(%s): %v", setup.Options, err)
 	}
 }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/cache/cachetest"
-	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/internal/testplugins"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 )
 
 func TestConformance(t *testing.T) {
@@ -14,9 +14,6 @@ func TestConformance(t *testing.T) {
 }
 
 func TestConformanceBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a plugin binary")
-	}
-	bin := plugintest.Build(t, "github.com/flowrun/flowrun/sdk/internal/testplugins/cmd/testcache")
+	bin := buildtest.Binary(t, "github.com/flowrun/flowrun/sdk/internal/testplugins/cmd/testcache")
 	cachetest.RunBinary(t, bin)
 }

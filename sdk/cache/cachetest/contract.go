@@ -24,11 +24,7 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) cache.Cache) 
 		name string
 		run  func(*testing.T, func(*testing.T) cache.Cache)
 	}{
-		{"Info", func(t *testing.T, connect func(*testing.T) cache.Cache) {
-			plugintest.Info(t, plugin.KindCache, connect(t))
-		}},
 		{"PlanBeforeConfigure", testPlanBeforeConfigure},
-		{"UnknownOption", c.testUnknownOption},
 		{"Batches", c.testBatches},
 		{"NoFuture", c.testNoFuture},
 		{"RepeatedBatchHits", c.testRepeatedBatchHits},
@@ -51,18 +47,11 @@ func testPlanBeforeConfigure(t *testing.T, connect func(*testing.T) cache.Cache)
 	}
 }
 
-// testUnknownOption: Configure refuses an option no policy knows.
-func (c config) testUnknownOption(t *testing.T, connect func(*testing.T) cache.Cache) {
-	setup := c.setup(t)
-	setup.Options = c.setupOptions(t, map[string]any{unknownOption: true})
-	plugintest.UnknownOption(t, connect(t), setup)
-}
-
 // testBatches plans a run of batches, each with its future window, and
 // checks every answer (and, WithWindows, the windows held).
 func (c config) testBatches(t *testing.T, connect func(*testing.T) cache.Cache) {
 	p := connect(t)
-	configure(t, p, c.setup(t))
+	plugintest.Configured(t, p, c.setup(t))
 	rng := rand.New(rand.NewPCG(1, 2))
 	batches := make([]*batch, 16)
 	width := c.past + 1 + c.future
@@ -103,7 +92,7 @@ func (c config) testBatches(t *testing.T, connect func(*testing.T) cache.Cache) 
 // without lookups.
 func (c config) testNoFuture(t *testing.T, connect func(*testing.T) cache.Cache) {
 	p := connect(t)
-	configure(t, p, c.setup(t))
+	plugintest.Configured(t, p, c.setup(t))
 	rng := rand.New(rand.NewPCG(5, 6))
 	model := newResident(len(tables))
 	for seq := uint64(1); seq <= 4; seq++ {
@@ -115,7 +104,7 @@ func (c config) testNoFuture(t *testing.T, connect func(*testing.T) cache.Cache)
 // the first time and evicts nothing.
 func (c config) testRepeatedBatchHits(t *testing.T, connect func(*testing.T) cache.Cache) {
 	p := connect(t)
-	configure(t, p, c.setup(t))
+	plugintest.Configured(t, p, c.setup(t))
 	rng := rand.New(rand.NewPCG(3, 4))
 	// At most capacity/2 distinct rows per table, each looked up
 	// twice, so the whole batch fits in any sane policy.
@@ -148,7 +137,7 @@ func (c config) testRepeatedBatchHits(t *testing.T, connect func(*testing.T) cac
 func (c config) testInvalidRequest(t *testing.T, connect func(*testing.T) cache.Cache) {
 	ctx := context.Background()
 	p := connect(t)
-	configure(t, p, c.setup(t))
+	plugintest.Configured(t, p, c.setup(t))
 	ids := [][]int64{{1, 2, 3}, {4, 5}, {6}}
 	cases := []struct {
 		name   string

@@ -8,11 +8,12 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // unknownOption is an option no policy knows.
-const unknownOption = "cachetest_no_such_option"
+var unknownOption = plugintest.UnknownOptionKey(plugin.KindCache)
 
 // testNeeds checks a policy's Needs (cache.Declarer): it answers before
 // Configure; it changes nothing, so that a policy asked between its plans
@@ -28,8 +29,8 @@ func (c config) testNeeds(t *testing.T, connect func(*testing.T) cache.Cache) {
 	bad.Options = c.setupOptions(t, map[string]any{unknownOption: true})
 	asked, quiet := connect(t), connect(t)
 	c.checkNeeds(t, asked, setup, bad)
-	configure(t, asked, setup)
-	configure(t, quiet, setup)
+	plugintest.Configured(t, asked, setup)
+	plugintest.Configured(t, quiet, setup)
 	rng := rand.New(rand.NewPCG(9, 10))
 	for seq := uint64(1); seq <= 4; seq++ {
 		ids := c.draw(rng, false)

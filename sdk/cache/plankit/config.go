@@ -79,14 +79,7 @@ func PerTable[T any](capacity int64, tables []plugin.Table, build func(t int, c 
 
 // Info describes a cache policy.
 func Info(name, version, description string, config []plugin.Field) plugin.Info {
-	return plugin.Info{
-		Kind:        plugin.KindCache,
-		Name:        name,
-		Version:     version,
-		APIVersion:  plugin.APIVersion,
-		Description: description,
-		Config:      config,
-	}
+	return plugin.NewInfo(plugin.KindCache, name, version, description, config)
 }
 
 // CapacityField documents the capacity the host fills, for a policy that

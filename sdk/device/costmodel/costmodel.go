@@ -61,14 +61,7 @@ func New(spec Spec) *Device { return &Device{spec: spec} }
 
 // Info describes the device and its options with their defaults.
 func (d *Device) Info(context.Context) (plugin.Info, error) {
-	return plugin.Info{
-		Kind:        plugin.KindDevice,
-		Name:        d.spec.Name,
-		Version:     Version,
-		APIVersion:  plugin.APIVersion,
-		Description: d.spec.Description,
-		Config:      fields(d.spec),
-	}, nil
+	return plugin.NewInfo(plugin.KindDevice, d.spec.Name, Version, d.spec.Description, fields(d.spec)), nil
 }
 
 // Configure decodes the options over the selected profile and validates

@@ -13,17 +13,21 @@ import (
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
-// runContract runs every contract test; connect returns a fresh,
-// unconfigured device behind real gRPC.
-func (c config) runContract(t *testing.T, connect func(*testing.T) device.Device) {
-	t.Helper()
-	k := &contract{config: c, connect: connect, setup: plugin.Setup{
+// setup is the Setup the suite configures devices with.
+func (c config) setup(testing.TB) plugin.Setup {
+	return plugin.Setup{
 		RunID: "devicetest", Seed: 1, BatchSize: 128, Lookups: 8, DenseFeatures: 13,
 		Tables:  []plugin.Table{{Rows: 1 << 20, Dim: 64}, {Rows: 1000, Dim: 64}},
 		Options: c.options,
-	}}
-	t.Run("Info", func(t *testing.T) { plugintest.Info(t, plugin.KindDevice, connect(t)) })
-	t.Run("UnknownOption", k.unknownOption)
+	}
+}
+
+// runContract runs the device's own contract tests (plugintest.Suite runs
+// Info and UnknownOption); connect returns a fresh, unconfigured device
+// behind real gRPC.
+func (c config) runContract(t *testing.T, connect func(*testing.T) device.Device) {
+	t.Helper()
+	k := &contract{config: c, connect: connect, setup: c.setup(t)}
 	t.Run("Profile", k.profile)
 	t.Run("Cost", k.deterministic)
 	t.Run("MoreWorkNotFaster", k.moreWorkNotFaster)
@@ -41,11 +45,7 @@ type contract struct {
 // configured is a fresh device, configured.
 func (k *contract) configured(t *testing.T) device.Device {
 	t.Helper()
-	d := k.connect(t)
-	if err := d.Configure(context.Background(), k.setup); err != nil {
-		t.Fatalf("Configure: %v", err)
-	}
-	return d
+	return plugintest.Configured(t, k.connect(t), k.setup)
 }
 
 // cost is the modeled time of ops on d, checked: one non-negative time per op.
@@ -64,12 +64,6 @@ func (k *contract) cost(t *testing.T, d device.Device, ops []device.Op) []int64 
 		}
 	}
 	return res.ModeledNs
-}
-
-func (k *contract) unknownOption(t *testing.T) {
-	bad := k.setup
-	bad.Options = plugintest.MergeOptions(t, "devicetest", k.options, map[string]any{"devicetest_no_such_option": true})
-	plugintest.UnknownOption(t, k.connect(t), bad)
 }
 
 func (k *contract) profile(t *testing.T) {

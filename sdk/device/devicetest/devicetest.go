@@ -40,7 +40,7 @@ func WithOptions(raw json.RawMessage) Option { return func(c *config) { c.option
 // suite is the device kind's conformance suite (sdk/internal/plugintest).
 var suite = plugintest.Suite[device.Device, config, Option]{
 	Kind: plugin.KindDevice, Server: device.ServerPlugin, Host: device.HostPlugin,
-	Defaults: config{}, Contract: config.runContract,
+	Setup: config.setup, Contract: config.runContract,
 }
 
 // Run checks the device contract against devices made by newImpl, each served

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -14,10 +15,7 @@ import (
 // device's own unit tests.
 func Configured(t testing.TB, d device.Device, options string) device.Device {
 	t.Helper()
-	if err := d.Configure(context.Background(), plugin.Setup{Options: json.RawMessage(options)}); err != nil {
-		t.Fatalf("Configure(%s): %v", options, err)
-	}
-	return d
+	return plugintest.Configured(t, d, plugin.Setup{Options: json.RawMessage(options)})
 }
 
 // ProfileOf returns d's profile, failing t on an error.

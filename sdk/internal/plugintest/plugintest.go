@@ -1,9 +1,10 @@
 // Package plugintest connects the conformance suites (sdk/*/…test) to a
 // plugin over real gRPC: in process, through go-plugin's test-mode Serve with
 // the very ServeConfig a plugin binary uses, or as a built binary launched as
-// a subprocess the way a host launches it. Run and RunBinary are the body
-// of every suite's Run and RunBinary, and Info, UnknownOption and
-// MergeOptions the checks all kinds' contracts share.
+// a subprocess the way a host launches it. Suite is each kind's suite: its
+// Run and RunBinary are the body of every suite's Run and RunBinary, and
+// it runs the checks all kinds share (Info, UnknownOption) before the
+// kind's own contract; Configured and MergeOptions serve those contracts.
 //
 // It is internal to sdk/ and imports the testing package; only the suites
 // and the SDK's own tests use it.

@@ -85,6 +85,15 @@ func MergeOptions(t testing.TB, suite string, options json.RawMessage, extra ...
 	return raw
 }
 
+// Configured is p, configured with setup; t fails when p refuses it.
+func Configured[T plugin.Base](t testing.TB, p T, setup plugin.Setup) T {
+	t.Helper()
+	if err := p.Configure(context.Background(), setup); err != nil {
+		t.Fatalf("Configure(%s): %v", setup.Options, err)
+	}
+	return p
+}
+
 // UnknownOption checks that p refuses setup, whose options hold a key no
 // plugin knows, with plugin.ErrInvalidConfig.
 func UnknownOption(t *testing.T, p plugin.Base, setup plugin.Setup) {

@@ -2,22 +2,19 @@ package testplugins
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"sync"
 
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // LRU is a per-table least-recently-used cache policy. Rows of the batch
 // being planned are never evicted by it; when a table has more distinct rows
 // in one batch than free or evictable slots, the rest bypass the cache.
 type LRU struct {
-	mu     sync.Mutex
-	mem    region.Mapper
-	setup  []plugin.Table // the run's tables, for PlanRequest.View
+	// guard serialises Configure and Plan and checks each request
+	// (plankit.Guard, as a policy outside flowrun would).
+	guard  plankit.Guard
 	tables []lruTable
 	tick   int64
 }
@@ -49,30 +46,24 @@ func (c *LRU) Configure(_ context.Context, setup plugin.Setup) error {
 	if opts.Capacity < 0 {
 		return plugin.FieldErrorf("capacity", "must be ≥ 0, got %d", opts.Capacity)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.setup = slices.Clone(setup.Tables)
-	c.tables = make([]lruTable, len(setup.Tables))
-	for i := range setup.Tables {
+	tables := make([]lruTable, len(setup.Tables))
+	for i := range tables {
 		rowAt := make([]int64, opts.Capacity)
 		for s := range rowAt {
 			rowAt[s] = -1
 		}
-		c.tables[i] = lruTable{slotOf: map[int64]int64{}, rowAt: rowAt, lastUse: make([]int64, opts.Capacity)}
+		tables[i] = lruTable{slotOf: map[int64]int64{}, rowAt: rowAt, lastUse: make([]int64, opts.Capacity)}
 	}
+	c.guard.Configure(setup.Tables, func() { c.tables, c.tick = tables, 0 })
 	return nil
 }
 
 func (c *LRU) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.tables == nil {
-		return nil, plugin.ErrNotConfigured
-	}
-	b, err := req.View(&c.mem, c.setup)
-	if err != nil {
-		return nil, err
-	}
+	return c.guard.Plan("test-lru", req, c.plan)
+}
+
+// plan plans the checked batch b; the guard holds the lock.
+func (c *LRU) plan(b *cache.Batch) (*cache.PlanResult, error) {
 	ids, slots, hits, victims := b.IDs, b.Slots, b.Hits, b.Victims
 
 	res := &cache.PlanResult{Tables: make([]cache.TableStats, len(c.tables))}
@@ -136,20 +127,4 @@ func (tab *lruTable) victimSlot(now int64) int64 {
 		}
 	}
 	return best
-}
-
-// mapAtLeast maps ref and checks it holds at least want bytes; every
-// failure is the caller's fault, so it wraps plugin.ErrInvalidRequest.
-func mapAtLeast(m *region.Mapper, ref region.Ref, want int64, what string) ([]byte, error) {
-	if want == 0 {
-		return nil, nil
-	}
-	b, err := m.Bytes(ref)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", plugin.ErrInvalidRequest, what, err)
-	}
-	if int64(len(b)) < want {
-		return nil, fmt.Errorf("%w: %s: %d bytes, need %d", plugin.ErrInvalidRequest, what, len(b), want)
-	}
-	return b[:want], nil
 }

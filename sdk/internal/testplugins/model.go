@@ -11,14 +11,14 @@ import (
 
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // Logistic is a logistic regression over the concatenated pooled embeddings
 // and dense features, trained by SGD on the mean binary cross-entropy.
 type Logistic struct {
-	mu     sync.Mutex
-	mem    region.Mapper
+	mu sync.Mutex
+	// Batches checks and maps the step requests (model.StepRequest.View).
+	model.Batches
 	setup  *plugin.Setup
 	lr     float32
 	w      []float32 // pooled features (table-major), then dense features
@@ -63,45 +63,23 @@ func (m *Logistic) Configure(_ context.Context, setup plugin.Setup) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.setup, m.lr, m.w, m.bias, m.pooled = &setup, opts.LearningRate, w, 0, pooled
+	m.Configured(setup)
 	return nil
 }
 
-func (m *Logistic) Step(_ context.Context, req *model.StepRequest) (*model.StepResult, error) {
+func (m *Logistic) Step(ctx context.Context, req *model.StepRequest) (*model.StepResult, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.setup == nil {
-		return nil, plugin.ErrNotConfigured
+	v, err := m.Open(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-	B := req.Batch
-	if B <= 0 || (m.setup.BatchSize > 0 && B > m.setup.BatchSize) {
+	B := v.Batch
+	if m.setup.BatchSize > 0 && B > m.setup.BatchSize {
 		return nil, fmt.Errorf("%w: batch %d (setup batch size %d)", plugin.ErrInvalidRequest, B, m.setup.BatchSize)
 	}
 	nd := m.setup.DenseFeatures
-	pooledB, err := mapAtLeast(&m.mem, req.Pooled, 4*int64(B*m.pooled), "pooled")
-	if err != nil {
-		return nil, err
-	}
-	denseB, err := mapAtLeast(&m.mem, req.Dense, 4*int64(B*nd), "dense")
-	if err != nil {
-		return nil, err
-	}
-	labelsB, err := mapAtLeast(&m.mem, req.Labels, 4*int64(B), "labels")
-	if err != nil {
-		return nil, err
-	}
-	var gradB, scoresB []byte
-	if req.Train {
-		if gradB, err = mapAtLeast(&m.mem, req.PooledGrad, 4*int64(B*m.pooled), "pooled_grad"); err != nil {
-			return nil, err
-		}
-	}
-	if !req.Scores.IsZero() {
-		if scoresB, err = mapAtLeast(&m.mem, req.Scores, 4*int64(B), "scores"); err != nil {
-			return nil, err
-		}
-	}
-	pooled, dense, labels := region.Float32s(pooledB), region.Float32s(denseB), region.Float32s(labelsB)
-	scores := region.Float32s(scoresB)
+	pooled, dense, labels, scores := v.Pooled, v.Dense, v.Labels, v.Scores
 
 	// input returns feature j of sample s: pooled is [table][sample][dim].
 	input := func(s, j int) float32 {
@@ -137,7 +115,7 @@ func (m *Logistic) Step(_ context.Context, req *model.StepRequest) (*model.StepR
 	if !req.Train {
 		return res, nil
 	}
-	grad := region.Float32s(gradB)
+	grad := v.PooledGrad
 	off := 0
 	for _, t := range m.setup.Tables {
 		for s := 0; s < B; s++ {

@@ -16,23 +16,29 @@ import (
 
 const learningRate = 0.25
 
-// runContract runs every contract test; connect returns a fresh,
-// unconfigured kernel behind real gRPC.
+// setup is the Setup the suite configures kernels with.
+func (c config) setup(testing.TB) plugin.Setup {
+	return plugin.Setup{RunID: "kerneltest", Seed: 3, Tables: shapes, BatchSize: batchSize, Lookups: 4, Options: c.options}
+}
+
+// runContract runs the kernel's own contract tests (plugintest.Suite runs
+// Info and UnknownOption); connect returns a fresh, unconfigured kernel
+// behind real gRPC.
 func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel) {
 	t.Helper()
 	ctx := context.Background()
-	setup := plugin.Setup{RunID: "kerneltest", Seed: 3, Tables: shapes, BatchSize: batchSize, Lookups: 4, Options: c.options}
+	setup := c.setup(t)
 	configured := func(t *testing.T) kernel.Kernel {
-		k := connect(t)
-		if err := k.Configure(ctx, setup); err != nil {
-			t.Fatalf("Configure: %v", err)
-		}
-		return k
+		t.Helper()
+		return plugintest.Configured(t, connect(t), setup)
 	}
 
 	var ops []string
-	t.Run("Info", func(t *testing.T) {
-		info := plugintest.Info(t, plugin.KindKernel, connect(t))
+	t.Run("Ops", func(t *testing.T) {
+		info, err := connect(t).Info(ctx)
+		if err != nil {
+			t.Fatalf("Info: %v", err)
+		}
 		if len(info.Ops) == 0 {
 			t.Errorf("Info.Ops is empty; a kernel lists the operators it implements (%q, %q, ...)", kernel.OpGatherReduce, kernel.OpScatter)
 		}
@@ -41,12 +47,6 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel
 	if t.Failed() {
 		return
 	}
-
-	t.Run("UnknownOption", func(t *testing.T) {
-		bad := setup
-		bad.Options = plugintest.MergeOptions(t, "kerneltest", c.options, map[string]any{"kerneltest_no_such_option": true})
-		plugintest.UnknownOption(t, connect(t), bad)
-	})
 
 	runGatherReduceContract(t, ctx, ops, configured)
 	runScatterContract(t, ctx, ops, configured)

@@ -48,7 +48,7 @@ func WithOptions(raw json.RawMessage) Option { return func(c *config) { c.option
 // suite is the kernel kind's conformance suite (sdk/internal/plugintest).
 var suite = plugintest.Suite[kernel.Kernel, config, Option]{
 	Kind: plugin.KindKernel, Server: kernel.ServerPlugin, Host: kernel.HostPlugin,
-	Defaults: config{}, Contract: config.runContract,
+	Setup: config.setup, Contract: config.runContract,
 }
 
 // Run checks the kernel contract against kernels made by newImpl, each served

@@ -4,11 +4,11 @@ import (
 	"context"
 	"testing"
 
-	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/internal/testplugins"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/kernel/kerneltest"
 	"github.com/flowrun/flowrun/sdk/plugin"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 )
 
 func TestConformance(t *testing.T) {
@@ -31,9 +31,6 @@ func TestConformanceGatherOnly(t *testing.T) {
 }
 
 func TestConformanceBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a plugin binary")
-	}
-	bin := plugintest.Build(t, "github.com/flowrun/flowrun/sdk/internal/testplugins/cmd/testkernel")
+	bin := buildtest.Binary(t, "github.com/flowrun/flowrun/sdk/internal/testplugins/cmd/testkernel")
 	kerneltest.RunBinary(t, bin)
 }

@@ -14,14 +14,13 @@ import (
 	"github.com/flowrun/flowrun/sdk/region"
 )
 
-// runContract runs every contract test; connect returns a fresh,
-// unconfigured model behind real gRPC.
+// runContract runs the model's own contract tests (plugintest.Suite runs
+// Info and UnknownOption); connect returns a fresh, unconfigured model
+// behind real gRPC.
 func (c config) runContract(t *testing.T, connect func(*testing.T) model.Model) {
 	t.Helper()
 	k := &contract{config: c, connect: connect}
-	t.Run("Info", func(t *testing.T) { plugintest.Info(t, plugin.KindModel, connect(t)) })
 	t.Run("StepBeforeConfigure", k.stepBeforeConfigure)
-	t.Run("UnknownOption", k.unknownOption)
 	t.Run("TrainingLowersLoss", k.trainingLowersLoss)
 	t.Run("ForwardOnlyChangesNothing", k.forwardOnlyChangesNothing)
 	t.Run("DigestDeterministic", k.digestDeterministic)
@@ -38,11 +37,7 @@ type contract struct {
 // configured is a fresh model, configured with the suite's Setup and seed.
 func (k *contract) configured(t *testing.T, seed uint64) model.Model {
 	t.Helper()
-	m := k.connect(t)
-	if err := m.Configure(context.Background(), k.setup(seed)); err != nil {
-		t.Fatalf("Configure: %v", err)
-	}
-	return m
+	return plugintest.Configured(t, k.connect(t), k.setup(seed))
 }
 
 // digest is m's digest, checked to be a sha256.
@@ -76,12 +71,6 @@ func (k *contract) stepBeforeConfigure(t *testing.T) {
 	if !errors.Is(err, plugin.ErrNotConfigured) {
 		t.Fatalf("Step before Configure: err = %v, want plugin.ErrNotConfigured", err)
 	}
-}
-
-func (k *contract) unknownOption(t *testing.T) {
-	setup := k.setup(setupSeed)
-	setup.Options = plugintest.MergeOptions(t, "modeltest", k.options, map[string]any{"modeltest_no_such_option": true})
-	plugintest.UnknownOption(t, k.connect(t), setup)
 }
 
 func (k *contract) trainingLowersLoss(t *testing.T) {

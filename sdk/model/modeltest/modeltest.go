@@ -45,7 +45,9 @@ func WithTrainSteps(n int) Option { return func(c *config) { c.steps = n } }
 // suite is the model kind's conformance suite (sdk/internal/plugintest).
 var suite = plugintest.Suite[model.Model, config, Option]{
 	Kind: plugin.KindModel, Server: model.ServerPlugin, Host: model.HostPlugin,
-	Defaults: config{steps: 20}, Contract: config.runContract,
+	Defaults: config{steps: 20},
+	Setup:    func(c config, _ testing.TB) plugin.Setup { return c.setup(setupSeed) },
+	Contract: config.runContract,
 }
 
 // Run checks the model contract against models made by newImpl, each served

@@ -3,10 +3,10 @@ package modeltest_test
 import (
 	"testing"
 
-	"github.com/flowrun/flowrun/sdk/internal/plugintest"
 	"github.com/flowrun/flowrun/sdk/internal/testplugins"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/model/modeltest"
+	"github.com/flowrun/flowrun/sdk/plugin/buildtest"
 )
 
 func TestConformance(t *testing.T) {
@@ -14,9 +14,6 @@ func TestConformance(t *testing.T) {
 }
 
 func TestConformanceBinary(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a plugin binary")
-	}
-	bin := plugintest.Build(t, "github.com/flowrun/flowrun/sdk/internal/testplugins/cmd/testmodel")
+	bin := buildtest.Binary(t, "github.com/flowrun/flowrun/sdk/internal/testplugins/cmd/testmodel")
 	modeltest.RunBinary(t, bin)
 }

@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/flowrun/flowrun/plugins/internal/shmtest"
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/cachetest"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -26,20 +26,9 @@ func Configured(t testing.TB, c cache.Cache, seed uint64, options string, rows .
 	return c
 }
 
-// Plan plans one batch, ids per table, failing t on an error.
-func Plan(t testing.TB, c cache.Cache, a *shmtest.Arena, seq uint64, ids ...[]int64) (*shmtest.Plan, *cache.PlanResult) {
-	t.Helper()
-	p := a.NewPlan(seq, ids)
-	res, err := c.Plan(context.Background(), p.Req)
-	if err != nil {
-		t.Fatalf("batch %d: %v", seq, err)
-	}
-	return p, res
-}
-
 // Step is one batch that PlanAll planned.
 type Step struct {
-	P   *shmtest.Plan
+	P   *cachetest.Plan
 	Res *cache.PlanResult
 	Err error
 }
@@ -48,8 +37,8 @@ type Step struct {
 // them as its future window, and stops after the first error.
 func PlanAll(t testing.TB, c cache.Cache, future int, batches [][]int64) []Step {
 	t.Helper()
-	a := shmtest.New(t, 1<<20)
-	plans := make([]*shmtest.Plan, len(batches))
+	a := cachetest.NewArena(t, 1<<20)
+	plans := make([]*cachetest.Plan, len(batches))
 	for i, ids := range batches {
 		plans[i] = a.NewPlan(uint64(i), [][]int64{ids})
 	}
@@ -69,7 +58,7 @@ func PlanAll(t testing.TB, c cache.Cache, future int, batches [][]int64) []Step 
 
 // Match fails t unless table tab of plan p (batch seq, looking up ids) has
 // the reference's slots and hits.
-func Match(t testing.TB, seq uint64, tab int, p *shmtest.Plan, ids, slots []int64, hits []byte) {
+func Match(t testing.TB, seq uint64, tab int, p *cachetest.Plan, ids, slots []int64, hits []byte) {
 	t.Helper()
 	if got := p.Slots(tab); !reflect.DeepEqual(got, slots) {
 		t.Fatalf("batch %d table %d: slots %v, want %v (ids %v)", seq, tab, got, slots, ids)
@@ -81,7 +70,7 @@ func Match(t testing.TB, seq uint64, tab int, p *shmtest.Plan, ids, slots []int6
 
 // MatchVictims fails t unless the n victims plan p (batch seq) reports are
 // want, in order.
-func MatchVictims(t testing.TB, seq uint64, p *shmtest.Plan, n int64, want []shmtest.Victim) {
+func MatchVictims(t testing.TB, seq uint64, p *cachetest.Plan, n int64, want []cachetest.Victim) {
 	t.Helper()
 	if got := p.Victims(n); len(got)+len(want) > 0 && !reflect.DeepEqual(got, want) {
 		t.Fatalf("batch %d: victims %v, want %v", seq, got, want)

@@ -5,7 +5,7 @@
 // tests only.
 package reftest
 
-import "github.com/flowrun/flowrun/plugins/internal/shmtest"
+import "github.com/flowrun/flowrun/sdk/cache/cachetest"
 
 // Model is one table's cache. RowOf and Last are slot-indexed; slots are
 // filled in order.
@@ -48,7 +48,7 @@ func (m *Model) Find(row int64) int {
 // Plan plans ids for table: hits first, then misses in request order, a
 // repeated miss reusing its first slot, a free slot before a victim, and
 // slot -1 when no victim is left. ok is false when Bypass stopped it.
-func (m *Model) Plan(table int64, ids []int64, h Hooks) (slots []int64, hits []byte, victims []shmtest.Victim, ok bool) {
+func (m *Model) Plan(table int64, ids []int64, h Hooks) (slots []int64, hits []byte, victims []cachetest.Victim, ok bool) {
 	slots, hits = make([]int64, len(ids)), make([]byte, len(ids))
 	m.Used = map[int]bool{}
 	touch := func(s int) {
@@ -98,7 +98,7 @@ func (m *Model) Plan(table int64, ids []int64, h Hooks) (slots []int64, hits []b
 				slots[i] = -1
 				continue
 			}
-			victims = append(victims, shmtest.Victim{Table: table, Row: m.RowOf[s], Slot: int64(s)})
+			victims = append(victims, cachetest.Victim{Table: table, Row: m.RowOf[s], Slot: int64(s)})
 			m.RowOf[s] = id
 			if h.Insert != nil {
 				h.Insert(s, false)

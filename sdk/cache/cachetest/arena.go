@@ -1,32 +1,39 @@
-// Package shmtest gives the built-in plugins' tests the SDK's arena
-// (sdk/region/regiontest) and, for cache policies, plan requests laid out
-// in it.
-package shmtest
+package cachetest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/region/regiontest"
 )
 
-// Arena is regiontest's arena, with NewPlan.
+// Arena is a shared-memory arena (sdk/region/regiontest) that lays out
+// plan requests as a host does, for a policy's own tests:
+//
+//	a := cachetest.NewArena(t, 1<<16)
+//	p := a.NewPlan(1, [][]int64{{7, 8, 7}})
+//	res, err := policy.Plan(ctx, p.Req)
+//	... p.Slots(0), p.Hits(0), p.Victims(res.Victims)
+//
+// or, where the policy must accept the batch, p, res := a.Planned(t, policy, 1, []int64{7, 8, 7}).
 type Arena struct{ *regiontest.Arena }
 
-// New creates an arena of size bytes, removed when the test ends.
-func New(t testing.TB, size int64) *Arena {
+// NewArena creates an arena of size bytes, removed when the test ends.
+func NewArena(t testing.TB, size int64) *Arena {
 	t.Helper()
 	return &Arena{regiontest.New(t, size)}
 }
 
-// Plan is a cache plan request laid out in an arena, with readers for its
-// outputs.
+// Plan is a plan request laid out in an Arena, with readers for the
+// policy's answers.
 type Plan struct {
 	Req *cache.PlanRequest
 	a   *Arena
 }
 
-// NewPlan lays out ids (one slice per table) as a PlanRequest for batch seq.
+// NewPlan lays out ids (one slice per table) as a PlanRequest for batch
+// seq, with room for every lookup's slot, hit flag and victim.
 func (a *Arena) NewPlan(seq uint64, ids [][]int64) *Plan {
 	var flat []int64
 	offsets := []int64{0}
@@ -46,6 +53,18 @@ func (a *Arena) NewPlan(seq uint64, ids [][]int64) *Plan {
 	return &Plan{Req: req, a: a}
 }
 
+// Planned lays ids (one slice per table) out as batch seq and has c plan
+// it, failing t on an error.
+func (a *Arena) Planned(t testing.TB, c cache.Cache, seq uint64, ids ...[]int64) (*Plan, *cache.PlanResult) {
+	t.Helper()
+	p := a.NewPlan(seq, ids)
+	res, err := c.Plan(context.Background(), p.Req)
+	if err != nil {
+		t.Fatalf("plan batch %d: %v", seq, err)
+	}
+	return p, res
+}
+
 // Slots returns the slots of table t.
 func (p *Plan) Slots(t int) []int64 {
 	all := p.a.ReadInt64s(p.Req.Slots)
@@ -58,7 +77,7 @@ func (p *Plan) Hits(t int) []byte {
 	return all[p.Req.TableOffsets[t]:p.Req.TableOffsets[t+1]]
 }
 
-// Victim is one evicted row.
+// Victim is one evicted row: PlanResult.Victims triples, read back.
 type Victim struct{ Table, Row, Slot int64 }
 
 // Victims returns the first n victim triples.

@@ -1,6 +1,12 @@
-// Package buildtest builds a plugin binary for a test, so that the
-// conformance suites' RunBinary can check the same code out of process, as
-// a go-plugin subprocess.
+// Package buildtest builds a plugin binary for a test, so that a kind's
+// conformance suite (cachetest.RunBinary, devicetest.RunBinary, ...) can
+// check the same code out of process, as a go-plugin subprocess:
+//
+//	func TestConformanceBinary(t *testing.T) {
+//		cachetest.RunBinary(t, buildtest.Binary(t, "example.com/my/policy/cmd/flowrun-cache-mine"))
+//	}
+//
+// It imports only the standard library.
 package buildtest
 
 import (
@@ -10,8 +16,9 @@ import (
 	"testing"
 )
 
-// Binary runs `go build` for the main package pkg (an import path) into the
-// test's temporary directory and returns the binary's path. It skips the
+// Binary runs `go build` for the main package pkg (an import path, or a
+// ./relative directory resolved from the test's working directory) into
+// the test's temporary directory and returns the binary's path. It skips the
 // test under -short, since building takes seconds rather than milliseconds.
 func Binary(t *testing.T, pkg string) string {
 	t.Helper()
