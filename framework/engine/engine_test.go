@@ -60,6 +60,9 @@ type recorder struct {
 
 	// crashes receives the crash a relay reports (crash_at).
 	crashes chan error
+	// gate, when set before the run, holds the sinks inside their first
+	// batch until it is closed.
+	gate chan struct{}
 }
 
 func newRecorder() *recorder {
@@ -176,7 +179,14 @@ type sink struct {
 	cfg *sinkConfig
 }
 
-func (s *sink) Process(_ context.Context, b *batch.Batch) error {
+func (s *sink) Process(ctx context.Context, b *batch.Batch) error {
+	if b.Seq == 0 && s.rec.gate != nil {
+		select {
+		case <-s.rec.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	time.Sleep(time.Duration(s.cfg.DelayMs) * time.Millisecond)
 	s.rec.saw(s.name, b.Seq)
 	s.rec.mu.Lock()
