@@ -122,8 +122,11 @@ func TestRefusalLeavesStateUnchanged(t *testing.T) {
 	}
 	c, ref := configured(t, opts, 100), configured(t, opts, 100)
 	for seq, ids := range [][]int64{{1, 2}, {3}} {
-		plan(c, uint64(seq), ids)
-		plan(ref, uint64(seq), ids)
+		for _, p := range []cache.Cache{c, ref} {
+			if _, _, err := plan(p, uint64(seq), ids); err != nil {
+				t.Fatalf("batch %d: %v", seq, err)
+			}
+		}
 	}
 	// Batch 2 needs 4 new slots; 3 (batch 1) is held, so 3 are available.
 	if _, _, err := plan(c, 2, []int64{5, 6, 7, 8}); !errors.Is(err, plugin.ErrInvalidRequest) {
