@@ -60,6 +60,13 @@ type recorder struct {
 
 	// crashes receives the crash a relay reports (crash_at).
 	crashes chan error
+	// gate, when set before the run, holds the sinks inside their first
+	// batch until it is closed.
+	gate chan struct{}
+	// atFinish, when set before the run, is called by every stage's
+	// Finish with the stage's name and Settings, after the last batch and
+	// before the run's digest.
+	atFinish func(name string, set stage.Settings) error
 }
 
 func newRecorder() *recorder {
@@ -85,13 +92,17 @@ func (r *recorder) seen(name string) []uint64 {
 type common struct {
 	name string
 	rec  *recorder
+	set  stage.Settings
 }
 
 func (c *common) Finish(context.Context) error {
 	c.rec.mu.Lock()
-	defer c.rec.mu.Unlock()
 	c.rec.finished[c.name]++
 	c.rec.finishAt[c.name] = len(c.rec.seqs[c.name])
+	c.rec.mu.Unlock()
+	if c.rec.atFinish != nil {
+		return c.rec.atFinish(c.name, c.set)
+	}
 	return nil
 }
 
@@ -176,7 +187,14 @@ type sink struct {
 	cfg *sinkConfig
 }
 
-func (s *sink) Process(_ context.Context, b *batch.Batch) error {
+func (s *sink) Process(ctx context.Context, b *batch.Batch) error {
+	if b.Seq == 0 && s.rec.gate != nil {
+		select {
+		case <-s.rec.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	time.Sleep(time.Duration(s.cfg.DelayMs) * time.Millisecond)
 	s.rec.saw(s.name, b.Seq)
 	s.rec.mu.Lock()
@@ -192,7 +210,7 @@ func kinds(t *testing.T, rec *recorder) stage.Registry {
 		rec.mu.Lock()
 		defer rec.mu.Unlock()
 		rec.created = append(rec.created, set.Name)
-		return common{name: set.Name, rec: rec}
+		return common{name: set.Name, rec: rec, set: set}
 	}
 	reg, err := stage.NewRegistry(
 		stage.NewFactory("gen",

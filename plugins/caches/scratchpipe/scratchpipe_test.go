@@ -28,6 +28,20 @@ func planAll(t *testing.T, c cache.Cache, future int, batches [][]int64) []refte
 	return reftest.PlanAll(t, c, future, batches)
 }
 
+// mustPlanAll is planAll for a test that expects every batch planned: it
+// fails t on the first refusal, where a test reading the missing result
+// would panic and abort the package's other tests.
+func mustPlanAll(t *testing.T, c cache.Cache, future int, batches [][]int64) []reftest.Step {
+	t.Helper()
+	steps := planAll(t, c, future, batches)
+	for i, s := range steps {
+		if s.Err != nil {
+			t.Fatalf("batch %d: %v", i, s.Err)
+		}
+	}
+	return steps
+}
+
 // A slot a batch uses stays held for past_window more batches, and becomes
 // the LRU victim right after.
 func TestPastWindowHoldsSlots(t *testing.T) {
@@ -90,7 +104,7 @@ func TestFutureWindowHoldsRows(t *testing.T) {
 
 	// Without the future window, LRU evicts row 1 at batch 1.
 	c = configured(t, `{"capacity":3,"past_window":0,"future_window":0}`, 100)
-	steps = planAll(t, c, 2, [][]int64{{1, 2, 3}, {4, 4, 4}})
+	steps = mustPlanAll(t, c, 2, [][]int64{{1, 2, 3}, {4, 4, 4}})
 	if got := steps[1].P.Victims(steps[1].Res.Victims); !reflect.DeepEqual(got, []cachetest.Victim{{Row: 1, Slot: 0}}) {
 		t.Errorf("window 0: victims %v, want row 1", got)
 	}
@@ -108,8 +122,11 @@ func TestRefusalLeavesStateUnchanged(t *testing.T) {
 	}
 	c, ref := configured(t, opts, 100), configured(t, opts, 100)
 	for seq, ids := range [][]int64{{1, 2}, {3}} {
-		plan(c, uint64(seq), ids)
-		plan(ref, uint64(seq), ids)
+		for _, p := range []cache.Cache{c, ref} {
+			if _, _, err := plan(p, uint64(seq), ids); err != nil {
+				t.Fatalf("batch %d: %v", seq, err)
+			}
+		}
 	}
 	// Batch 2 needs 4 new slots; 3 (batch 1) is held, so 3 are available.
 	if _, _, err := plan(c, 2, []int64{5, 6, 7, 8}); !errors.Is(err, plugin.ErrInvalidRequest) {
@@ -298,7 +315,7 @@ func TestRandomVictimsFollowSeed(t *testing.T) {
 // LFU victims: the un-held slot with the fewest lookups since insertion.
 func TestLFUVictim(t *testing.T) {
 	c := configured(t, `{"capacity":3,"past_window":0,"future_window":0,"victim":"lfu"}`, 100)
-	steps := planAll(t, c, 0, [][]int64{{1, 1, 2, 3, 3}, {4}})
+	steps := mustPlanAll(t, c, 0, [][]int64{{1, 1, 2, 3, 3}, {4}})
 	if got := steps[1].P.Victims(steps[1].Res.Victims); !reflect.DeepEqual(got, []cachetest.Victim{{Row: 2, Slot: 1}}) {
 		t.Fatalf("victims %v, want row 2 (one lookup)", got)
 	}

@@ -336,6 +336,7 @@ func newHost(t testing.TB) *pluginhost.Host {
 		Caches: map[string]func() cache.Cache{
 			"lru": lru.New, "lfu": lfu.New, "belady": belady.New, "none": none.New, "scratchpipe": scratchpipe.New, "static": static.New,
 			"overclaiming-scratchpipe": func() cache.Cache { return overclaiming{scratchpipe.New()} },
+			OnePassFIFO:                func() cache.Cache { return &onePassFIFO{} },
 		},
 		Kernels: map[string]func() kernel.Kernel{"cpu": cpu.New},
 		Models:  map[string]func() model.Model{"logreg": logreg.New, "dlrm": dlrm.New},
