@@ -32,6 +32,9 @@ type runFlags struct {
 	out   string
 	trace string
 	nats  string
+	// natsAuth are --nats-creds, --nats-nkey, --nats-token-file, --nats-ca,
+	// --nats-cert and --nats-key: how to sign in to (and verify) --nats.
+	natsAuth natsAuthFlags
 	// natsGrace is how long a run rides out an unreachable NATS server.
 	natsGrace time.Duration
 	quiet     bool
@@ -104,6 +107,7 @@ interleaving actually broke.`,
 	cmd.Flags().StringVar(&f.out, "out", "", "write results as JSON to `FILE`")
 	cmd.Flags().StringVar(&f.trace, "trace", "", "trace exporter: none, stdout, file:PATH, otlp-grpc://host:port, otlp-http://host:port (default: the graph's tracing.exporter)")
 	cmd.Flags().StringVar(&f.nats, "nats", "", "use the NATS server at `URL` (nats://host:port) instead of an embedded one")
+	f.natsAuth.register(cmd)
 	cmd.Flags().DurationVar(&f.natsGrace, "nats-grace", bus.DefaultGrace, "how long to ride out an unreachable NATS server (a restart) before the run fails, naming it")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors (no progress bar, no summary)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the summary (the content of --out's file)")
@@ -176,23 +180,11 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	}
 	defer host.Close()
 
-	url := cfg.NATS.URL
-	if f.nats != "" {
-		url = f.nats
-	}
-	if url == "" {
-		srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
-		if err != nil {
-			return nil, err
-		}
-		defer srv.Shutdown()
-		url = srv.ClientURL()
-	}
-	conn, err := bus.Connect(url, bus.WithName("flowrun "+cfg.Name), bus.WithLogger(log), bus.WithGrace(f.natsGrace))
+	conn, stop, err := connectBus(cfg, f, log)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer stop()
 
 	defer bar.Finish()
 	defer stageProcs(len(g.Nodes))()

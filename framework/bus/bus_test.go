@@ -33,7 +33,7 @@ func startServer(t *testing.T, opts ServerOptions) *Server {
 
 func connect(t *testing.T, s *Server, name string) *Conn {
 	t.Helper()
-	c, err := Connect(s.ClientURL(), WithName(name))
+	c, err := Connect(s.ClientURL(), WithName(name), s.Auth())
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -529,7 +529,7 @@ func TestSubscriptionEndsWithContext(t *testing.T) {
 
 func TestConnCloseEndsSubscriptions(t *testing.T) {
 	s := startServer(t, ServerOptions{})
-	c, err := Connect(s.ClientURL())
+	c, err := Connect(s.ClientURL(), s.Auth())
 	if err != nil {
 		t.Fatal(err)
 	}
