@@ -62,7 +62,9 @@ file:PATH (JSON lines), otlp-grpc://host:port or otlp-http://host:port.
 Stages talk over an embedded NATS server unless --nats names one.
 On a terminal a progress bar runs on stderr; at the end the summary table
 goes to stdout (--json: the results JSON instead; --quiet: nothing).
-A failed run names the stage, batch and cause and writes no results file.
+A failed run names the stage, batch and cause and writes no results file;
+an older results file at --out's path is renamed FILE.stale when the run
+starts (removed once the new one is written), so it never looks current.
 Exit codes: 0 ok, 1 the run failed, 2 bad usage or an invalid graph,
 130 interrupted (Ctrl-C or SIGTERM).
 
@@ -78,8 +80,13 @@ interleaving actually broke.`,
 			if f.json && f.quiet {
 				return usageError{errors.New("--json and --quiet: choose one (--json prints only the results)")}
 			}
+			stale, err := moveAsideResults(f.out)
+			if err != nil {
+				return err
+			}
+			defer keptStale(&stale, cmd.ErrOrStderr())
 			var res *results.Results
-			err := interruptible(cmd, func(ctx context.Context) (err error) {
+			err = interruptible(cmd, func(ctx context.Context) (err error) {
 				res, err = runGraph(ctx, args[0], f, cmd.ErrOrStderr())
 				return err
 			})
@@ -89,6 +96,10 @@ interleaving actually broke.`,
 			if f.out != "" {
 				if err := res.Write(f.out); err != nil {
 					return err
+				}
+				if stale != "" {
+					_ = os.Remove(stale) // superseded; absent is fine
+					stale = ""
 				}
 			}
 			switch {
@@ -114,6 +125,36 @@ interleaving actually broke.`,
 	cmd.Flags().StringVar(&f.hazards, "check-hazards", "off", "check ScratchPipe's RAW hazards at run time: `strict` (the flag alone), dynamic or off")
 	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(engine.HazardsStrict)
 	return cmd
+}
+
+// moveAsideResults renames an earlier results file at out (the --out
+// path) to out.stale before the run starts, so that a run that fails, or
+// is killed, never leaves an old file looking like its result. It returns
+// the stale file's name ("" without --out), for the caller to remove once
+// the new results are written (with what an earlier failed run left).
+func moveAsideResults(out string) (string, error) {
+	if out == "" {
+		return "", nil
+	}
+	stale := out + ".stale"
+	if st, err := os.Stat(out); err != nil || !st.Mode().IsRegular() {
+		return stale, nil // nothing there (or not a file: writing will say so)
+	}
+	if err := os.Rename(out, stale); err != nil {
+		return "", fmt.Errorf("--out %s: an earlier results file is there and cannot be moved aside: %w", out, err)
+	}
+	return stale, nil
+}
+
+// keptStale says where the earlier results are when the run wrote none
+// (*stale is cleared once the new results are written).
+func keptStale(stale *string, stderr io.Writer) {
+	if *stale == "" {
+		return
+	}
+	if _, err := os.Stat(*stale); err == nil {
+		fmt.Fprintf(stderr, "flowrun: no new results; the earlier ones are in %s\n", *stale)
+	}
 }
 
 // interruptible calls fn with a context that SIGINT or SIGTERM cancels,
