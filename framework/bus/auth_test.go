@@ -56,27 +56,10 @@ func TestEmbeddedRefusesStrangers(t *testing.T) {
 	// Below the client library: speak the protocol as a hostile client
 	// would, subscribing to everything and publishing without waiting for
 	// the server's verdict.
-	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(srv.ClientURL(), "nats://"), 5*time.Second)
+	got, err := rawStranger(srv.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := conn.Write([]byte("CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB > 1\r\nPUB batches.plan 5\r\nhello\r\nPING\r\n")); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	r := bufio.NewReader(conn)
-	for {
-		line, err := r.ReadString('\n')
-		if line != "" {
-			lines = append(lines, strings.TrimSpace(line))
-		}
-		if err != nil {
-			break // the server closed the connection (or the deadline passed)
-		}
-	}
-	got := strings.Join(lines, " | ")
 	if !strings.Contains(got, "-ERR 'Authorization Violation'") {
 		t.Errorf("raw client got %q, want -ERR 'Authorization Violation'", got)
 	}
@@ -90,6 +73,33 @@ func TestEmbeddedRefusesStrangers(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 	_ = sub.Close()
+}
+
+// rawStranger connects to url without credentials, subscribes to every
+// subject and publishes on batches.plan, and returns what the server
+// answered (lines joined by " | ") until it closed the connection.
+func rawStranger(url string) (string, error) {
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(url, "nats://"), 5*time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write([]byte("CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB > 1\r\nPUB batches.plan 5\r\nhello\r\nPING\r\n")); err != nil {
+		return "", err
+	}
+	var lines []string
+	r := bufio.NewReader(conn)
+	for {
+		line, err := r.ReadString('\n')
+		if line != "" {
+			lines = append(lines, strings.TrimSpace(line))
+		}
+		if err != nil {
+			break // the server closed the connection (or the deadline passed)
+		}
+	}
+	return strings.Join(lines, " | "), nil
 }
 
 // serveNATS starts a nats-server configured by opts (on loopback, a free
