@@ -59,7 +59,10 @@ Every key of the graph can be overridden with --set (repeatable), e.g.
 
 Traces go where --trace says (or the graph's tracing.exporter): none, stdout,
 file:PATH (JSON lines), otlp-grpc://host:port or otlp-http://host:port.
-Stages talk over an embedded NATS server unless --nats names one.
+Stages talk over an embedded NATS server (loopback, admitting only this
+run's own connections) unless --nats names one; --nats-token-file (or
+FLOWRUN_NATS_TOKEN), --nats-nkey, --nats-creds, --nats-ca, --nats-cert and
+--nats-key sign in to it. Secrets come from files, never from flags.
 On a terminal a progress bar runs on stderr; at the end the summary table
 goes to stdout (--json: the results JSON instead; --quiet: nothing).
 A failed run names the stage, batch and cause and writes no results file;
