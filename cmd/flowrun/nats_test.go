@@ -286,11 +286,14 @@ func TestRunNATSServerRestart(t *testing.T) {
 		monitor := freeTCPPort(t)
 		srv := startNATS(t, bin, "-m", fmt.Sprint(monitor))
 		out := filepath.Join(t.TempDir(), "r.json")
-		_, stderr, exited := startFlowrun(t, "run", demo, "-q", "--set", batches, "--out", out,
+		// Not -q: the run's warnings show that it saw the outage.
+		_, stderr, exited := startFlowrun(t, "run", demo, "--set", batches, "--out", out,
 			"--nats", srv.url(), "--nats-grace", "10s")
 		killMidRun(t, srv, monitor, 200, exited)
+		killed := time.Now()
 		time.Sleep(500 * time.Millisecond)
 		srv.start()
+		t.Logf("server back, listening, %s after the kill", time.Since(killed).Round(time.Millisecond))
 		if err := waitExit(t, exited, 120*time.Second); err != nil {
 			t.Fatalf("run across the restart: %v\n%s", err, stderr)
 		}
@@ -300,6 +303,9 @@ func TestRunNATSServerRestart(t *testing.T) {
 		}
 		if got.Digest != want.Digest {
 			t.Errorf("digest %s across the restart, %s undisturbed", got.Digest, want.Digest)
+		}
+		if !strings.Contains(stderr.String(), "bus: disconnected") {
+			t.Errorf("the run did not see the server go (no \"bus: disconnected\"):\n%s", stderr)
 		}
 	})
 
@@ -313,6 +319,7 @@ func TestRunNATSServerRestart(t *testing.T) {
 		killed := time.Now()
 		err := waitExit(t, exited, 30*time.Second)
 		took := time.Since(killed)
+		t.Logf("exit %v %s after the kill", err, took.Round(time.Millisecond))
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 			t.Fatalf("run with its server gone: %v, want exit 1\n%s", err, stderr)
