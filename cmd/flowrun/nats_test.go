@@ -349,3 +349,19 @@ func waitExit(t *testing.T, exited chan error, d time.Duration) error {
 		return nil
 	}
 }
+
+// TestRunNATSPasswordInURLWarns: a password in the --nats URL still
+// works, with a warning that it is visible, and is never printed.
+func TestRunNATSPasswordInURLWarns(t *testing.T) {
+	t.Parallel()
+	r := flowrun(t, "run", demo, "--nats", "nats://flow:s3cret@127.0.0.1:1")
+	if r.err == nil {
+		t.Fatal("run against a dead server succeeded")
+	}
+	if !strings.Contains(r.stderr, "carries a password") || !strings.Contains(r.stderr, "--nats") {
+		t.Errorf("no warning naming --nats about the password:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr+r.err.Error(), "s3cret") {
+		t.Errorf("the password was printed: %v\n%s", r.err, r.stderr)
+	}
+}
