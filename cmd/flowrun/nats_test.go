@@ -350,18 +350,61 @@ func waitExit(t *testing.T, exited chan error, d time.Duration) error {
 	}
 }
 
-// TestRunNATSPasswordInURLWarns: a password in the --nats URL still
-// works, with a warning that it is visible, and is never printed.
+// TestRunNATSPasswordInURLWarns: a password or token in the --nats URL
+// still works, with a warning that it is visible, and is never printed.
 func TestRunNATSPasswordInURLWarns(t *testing.T) {
 	t.Parallel()
-	r := flowrun(t, "run", demo, "--nats", "nats://flow:s3cret@127.0.0.1:1")
-	if r.err == nil {
-		t.Fatal("run against a dead server succeeded")
+	for _, u := range []string{"nats://flow:s3cret@127.0.0.1:1", "nats://s3cret@127.0.0.1:1"} {
+		r := flowrun(t, "run", demo, "--nats", u)
+		if r.err == nil {
+			t.Fatal("run against a dead server succeeded")
+		}
+		if !strings.Contains(r.stderr, "carries a password or token") || !strings.Contains(r.stderr, "--nats") {
+			t.Errorf("%s: no warning naming --nats about the secret:\n%s", u, r.stderr)
+		}
+		if strings.Contains(r.stderr+r.err.Error(), "s3cret") {
+			t.Errorf("the secret was printed: %v\n%s", r.err, r.stderr)
+		}
 	}
-	if !strings.Contains(r.stderr, "carries a password") || !strings.Contains(r.stderr, "--nats") {
-		t.Errorf("no warning naming --nats about the password:\n%s", r.stderr)
+}
+
+// TestRunKilledLeavesNoCurrentResults: flowrun killed with SIGKILL once
+// its run has begun (nothing of it runs after the signal) still leaves no
+// earlier results under --out: they were moved aside when the run began.
+func TestRunKilledLeavesNoCurrentResults(t *testing.T) {
+	if !integration() {
+		t.Skip("FLOWRUN_INTEGRATION=1 runs the kill -9 test")
 	}
-	if strings.Contains(r.stderr+r.err.Error(), "s3cret") {
-		t.Errorf("the password was printed: %v\n%s", r.err, r.stderr)
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "r.json")
+	old := []byte(`{"digest":"an earlier run"}` + "\n")
+	if err := os.WriteFile(out, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, exited := startFlowrun(t, "run", demo, "-q", "--set", "dataset.batches=100000", "--out", out)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(out + ".stale"); err == nil {
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("flowrun ended (%v) before it moved the earlier results aside", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the earlier results were not moved aside in 60 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	if err := waitExit(t, exited, 30*time.Second); err == nil {
+		t.Fatal("the run finished before it was killed")
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("after kill -9, %s is there (stat: %v): an earlier run's results would look current", out, err)
+	}
+	if got, err := os.ReadFile(out + ".stale"); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("%s.stale: %q, %v; want the earlier results", out, got, err)
 	}
 }

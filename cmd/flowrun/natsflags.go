@@ -92,8 +92,8 @@ func connectBus(cfg *config.Config, f runFlags, log *slog.Logger) (*bus.Conn, fu
 		if err != nil {
 			return nil, nil, usageError{err}
 		}
-		if urlsHavePassword(serverURL) {
-			log.Warn("the NATS URL carries a password; other local users can read "+from+" (the process list, the graph file): prefer --nats-creds, --nats-nkey or --nats-token-file", "source", from)
+		if urlsHaveSecret(serverURL) {
+			log.Warn("the NATS URL carries a password or token; other local users can read "+from+" (the process list, the graph file): prefer --nats-creds, --nats-nkey or --nats-token-file", "source", from)
 		}
 		opts = append(opts, bus.WithAuth(auth))
 	}
@@ -105,14 +105,12 @@ func connectBus(cfg *config.Config, f runFlags, log *slog.Logger) (*bus.Conn, fu
 	return conn, func() { conn.Close(); stop() }, nil
 }
 
-// urlsHavePassword reports whether a server URL (or comma-separated list)
-// carries a password.
-func urlsHavePassword(list string) bool {
+// urlsHaveSecret reports whether a server URL (or comma-separated list)
+// carries a user and password or a token (a user alone, to nats.go).
+func urlsHaveSecret(list string) bool {
 	for _, p := range strings.Split(list, ",") {
 		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
-			if _, ok := u.User.Password(); ok {
-				return true
-			}
+			return true
 		}
 	}
 	return false

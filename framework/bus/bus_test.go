@@ -491,12 +491,16 @@ func TestConnectDeadURLFailsFast(t *testing.T) {
 }
 
 func TestConnectRedactsPassword(t *testing.T) {
-	_, err := Connect("nats://flow:secret@127.0.0.1:1", WithConnectTimeout(500*time.Millisecond))
-	if err == nil {
-		t.Fatal("expected an error")
-	}
-	if strings.Contains(err.Error(), "secret") {
-		t.Fatalf("password leaked: %v", err)
+	// A password, and a token (a user without a password, as nats.go
+	// reads it), in a list of URLs.
+	for _, u := range []string{"nats://flow:secret@127.0.0.1:1", "nats://127.0.0.1:2,nats://secret@127.0.0.1:1"} {
+		_, err := Connect(u, WithConnectTimeout(500*time.Millisecond))
+		if err == nil {
+			t.Fatal("expected an error")
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Fatalf("password leaked: %v", err)
+		}
 	}
 }
 

@@ -251,13 +251,17 @@ func (c *Conn) untrack(s *Subscription) {
 	c.mu.Unlock()
 }
 
-// redactURLs hides passwords in an error message: a URL list comes from
-// configuration and may carry credentials.
+// redactURLs hides passwords and tokens in an error message: a URL list
+// comes from configuration and may carry credentials. A user without a
+// password is a token to nats.go, so it is hidden too.
 func redactURLs(list string) string {
 	parts := strings.Split(list, ",")
 	for i, p := range parts {
 		p = strings.TrimSpace(p)
 		if u, err := url.Parse(p); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); !ok {
+				u.User = url.User("xxxxx")
+			}
 			p = u.Redacted()
 		}
 		parts[i] = p
