@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nkeys"
 
+	"github.com/flowrun/flowrun/framework/bus/bustest"
 	"github.com/flowrun/flowrun/framework/results"
 )
 
@@ -161,10 +162,22 @@ func TestRunNATSAuthenticated(t *testing.T) {
 	seedFile := filepath.Join(dir, "user.nk")
 	conf := filepath.Join(dir, "nkey.conf")
 	tokenFile := filepath.Join(dir, "token")
+	op, err := bustest.NewOperator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pki, err := bustest.NewPKI(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, opConf, tlsConf := filepath.Join(dir, "user.creds"), filepath.Join(dir, "operator.conf"), filepath.Join(dir, "tls.conf")
 	for f, data := range map[string]string{
 		seedFile:  string(seed),
 		conf:      fmt.Sprintf("authorization {\n  users = [ { nkey: %s } ]\n}\n", pub),
 		tokenFile: "t0ken-from-a-file\n",
+		creds:     string(op.Creds),
+		opConf:    op.ServerConfig(),
+		tlsConf:   pki.ServerConfig(),
 	} {
 		if err := os.WriteFile(f, []byte(data), 0o600); err != nil {
 			t.Fatal(err)
@@ -174,9 +187,15 @@ func TestRunNATSAuthenticated(t *testing.T) {
 		name       string
 		serverArgs []string
 		flags      []string
+		refusal    string   // what a run with only the without flags is told
+		without    []string // the flags of the refused run
 	}{
-		{"Token", []string{"--auth", "t0ken-from-a-file"}, []string{"--nats-token-file", tokenFile}},
-		{"Nkey", []string{"-c", conf}, []string{"--nats-nkey", seedFile}},
+		{"Token", []string{"--auth", "t0ken-from-a-file"}, []string{"--nats-token-file", tokenFile}, "authorization violation", nil},
+		{"Nkey", []string{"-c", conf}, []string{"--nats-nkey", seedFile}, "authorization violation", nil},
+		{"Creds", []string{"-c", opConf}, []string{"--nats-creds", creds}, "authorization violation", nil},
+		// The client trusts the server but has no certificate to show.
+		{"TLSClientCert", []string{"-c", tlsConf}, []string{"--nats-ca", pki.CA, "--nats-cert", pki.ClientCert, "--nats-key", pki.ClientKey},
+			"certificate required", []string{"--nats-ca", pki.CA}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := startNATS(t, bin, c.serverArgs...)
@@ -189,9 +208,9 @@ func TestRunNATSAuthenticated(t *testing.T) {
 			if res.Digest != base {
 				t.Errorf("digest %s, embedded server %s", res.Digest, base)
 			}
-			r := flowrun(t, "run", demo, "-q", "--nats", srv.url())
-			if r.err == nil || !strings.Contains(strings.ToLower(r.err.Error()), "authorization violation") {
-				t.Errorf("run without credentials: %v, want an authorization violation", r.err)
+			r := flowrun(t, append([]string{"run", demo, "-q", "--nats", srv.url()}, c.without...)...)
+			if r.err == nil || !strings.Contains(strings.ToLower(r.err.Error()), c.refusal) {
+				t.Errorf("run without credentials: %v, want %q", r.err, c.refusal)
 			}
 		})
 	}

@@ -2,14 +2,7 @@ package bus
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,10 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+
+	"github.com/flowrun/flowrun/framework/bus/bustest"
 )
 
 // TestEmbeddedRefusesStrangers: a client that does not hold the run's
@@ -161,17 +155,27 @@ func TestClientAuth(t *testing.T) {
 			return &server.Options{Nkeys: []*server.NkeyUser{{Nkey: pub}}}, ClientAuth{NkeySeedFile: write("user.nk", string(seed))}
 		}},
 		{"Creds", func(t *testing.T) (*server.Options, ClientAuth) {
-			opts, creds := operatorMode(t)
-			return opts, ClientAuth{CredsFile: write("user.creds", creds)}
+			op, err := bustest.NewOperator()
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts, err := op.ServerOptions()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return opts, ClientAuth{CredsFile: write("user.creds", string(op.Creds))}
 		}},
 		{"TLSClientCert", func(t *testing.T) (*server.Options, ClientAuth) {
-			ca, cert, key := testPKI(t, dir)
-			tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cert["server"], KeyFile: key["server"], CaFile: ca, Verify: true})
+			p, err := bustest.NewPKI(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: p.ServerCert, KeyFile: p.ServerKey, CaFile: p.CA, Verify: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			return &server.Options{TLS: true, TLSVerify: true, TLSConfig: tc, TLSTimeout: 2},
-				ClientAuth{CAFile: ca, CertFile: cert["client"], KeyFile: key["client"]}
+				ClientAuth{CAFile: p.CA, CertFile: p.ClientCert, KeyFile: p.ClientKey}
 		}},
 	}
 	for _, tc := range cases {
@@ -207,86 +211,4 @@ func TestClientAuthChecksBeforeDialling(t *testing.T) {
 			t.Errorf("%+v: dialled before checking: %v", a, err)
 		}
 	}
-}
-
-// operatorMode configures a server that trusts one operator, and returns
-// it with a creds file of a user of one of its accounts.
-func operatorMode(t *testing.T) (*server.Options, string) {
-	t.Helper()
-	okp, _ := nkeys.CreateOperator()
-	opub, _ := okp.PublicKey()
-	akp, _ := nkeys.CreateAccount()
-	apub, _ := akp.PublicKey()
-	ukp, _ := nkeys.CreateUser()
-	upub, _ := ukp.PublicKey()
-	useed, _ := ukp.Seed()
-	ojwt, err := jwt.NewOperatorClaims(opub).Encode(okp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oc, err := jwt.DecodeOperatorClaims(ojwt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ajwt, err := jwt.NewAccountClaims(apub).Encode(okp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ujwt, err := jwt.NewUserClaims(upub).Encode(akp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	creds, err := jwt.FormatUserConfig(ujwt, useed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := &server.MemAccResolver{}
-	if err := res.Store(apub, ajwt); err != nil {
-		t.Fatal(err)
-	}
-	return &server.Options{TrustedOperators: []*jwt.OperatorClaims{oc}, AccountResolver: res}, string(creds)
-}
-
-// testPKI writes a CA and, signed by it, a server certificate for
-// 127.0.0.1 and a client certificate; it returns the files.
-func testPKI(t *testing.T, dir string) (ca string, cert, key map[string]string) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "flowrun test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	pemFile := func(name, typ string, der []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	ca = pemFile("ca.pem", "CERTIFICATE", caDER)
-	cert, key = map[string]string{}, map[string]string{}
-	for i, name := range []string{"server", "client"} {
-		k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		tmpl := &x509.Certificate{
-			SerialNumber: big.NewInt(int64(i + 2)), Subject: pkix.Name{CommonName: "flowrun test " + name},
-			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-			KeyUsage:    x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
-		if err != nil {
-			t.Fatal(err)
-		}
-		kder, _ := x509.MarshalECPrivateKey(k)
-		cert[name] = pemFile(name+".pem", "CERTIFICATE", der)
-		key[name] = pemFile(name+"-key.pem", "EC PRIVATE KEY", kder)
-	}
-	return ca, cert, key
 }
