@@ -256,18 +256,7 @@ func startFlowrun(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer, chan 
 // fails the test if flowrun ended first.
 func killMidRun(t *testing.T, srv *natsProc, monitor int, n int64, exited chan error) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for inMsgs(monitor) < n {
-		select {
-		case err := <-exited:
-			t.Fatalf("flowrun ended (%v) before the server could be killed mid-run", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the run sent too few messages in 60 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	whileRunning(t, exited, fmt.Sprintf("%d messages through the server", n), func() bool { return inMsgs(monitor) >= n })
 	srv.kill()
 	select {
 	case err := <-exited:
@@ -355,6 +344,24 @@ func TestRunNATSServerRestart(t *testing.T) {
 	})
 }
 
+// whileRunning waits, at most 60 s, until cond holds, failing the test if
+// the flowrun that exited reports on ends first.
+func whileRunning(t *testing.T, exited chan error, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		select {
+		case err := <-exited:
+			t.Fatalf("flowrun ended (%v) before %s", err, what)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s in 60 s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitExit waits for a flowrun started by startFlowrun, at most d.
 func waitExit(t *testing.T, exited chan error, d time.Duration) error {
 	t.Helper()
@@ -401,21 +408,10 @@ func TestRunKilledLeavesNoCurrentResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd, _, exited := startFlowrun(t, "run", demo, "-q", "--set", "dataset.batches=100000", "--out", out)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := os.Stat(out + ".stale"); err == nil {
-			break
-		}
-		select {
-		case err := <-exited:
-			t.Fatalf("flowrun ended (%v) before it moved the earlier results aside", err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the earlier results were not moved aside in 60 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	whileRunning(t, exited, "the earlier results moved aside", func() bool {
+		_, err := os.Stat(out + ".stale")
+		return err == nil
+	})
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	if err := waitExit(t, exited, 30*time.Second); err == nil {
 		t.Fatal("the run finished before it was killed")
