@@ -91,7 +91,7 @@ func runTimed(b *testing.B, path string) (time.Duration, int) {
 		b.Fatal(err)
 	}
 	defer srv.Shutdown()
-	conn, err := bus.Connect(srv.ClientURL())
+	conn, err := bus.Connect(srv.ClientURL(), srv.Auth())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -185,7 +185,7 @@ func runExtended(t *testing.T, path string, sets ...string) (*results.Results, e
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	conn, err := bus.Connect(srv.ClientURL())
+	conn, err := bus.Connect(srv.ClientURL(), srv.Auth())
 	if err != nil {
 		t.Fatal(err)
 	}

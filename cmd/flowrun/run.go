@@ -32,6 +32,9 @@ type runFlags struct {
 	out   string
 	trace string
 	nats  string
+	// natsAuth are --nats-creds, --nats-nkey, --nats-token-file, --nats-ca,
+	// --nats-cert and --nats-key: how to sign in to (and verify) --nats.
+	natsAuth natsAuthFlags
 	// natsGrace is how long a run rides out an unreachable NATS server.
 	natsGrace time.Duration
 	quiet     bool
@@ -56,10 +59,15 @@ Every key of the graph can be overridden with --set (repeatable), e.g.
 
 Traces go where --trace says (or the graph's tracing.exporter): none, stdout,
 file:PATH (JSON lines), otlp-grpc://host:port or otlp-http://host:port.
-Stages talk over an embedded NATS server unless --nats names one.
+Stages talk over an embedded NATS server (loopback, admitting only this
+run's own connections) unless --nats names one; --nats-token-file (or
+FLOWRUN_NATS_TOKEN), --nats-nkey, --nats-creds, --nats-ca, --nats-cert and
+--nats-key sign in to it. Secrets come from files, never from flags.
 On a terminal a progress bar runs on stderr; at the end the summary table
 goes to stdout (--json: the results JSON instead; --quiet: nothing).
-A failed run names the stage, batch and cause and writes no results file.
+A failed run names the stage, batch and cause and writes no results file;
+an older results file at --out's path is renamed FILE.stale when the run
+starts (removed once the new one is written), so it never looks current.
 Exit codes: 0 ok, 1 the run failed, 2 bad usage or an invalid graph,
 130 interrupted (Ctrl-C or SIGTERM).
 
@@ -75,8 +83,13 @@ interleaving actually broke.`,
 			if f.json && f.quiet {
 				return usageError{errors.New("--json and --quiet: choose one (--json prints only the results)")}
 			}
+			stale, err := moveAsideResults(f.out)
+			if err != nil {
+				return err
+			}
+			defer keptStale(&stale, cmd.ErrOrStderr())
 			var res *results.Results
-			err := interruptible(cmd, func(ctx context.Context) (err error) {
+			err = interruptible(cmd, func(ctx context.Context) (err error) {
 				res, err = runGraph(ctx, args[0], f, cmd.ErrOrStderr())
 				return err
 			})
@@ -86,6 +99,10 @@ interleaving actually broke.`,
 			if f.out != "" {
 				if err := res.Write(f.out); err != nil {
 					return err
+				}
+				if stale != "" {
+					_ = os.Remove(stale) // superseded; absent is fine
+					stale = ""
 				}
 			}
 			switch {
@@ -104,12 +121,43 @@ interleaving actually broke.`,
 	cmd.Flags().StringVar(&f.out, "out", "", "write results as JSON to `FILE`")
 	cmd.Flags().StringVar(&f.trace, "trace", "", "trace exporter: none, stdout, file:PATH, otlp-grpc://host:port, otlp-http://host:port (default: the graph's tracing.exporter)")
 	cmd.Flags().StringVar(&f.nats, "nats", "", "use the NATS server at `URL` (nats://host:port) instead of an embedded one")
+	f.natsAuth.register(cmd)
 	cmd.Flags().DurationVar(&f.natsGrace, "nats-grace", bus.DefaultGrace, "how long to ride out an unreachable NATS server (a restart) before the run fails, naming it")
 	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors (no progress bar, no summary)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the summary (the content of --out's file)")
 	cmd.Flags().StringVar(&f.hazards, "check-hazards", "off", "check ScratchPipe's RAW hazards at run time: `strict` (the flag alone), dynamic or off")
 	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(engine.HazardsStrict)
 	return cmd
+}
+
+// moveAsideResults renames an earlier results file at out (the --out
+// path) to out.stale before the run starts, so that a run that fails, or
+// is killed, never leaves an old file looking like its result. It returns
+// the stale file's name ("" without --out), for the caller to remove once
+// the new results are written (with what an earlier failed run left).
+func moveAsideResults(out string) (string, error) {
+	if out == "" {
+		return "", nil
+	}
+	stale := out + ".stale"
+	if st, err := os.Stat(out); err != nil || !st.Mode().IsRegular() {
+		return stale, nil // nothing there (or not a file: writing will say so)
+	}
+	if err := os.Rename(out, stale); err != nil {
+		return "", fmt.Errorf("--out %s: an earlier results file is there and cannot be moved aside: %w", out, err)
+	}
+	return stale, nil
+}
+
+// keptStale says where the earlier results are when the run wrote none
+// (*stale is cleared once the new results are written).
+func keptStale(stale *string, stderr io.Writer) {
+	if *stale == "" {
+		return
+	}
+	if _, err := os.Stat(*stale); err == nil {
+		fmt.Fprintf(stderr, "flowrun: no new results; the earlier ones are in %s\n", *stale)
+	}
 }
 
 // interruptible calls fn with a context that SIGINT or SIGTERM cancels,
@@ -176,23 +224,11 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	}
 	defer host.Close()
 
-	url := cfg.NATS.URL
-	if f.nats != "" {
-		url = f.nats
-	}
-	if url == "" {
-		srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
-		if err != nil {
-			return nil, err
-		}
-		defer srv.Shutdown()
-		url = srv.ClientURL()
-	}
-	conn, err := bus.Connect(url, bus.WithName("flowrun "+cfg.Name), bus.WithLogger(log), bus.WithGrace(f.natsGrace))
+	conn, stop, err := connectBus(cfg, f, log)
 	if err != nil {
 		return nil, err
 	}
-	defer conn.Close()
+	defer stop()
 
 	defer bar.Finish()
 	defer stageProcs(len(g.Nodes))()

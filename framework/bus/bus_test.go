@@ -33,7 +33,7 @@ func startServer(t *testing.T, opts ServerOptions) *Server {
 
 func connect(t *testing.T, s *Server, name string) *Conn {
 	t.Helper()
-	c, err := Connect(s.ClientURL(), WithName(name))
+	c, err := Connect(s.ClientURL(), WithName(name), s.Auth())
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -491,12 +491,16 @@ func TestConnectDeadURLFailsFast(t *testing.T) {
 }
 
 func TestConnectRedactsPassword(t *testing.T) {
-	_, err := Connect("nats://flow:secret@127.0.0.1:1", WithConnectTimeout(500*time.Millisecond))
-	if err == nil {
-		t.Fatal("expected an error")
-	}
-	if strings.Contains(err.Error(), "secret") {
-		t.Fatalf("password leaked: %v", err)
+	// A password, and a token (a user without a password, as nats.go
+	// reads it), in a list of URLs.
+	for _, u := range []string{"nats://flow:secret@127.0.0.1:1", "nats://127.0.0.1:2,nats://secret@127.0.0.1:1"} {
+		_, err := Connect(u, WithConnectTimeout(500*time.Millisecond))
+		if err == nil {
+			t.Fatal("expected an error")
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Fatalf("password leaked: %v", err)
+		}
 	}
 }
 
@@ -529,7 +533,7 @@ func TestSubscriptionEndsWithContext(t *testing.T) {
 
 func TestConnCloseEndsSubscriptions(t *testing.T) {
 	s := startServer(t, ServerOptions{})
-	c, err := Connect(s.ClientURL())
+	c, err := Connect(s.ClientURL(), s.Auth())
 	if err != nil {
 		t.Fatal(err)
 	}

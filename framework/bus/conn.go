@@ -59,6 +59,10 @@ type connOptions struct {
 	timeout time.Duration
 	grace   time.Duration
 	log     *slog.Logger
+	// nats are extra nats.go options (credentials, TLS); err is a bad
+	// option found while applying them, reported before dialling.
+	nats []nats.Option
+	err  error
 }
 
 // DefaultGrace is how long a connection waits for its server to come back
@@ -103,6 +107,9 @@ func Connect(serverURL string, opts ...Option) (*Conn, error) {
 	if o.grace <= 0 {
 		o.grace = DefaultGrace
 	}
+	if o.err != nil {
+		return nil, fmt.Errorf("bus: connect %s: %w", redactURLs(serverURL), o.err)
+	}
 	log := o.log
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -137,6 +144,7 @@ func Connect(serverURL string, opts ...Option) (*Conn, error) {
 	if o.name != "" {
 		nopts = append(nopts, nats.Name(o.name))
 	}
+	nopts = append(nopts, o.nats...)
 	nc, err := nats.Connect(serverURL, nopts...)
 	if err != nil {
 		return nil, fmt.Errorf("bus: connect %s: %w", redactURLs(serverURL), err)
@@ -243,13 +251,17 @@ func (c *Conn) untrack(s *Subscription) {
 	c.mu.Unlock()
 }
 
-// redactURLs hides passwords in an error message: a URL list comes from
-// configuration and may carry credentials.
+// redactURLs hides passwords and tokens in an error message: a URL list
+// comes from configuration and may carry credentials. A user without a
+// password is a token to nats.go, so it is hidden too.
 func redactURLs(list string) string {
 	parts := strings.Split(list, ",")
 	for i, p := range parts {
 		p = strings.TrimSpace(p)
 		if u, err := url.Parse(p); err == nil && u.User != nil {
+			if _, ok := u.User.Password(); !ok {
+				u.User = url.User("xxxxx")
+			}
 			p = u.Redacted()
 		}
 		parts[i] = p

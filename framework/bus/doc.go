@@ -3,6 +3,10 @@
 // embedded or external server, a tiny publish/subscribe API with explicit
 // flow control, and the propagation of trace context in message headers.
 //
+// An embedded server admits only the connections that hold its per-run
+// Identity (an nkey generated in process); WithAuth signs in to an external
+// server with a token, an nkey seed, a creds file and TLS.
+//
 // A bus message is small: a header of a few hundred bytes (batch sequence,
 // shared-memory region handles, trace context). Bulk data never travels
 // through this package; it lives in regions.

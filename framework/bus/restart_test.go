@@ -40,7 +40,7 @@ func TestPublishSurvivesServerRestart(t *testing.T) {
 	waitFor(t, func() bool { n, _ := sub.sub.Delivered(); return n >= 1 })
 
 	srv.Shutdown()
-	startServer(t, ServerOptions{Port: port})
+	startServer(t, ServerOptions{Port: port, Identity: srv.Identity()})
 	waitFor(t, func() bool { return pub.NATS().IsConnected() && subConn.NATS().IsConnected() })
 
 	if m := receive(t, ctx, sub); string(m.Data) != "first" {
@@ -124,7 +124,7 @@ func TestServerGoneBeyondGrace(t *testing.T) {
 	ctx := testContext(t)
 	port := freePort(t)
 	srv := startServer(t, ServerOptions{Port: port})
-	pub, err := Connect(srv.ClientURL(), WithGrace(200*time.Millisecond))
+	pub, err := Connect(srv.ClientURL(), WithGrace(200*time.Millisecond), srv.Auth())
 	if err != nil {
 		t.Fatal(err)
 	}

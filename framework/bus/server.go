@@ -26,11 +26,18 @@ type ServerOptions struct {
 	// ReadyTimeout bounds the wait for the server to accept connections.
 	// 0 means 5 s.
 	ReadyTimeout time.Duration
+	// Identity is the only client the server accepts. Nil means a new one
+	// (NewIdentity): a server restarted on the same port for the same
+	// clients passes the first server's Identity().
+	Identity *Identity
 }
 
-// Server is an in-process nats-server.
+// Server is an in-process nats-server. It accepts only clients that
+// authenticate as its Identity (Auth), so another local user who finds its
+// loopback port can neither subscribe nor publish.
 type Server struct {
 	ns *server.Server
+	id *Identity
 }
 
 // StartEmbedded starts a nats-server inside this process and waits until it
@@ -48,11 +55,19 @@ func StartEmbedded(opts ServerOptions) (*Server, error) {
 	if ready <= 0 {
 		ready = 5 * time.Second
 	}
+	id := opts.Identity
+	if id == nil {
+		var err error
+		if id, err = NewIdentity(); err != nil {
+			return nil, err
+		}
+	}
 	sopts := &server.Options{
 		Host:   host,
 		Port:   port,
 		NoLog:  !opts.Logging,
 		NoSigs: true, // signals belong to the flowrun process, not to the server
+		Nkeys:  []*server.NkeyUser{{Nkey: id.PublicKey()}},
 	}
 	if opts.MaxPayload < 0 {
 		return nil, fmt.Errorf("bus: embedded server: max payload %d: must be ≥ 0", opts.MaxPayload)
@@ -77,8 +92,15 @@ func StartEmbedded(opts ServerOptions) (*Server, error) {
 		ns.WaitForShutdown()
 		return nil, fmt.Errorf("bus: embedded server on %s:%d: %w", host, port, errNotReady(ready))
 	}
-	return &Server{ns: ns}, nil
+	return &Server{ns: ns, id: id}, nil
 }
+
+// Auth is the Connect option every client of the server needs: it signs
+// in as the server's Identity.
+func (s *Server) Auth() Option { return s.id.Option() }
+
+// Identity is the client identity the server accepts.
+func (s *Server) Identity() *Identity { return s.id }
 
 func errNotReady(d time.Duration) error {
 	return errors.New("not ready for connections after " + d.String())

@@ -22,7 +22,7 @@ import (
 //
 //	offset     size  field
 //	0          8     magic "FLOWRUNB"
-//	8          4     version (1)
+//	8          4     version (2; 1 is still read)
 //	12         4     header length H = the offset of the first record (a multiple of 64)
 //	16         4     tables T
 //	20         4     lookups per sample per table L
@@ -34,15 +34,34 @@ import (
 //	64         8·T   rows of each table
 //	64+8T      4     CRC-32 (IEEE) of bytes [0, 64+8T)
 //	…          …     zeros up to H
-//	H + i·R    R     sample i: label float32, D dense float32, T·L IDs (table-major)
+//	H + i·R    R     sample i: label float32, D dense float32, T·L IDs (table-major),
+//	                 CRC-32C of i (uint64) and the record's bytes before it
 //
-// R = 4 + 4·D + idBytes·T·L, and the file is exactly H + N·R bytes long.
+// R = 4 + 4·D + idBytes·T·L + 4, and the file is exactly H + N·R bytes
+// long. The header's padding is zeros. Every byte is therefore checked on
+// read: the header's by its checksum and padding, a record's by its own
+// checksum, which also covers its index, so a record copied to another
+// place is found too. Version 1 files (records without a checksum) are
+// still read, unchecked: re-convert them to have their records checked.
 
 // Magic opens every batch file.
 const Magic = "FLOWRUNB"
 
-// FileVersion is the format version this package writes and reads.
-const FileVersion = 1
+// FileVersion is the format version this package writes. It also reads
+// version 1, whose records carry no checksum.
+const FileVersion = 2
+
+// castagnoli is the CRC-32C table of record checksums (hardware-assisted
+// on amd64 and arm64, so checking costs little beside the read).
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// recordSum is the checksum of record i with the bytes b (the record
+// without its checksum).
+func recordSum(i uint64, b []byte) uint32 {
+	var idx [8]byte
+	binary.LittleEndian.PutUint64(idx[:], i)
+	return crc32.Update(crc32.Checksum(idx[:], castagnoli), castagnoli, b)
+}
 
 // Limits on a header's counts: far above any real dataset, low enough that
 // a corrupt header cannot make a reader allocate without bound.
@@ -69,7 +88,13 @@ type Header struct {
 	Rows []int64
 	// Samples is the number of samples; Writer fills it in.
 	Samples uint64
+	// Version is the file's format version: FileVersion for what Create
+	// writes, 1 for an older file (records without a checksum).
+	Version int
 }
+
+// summed reports whether the file's records carry a checksum.
+func (h *Header) summed() bool { return h.Version >= 2 }
 
 // MaxRows is the largest of Rows (0 without tables).
 func (h *Header) MaxRows() int64 {
@@ -87,9 +112,13 @@ func (h *Header) idBytes() int {
 	return 8
 }
 
-// RecordSize is the bytes of one sample.
+// RecordSize is the bytes of one sample, its checksum included.
 func (h *Header) RecordSize() int {
-	return 4 + 4*h.Dense + h.idBytes()*h.Tables*h.Lookups
+	n := 4 + 4*h.Dense + h.idBytes()*h.Tables*h.Lookups
+	if h.summed() {
+		n += 4
+	}
+	return n
 }
 
 func (h *Header) headerLen() int { return (64 + 8*h.Tables + 4 + 63) &^ 63 }
@@ -120,7 +149,7 @@ func (h *Header) marshal() []byte {
 	b := make([]byte, n)
 	le := binary.LittleEndian
 	copy(b, Magic)
-	le.PutUint32(b[8:], FileVersion)
+	le.PutUint32(b[8:], uint32(h.Version))
 	le.PutUint32(b[12:], uint32(n))
 	le.PutUint32(b[16:], uint32(h.Tables))
 	le.PutUint32(b[20:], uint32(h.Lookups))
@@ -151,10 +180,12 @@ func readHeader(r io.ReaderAt) (*Header, int64, error) {
 		return nil, 0, fmt.Errorf("offset 0: %w (magic %q, want %q)", ErrNotBatchFile, fixed[:len(Magic)], Magic)
 	}
 	le := binary.LittleEndian
-	if v := le.Uint32(fixed[8:]); v != FileVersion {
-		return nil, 0, fmt.Errorf("offset 8: version %d, this flowrun reads version %d", v, FileVersion)
+	v := le.Uint32(fixed[8:])
+	if v != 1 && v != FileVersion {
+		return nil, 0, fmt.Errorf("offset 8: version %d, this flowrun reads versions 1 and %d (re-convert the data with this flowrun)", v, FileVersion)
 	}
 	h := &Header{
+		Version: int(v),
 		Tables:  int(le.Uint32(fixed[16:])),
 		Lookups: int(le.Uint32(fixed[20:])),
 		Dense:   int(le.Uint32(fixed[24:])),
@@ -170,13 +201,18 @@ func readHeader(r io.ReaderAt) (*Header, int64, error) {
 	if want := int64(h.headerLen()); hlen != want {
 		return nil, 0, fmt.Errorf("offset 12: header length %d, want %d for %d tables", hlen, want, h.Tables)
 	}
-	rest := make([]byte, end+4-64)
+	rest := make([]byte, hlen-64)
 	if n, err := r.ReadAt(rest, 64); n < len(rest) {
 		return nil, 0, fmt.Errorf("offset %d: header truncated: %v", 64+int64(n), errOrEOF(err))
 	}
 	all := append(fixed, rest...)
 	if got, want := le.Uint32(all[end:]), crc32.ChecksumIEEE(all[:end]); got != want {
 		return nil, 0, fmt.Errorf("offset %d: header checksum %08x, want %08x (the header is corrupt)", end, got, want)
+	}
+	for i := end + 4; i < hlen; i++ {
+		if all[i] != 0 {
+			return nil, 0, fmt.Errorf("offset %d: header padding byte %#02x, want 0 (the header is corrupt)", i, all[i])
+		}
 	}
 	h.Rows = make([]int64, h.Tables)
 	for t := range h.Rows {
@@ -224,6 +260,7 @@ func Create(path string, h Header) (*Writer, error) {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	h.Rows = append([]int64(nil), h.Rows...)
+	h.Version = FileVersion
 	f, err := os.Create(path + ".tmp")
 	if err != nil {
 		return nil, err
@@ -272,6 +309,7 @@ func (w *Writer) Append(label float32, dense []float32, ids []int64) error {
 		}
 		p += w.idB
 	}
+	w.le.PutUint32(b[p:], recordSum(w.wrote, b[:p]))
 	if _, err := w.w.Write(b); err != nil {
 		w.err = err
 		return err
@@ -426,6 +464,20 @@ func openHeader(path string) (*Header, *os.File, int64, error) {
 // Header is the file's header.
 func (fl *File) Header() Header { return *fl.h }
 
+// checkSum checks record i, read from offset at, against its checksum (a
+// version 1 file has none).
+func (fl *File) checkSum(i uint64, at int64, r []byte) error {
+	if !fl.h.summed() {
+		return nil
+	}
+	n := len(r) - 4
+	if got, want := binary.LittleEndian.Uint32(r[n:]), recordSum(i, r[:n]); got != want {
+		return fmt.Errorf("%s: offset %d: record %d is corrupt: its %d bytes (to offset %d) sum to %08x, its checksum says %08x",
+			fl.path, at, i, len(r), at+int64(len(r))-1, want, got)
+	}
+	return nil
+}
+
 // TrainBatches is how many distinct training batches the file holds.
 func (fl *File) TrainBatches() uint64 { return fl.nTrain }
 
@@ -468,6 +520,9 @@ func (fl *File) Fill(seq uint64, eval bool, a Arrays) error {
 	for i := 0; i < d.BatchSize; i++ {
 		r := buf[int64(i)*fl.rec : int64(i+1)*fl.rec]
 		at := off + int64(i)*fl.rec
+		if err := fl.checkSum(first+uint64(i), at, r); err != nil {
+			return err
+		}
 		label := math.Float32frombits(le.Uint32(r))
 		if !(label >= 0 && label <= 1) {
 			return fmt.Errorf("%s: offset %d: sample %d: label %g is not in [0, 1]", fl.path, at, first+uint64(i), label)

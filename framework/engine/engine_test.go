@@ -265,7 +265,7 @@ func conn(t *testing.T) *bus.Conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	c, err := bus.Connect(srv.ClientURL())
+	c, err := bus.Connect(srv.ClientURL(), srv.Auth())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,7 +590,7 @@ func TestServerLostEndsRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	c, err := bus.Connect(srv.ClientURL(), bus.WithGrace(300*time.Millisecond))
+	c, err := bus.Connect(srv.ClientURL(), bus.WithGrace(300*time.Millisecond), srv.Auth())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -384,7 +384,7 @@ func RunGraph(t testing.TB, kinds stage.Registry, path string, hazards engine.Ha
 		t.Fatal(err)
 	}
 	defer srv.Shutdown()
-	conn, err := bus.Connect(srv.ClientURL())
+	conn, err := bus.Connect(srv.ClientURL(), srv.Auth())
 	if err != nil {
 		t.Fatal(err)
 	}
