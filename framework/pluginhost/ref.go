@@ -52,9 +52,25 @@ func ParseRef(ref string) (Ref, error) {
 
 // Check validates a plugin reference of kind without launching anything: a
 // builtin must be listed in the host's Builtins, a path must name an
-// existing, regular, executable file.
+// existing, regular, executable file whose sha256 matches its pin, if it
+// has one (Pin).
 func (h *Host) Check(kind plugin.Kind, ref string) error {
-	return h.builtins.check(kind, ref)
+	if err := h.builtins.check(kind, ref); err != nil {
+		return err
+	}
+	r, _ := ParseRef(ref) // check parsed it
+	if r.Builtin {
+		return nil
+	}
+	path, err := filepath.Abs(r.Path)
+	if err != nil {
+		return fmt.Errorf("%s plugin %q: %w", kind, r.Path, err)
+	}
+	if !h.pinned(path) {
+		return nil // hashed, for its warning, only when it runs
+	}
+	_, _, err = h.checkPin(kind, path)
+	return err
 }
 
 // RefChecker checks plugin references by the kind's name ("cache") as
