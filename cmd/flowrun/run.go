@@ -175,6 +175,9 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		return nil, err
 	}
 	defer host.Close()
+	if err := pinPlugins(host, cfg); err != nil {
+		return nil, usageError{err}
+	}
 
 	url := cfg.NATS.URL
 	if f.nats != "" {

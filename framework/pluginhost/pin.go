@@ -85,7 +85,7 @@ func (h *Host) checkPin(kind plugin.Kind, path string) (pin, sum string, err err
 	for _, p := range pins {
 		if p != sum {
 			return "", sum, &RefusedError{Kind: kind, Path: path,
-				Err: refused(ErrPinMismatch, "the binary's sha256 is %s, the graph pins %s; not running it", sum, p)}
+				Err: refused(ErrPinMismatch, "it is %s, the pin %s; not running it", sum, p)}
 		}
 	}
 	if len(pins) > 0 {

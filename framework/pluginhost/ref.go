@@ -144,16 +144,26 @@ func (b Builtins) check(kind plugin.Kind, ref string) error {
 }
 
 func checkExecutable(kind plugin.Kind, path string) error {
+	what := noun(kind)
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("%s plugin %q: no such file (a plugin reference is builtin:NAME or the path of a plugin binary)", kind, path)
+		return fmt.Errorf("%s %q: no such file (a plugin reference is builtin:NAME or the path of a plugin binary)", what, path)
 	case err != nil:
-		return fmt.Errorf("%s plugin %q: %w", kind, path, err)
+		return fmt.Errorf("%s %q: %w", what, path, err)
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("%s plugin %q: not a regular file", kind, path)
+		return fmt.Errorf("%s %q: not a regular file", what, path)
 	case st.Mode().Perm()&0o111 == 0:
-		return fmt.Errorf("%s plugin %q: not executable", kind, path)
+		return fmt.Errorf("%s %q: not executable", what, path)
 	}
 	return nil
+}
+
+// noun is "cache plugin" for a kind, "plugin" for none (a binary described
+// or inspected before its kind is known).
+func noun(kind plugin.Kind) string {
+	if kind == "" {
+		return "plugin"
+	}
+	return string(kind) + " plugin"
 }

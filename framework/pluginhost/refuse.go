@@ -36,7 +36,7 @@ type RefusedError struct {
 }
 
 func (e *RefusedError) Error() string {
-	return fmt.Sprintf("%s plugin %q: %v", e.Kind, e.Path, e.Err)
+	return fmt.Sprintf("%s %q: %v", noun(e.Kind), e.Path, e.Err)
 }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
