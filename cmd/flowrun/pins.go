@@ -132,16 +132,16 @@ func writePins(data []byte, bins []pluginBinary) ([]byte, error) {
 			return nil, fmt.Errorf("%s has no plugin key in the file", b.key())
 		}
 		if old := mapValue(sec, "sha256"); old != nil {
-			edits = append(edits, edit{line: old.Line - 1, col: old.Column - 1, cut: scalarLen(old), text: b.pin})
+			edits = append(edits, edit{line: old.Line - 1, col: old.Column - 1, cut: scalarLen(old), text: quoted(b.pin)})
 			continue
 		}
 		keyNode := mapKey(sec, "plugin")
 		if sec.Style&yaml.FlowStyle != 0 {
-			edits = append(edits, edit{line: ref.Line - 1, col: ref.Column - 1 + scalarLen(ref), text: ", sha256: " + b.pin})
+			edits = append(edits, edit{line: ref.Line - 1, col: ref.Column - 1 + scalarLen(ref), text: ", sha256: " + quoted(b.pin)})
 			continue
 		}
 		indent := strings.Repeat(" ", keyNode.Column-1)
-		edits = append(edits, edit{line: ref.Line, text: indent + "sha256: " + b.pin, newLine: true})
+		edits = append(edits, edit{line: ref.Line, text: indent + "sha256: " + quoted(b.pin), newLine: true})
 	}
 	// Apply from the end, so that earlier positions stay valid.
 	slices.SortFunc(edits, func(a, b edit) int {
@@ -160,6 +160,10 @@ func writePins(data []byte, bins []pluginBinary) ([]byte, error) {
 	}
 	return []byte(strings.Join(lines, "\n")), nil
 }
+
+// quoted is a sum as a YAML string: quoted, since hex digits can read as
+// a number (all digits, or digits around one e).
+func quoted(sum string) string { return `"` + sum + `"` }
 
 // mapKey and mapValue find key in a mapping node.
 func mapKey(m *yaml.Node, key string) *yaml.Node {
