@@ -119,6 +119,9 @@ func (h *Host) launch(ctx context.Context, kind plugin.Kind, r Ref) (any, *proce
 	}
 
 	proto, err := p.start(ctx, h.logger)
+	if errors.Is(err, errStartAbandoned) {
+		return nil, nil, fmt.Errorf("%s plugin %q: %w", kind, path, err)
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -183,9 +186,13 @@ func (p *process) start(ctx context.Context, log hclog.Logger) (goplugin.ClientP
 				log.Warn(err.Error())
 			}
 		}()
-		return nil, fmt.Errorf("start: %w", ctx.Err())
+		return nil, fmt.Errorf("%w: %w", errStartAbandoned, ctx.Err())
 	}
 }
+
+// errStartAbandoned is start's error when its context ended first: the
+// process is stopped in the background, not by the caller.
+var errStartAbandoned = errors.New("start abandoned")
 
 // Stopping a plugin: stopGrace is how long it has to exit after its
 // connection closes (go-plugin itself waits 2 s, then kills the process

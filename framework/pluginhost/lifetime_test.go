@@ -85,7 +85,8 @@ func readPID(t *testing.T, file string) int {
 // for those pipes, so without a group kill it waits for ever.
 func forkingScript(t *testing.T) (script, pidFile string) {
 	pidFile = filepath.Join(t.TempDir(), "child.pid")
-	return writeScript(t, fmt.Sprintf("#!/bin/sh\nsleep 300 &\necho $! > %s\nwait\n", pidFile)), pidFile
+	// Written then renamed, so that readPID never reads half a pid.
+	return writeScript(t, fmt.Sprintf("#!/bin/sh\nsleep 300 &\necho $! > %[1]s.tmp\nmv %[1]s.tmp %[1]s\nwait\n", pidFile)), pidFile
 }
 
 // TestForkedChildPluginFailsInBound: a script that forks and never
