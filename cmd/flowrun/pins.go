@@ -64,7 +64,13 @@ func pinPlugins(host *pluginhost.Host, cfg *config.Config) error {
 // changing nothing else in the file; with dryRun it prints them as --set
 // flags instead. It returns the binaries it pinned.
 func lockGraph(path string, dryRun bool) ([]pluginBinary, error) {
-	cfg, _, err := config.Load(path, nil)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	// The pins the file has are replaced: a malformed one must not stop
+	// the graph from loading.
+	cfg, _, err := config.Load(path, clearPins(data))
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -78,10 +84,6 @@ func lockGraph(path string, dryRun bool) ([]pluginBinary, error) {
 	}
 	if dryRun || len(bins) == 0 {
 		return bins, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
 	}
 	locked, err := writePins(data, bins)
 	if err != nil {
@@ -101,6 +103,31 @@ func lockGraph(path string, dryRun bool) ([]pluginBinary, error) {
 		}
 	}
 	return bins, nil
+}
+
+// clearPins are the --set flags that empty every sha256 the YAML text
+// data gives a plugin reference.
+func clearPins(data []byte) []string {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return nil // Load reports it
+	}
+	var sets []string
+	clear := func(sec *yaml.Node, keys ...string) {
+		if mapValue(sec, "sha256") != nil {
+			sets = append(sets, strings.Join(keys, ".")+".sha256=")
+		}
+	}
+	root := doc.Content[0]
+	for _, k := range []string{"model", "kernel", "cache"} {
+		clear(mapValue(root, k), k)
+	}
+	if devs := mapValue(root, "devices"); devs != nil && devs.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(devs.Content); i += 2 {
+			clear(devs.Content[i+1], "devices", devs.Content[i].Value)
+		}
+	}
+	return sets
 }
 
 // writePins sets each binary's sha256 in the YAML text data: it replaces

@@ -250,3 +250,29 @@ func TestPluginsLock(t *testing.T) {
 		t.Errorf("validate with a wrong pin: %v, want exit %d naming devices::host::plugin\nstderr:\n%s", r.err, exitUsage, r.stderr)
 	}
 }
+
+// TestWritePins edits a graph's text: a block mapping gets a line, a flow
+// one a key, an old pin (malformed or not) its new value; comments stay.
+func TestWritePins(t *testing.T) {
+	in := "model:\n  plugin: './m' # the model\n  sha256: old\n" +
+		"devices:\n  host: {plugin: ./h}   # flow\n" +
+		"cache:\n    plugin: ./c\n    size: 0.05\n"
+	pin := func(c byte) string { return strings.Repeat(string(c), 64) }
+	out, err := writePins([]byte(in), []pluginBinary{
+		{keys: []string{"model"}, pin: pin('a')},
+		{keys: []string{"devices", "host"}, pin: pin('b')},
+		{keys: []string{"cache"}, pin: pin('c')},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "model:\n  plugin: './m' # the model\n  sha256: \"" + pin('a') + "\"\n" +
+		"devices:\n  host: {plugin: ./h, sha256: \"" + pin('b') + "\"}   # flow\n" +
+		"cache:\n    plugin: ./c\n    sha256: \"" + pin('c') + "\"\n    size: 0.05\n"
+	if string(out) != want {
+		t.Errorf("writePins:\n%s\nwant:\n%s", out, want)
+	}
+	if clear := clearPins([]byte(in)); len(clear) != 1 || clear[0] != "model.sha256=" {
+		t.Errorf("clearPins = %q, want [model.sha256=]", clear)
+	}
+}
