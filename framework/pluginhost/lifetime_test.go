@@ -174,18 +174,24 @@ func TestPluginDiesWithHost(t *testing.T) {
 	waitGone(t, pid, 2*time.Second, "the plugin of a SIGKILLed host")
 }
 
-// TestNotAPluginIsOneLine: /bin/true as a plugin is refused as not a
-// plugin, in one line.
+// TestNotAPluginIsOneLine: /bin/true, and an executable text file the
+// system cannot run, are refused as not plugins, in one line.
 func TestNotAPluginIsOneLine(t *testing.T) {
 	path, err := exec.LookPath("true")
 	if err != nil {
 		t.Skip("no true(1)")
 	}
+	text := filepath.Join(t.TempDir(), "text")
+	if err := os.WriteFile(text, []byte("not a program\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	h := newHost(t, pluginhost.Settings{StartTimeout: 5 * time.Second})
-	_, err = h.Cache(context.Background(), path)
-	var refused *pluginhost.RefusedError
-	if !errors.As(err, &refused) || !errors.Is(err, pluginhost.ErrNotPlugin) || strings.Contains(err.Error(), "\n") {
-		t.Fatalf("true(1) as a plugin: %q, want a one-line *RefusedError wrapping ErrNotPlugin", err)
+	for _, bin := range []string{path, text} {
+		_, err = h.Cache(context.Background(), bin)
+		var refused *pluginhost.RefusedError
+		if !errors.As(err, &refused) || !errors.Is(err, pluginhost.ErrNotPlugin) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s as a plugin: %q, want a one-line *RefusedError wrapping ErrNotPlugin", bin, err)
+		}
 	}
 }
 

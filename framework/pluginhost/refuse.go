@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -56,6 +57,8 @@ func (p *process) startError(err error, startTimeout time.Duration) error {
 		case errors.Is(err, goplugin.ErrChecksumsDoNotMatch) || strings.Contains(first, "error verifying checksum"):
 			// verify checked it a moment before: the file changed since.
 			err = refused(ErrPinMismatch, "the binary changed between its check and its start")
+		case errors.Is(err, syscall.ENOEXEC):
+			err = refused(ErrNotPlugin, "the system cannot execute it (%v)", syscall.ENOEXEC)
 		case strings.Contains(first, "Unrecognized remote plugin message: ") && strings.Contains(rest, "Failed to read any lines"):
 			err = refused(ErrNotPlugin, "it ended without answering go-plugin's handshake")
 		case strings.Contains(first, "Unrecognized remote plugin message: "):
