@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/flowrun/flowrun/framework/pluginhost"
+	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // helperHostEnv makes the test binary a plugin host that launches the
@@ -280,4 +281,32 @@ func TestInspect(t *testing.T) {
 	if bin, err := pluginhost.Inspect(script); err != nil || bin.GoPlugin || bin.GoVersion != "" {
 		t.Errorf("Inspect(script) = %+v, %v; want no Go build information", bin, err)
 	}
+}
+
+// TestPluginExitsWhenParentGoes starts the echo plugin from a shell that
+// then exits, with no parent-death signal: the plugin notices that its
+// parent changed (sdk/internal/rpc) and exits within a second.
+func TestPluginExitsWhenParentGoes(t *testing.T) {
+	cmd := exec.Command("sh", "-c", `"$0" </dev/null >/dev/null 2>&1 & echo $!; sleep 1`, echoBin)
+	cmd.Env = append(os.Environ(), plugin.Handshake.MagicCookieKey+"="+plugin.Handshake.MagicCookieValue)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	pid, perr := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || perr != nil {
+		t.Fatalf("shell printed %q (%v)", line, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if gone(pid) {
+		t.Fatal("the plugin did not start serving")
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid, time.Second, "a plugin whose parent exited")
 }
