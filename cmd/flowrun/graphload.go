@@ -35,6 +35,9 @@ func loadGraph(path string, sets []string, host *pluginhost.Host, tryOptions boo
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if err := pinPlugins(host, cfg); err != nil {
+		return nil, usageError{src.Annotate(err)}
+	}
 	g, err := graph.Build(cfg, src, stages(), pluginhost.RefChecker{Host: host})
 	if err != nil {
 		return nil, usageError{err}

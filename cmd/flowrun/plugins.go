@@ -3,19 +3,21 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 func newPluginsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugins",
-		Short: "List built-in plugins or describe a plugin binary",
+		Short: "List built-in plugins, describe a plugin binary, or pin a graph's binaries",
 	}
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
@@ -40,17 +42,48 @@ func newPluginsCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	})
-	cmd.AddCommand(&cobra.Command{
+	cmd.AddCommand(newDescribeCmd(), newLockCmd())
+	return cmd
+}
+
+func newDescribeCmd() *cobra.Command {
+	var run bool
+	var pin string
+	cmd := &cobra.Command{
 		Use:   "describe PATH",
 		Short: "Print what a plugin binary says about itself, as JSON",
-		Args:  usageArgs(cobra.ExactArgs(1)),
+		Long: `Describe runs "PATH describe" and prints the plugin's description. It first
+reads the binary without running it: one that is not a Go program linking
+github.com/hashicorp/go-plugin is not run unless --exec is given, and with
+--sha256 one whose sum differs is not run at all.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			bin, err := pluginhost.Inspect(args[0])
+			if err != nil {
+				return usageError{err}
+			}
+			if !bin.GoPlugin && !run {
+				what := "not a Go program"
+				if bin.GoVersion != "" {
+					what = "a Go program (" + bin.Module + ") that does not link " + pluginhost.GoPluginModule
+				}
+				return usageError{fmt.Errorf("%s is %s, so not a flowrun plugin written in Go; not running it (--exec runs %q anyway)", bin.Path, what, bin.Path+" "+pluginhost.DescribeArg)}
+			}
 			host, err := newHost(nil, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			defer host.Close()
-			info, err := host.Describe(args[0])
+			if pin != "" {
+				if err := host.Pin(bin.Path, pin); err != nil {
+					return usageError{err}
+				}
+			}
+			info, err := host.Describe(bin.Path)
+			var refused *pluginhost.RefusedError
+			if errors.As(err, &refused) {
+				return usageError{err}
+			}
 			if err != nil {
 				return err
 			}
@@ -58,7 +91,43 @@ func newPluginsCmd() *cobra.Command {
 			enc.SetIndent("", "  ")
 			return enc.Encode(info)
 		},
-	})
+	}
+	cmd.Flags().BoolVar(&run, "exec", false, "run the binary even if it does not look like a Go plugin")
+	cmd.Flags().StringVar(&pin, "sha256", "", "refuse to run the binary unless its SHA-256 is `HEX`")
+	return cmd
+}
+
+func newLockCmd() *cobra.Command {
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "lock GRAPH",
+		Short: "Pin every plugin binary the graph names to its current SHA-256",
+		Long: `Lock computes the SHA-256 of every plugin binary the graph names (model,
+kernel, cache and devices given as paths) and writes it beside the plugin
+key as sha256: HEX, replacing an older pin; the rest of the file is kept
+as it is. A pinned binary whose sum differs is refused before it runs.
+With --dry-run the pins are printed as --set flags and the file is left
+alone.`,
+		Args: usageArgs(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			bins, err := lockGraph(args[0], dryRun)
+			if err != nil {
+				return err
+			}
+			if dryRun {
+				printPins(cmd.OutOrStdout(), bins)
+				return nil
+			}
+			for _, b := range bins {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: pinned %s to sha256 %s\n", args[0], b.key(), b.pin)
+			}
+			if len(bins) == 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: no plugin binaries to pin (every plugin is builtin:)\n", args[0])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the pins as --set flags instead of writing them")
 	return cmd
 }
 

@@ -223,6 +223,9 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		return nil, err
 	}
 	defer host.Close()
+	if err := pinPlugins(host, cfg); err != nil {
+		return nil, usageError{err}
+	}
 
 	conn, stop, err := connectBus(cfg, f, log)
 	if err != nil {

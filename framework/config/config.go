@@ -102,6 +102,10 @@ type Embedding struct {
 type PluginRef struct {
 	// Plugin is the reference: builtin:NAME or a path to a binary.
 	Plugin string `mapstructure:"plugin"`
+	// SHA256 pins the binary Plugin names: its SHA-256 sum in hex, which
+	// the binary must have to run (flowrun plugins lock writes it). Empty
+	// leaves it unpinned; a builtin takes none.
+	SHA256 string `mapstructure:"sha256"`
 	// Options are the plugin's own settings, passed to it as they are; the
 	// plugin validates them when configured.
 	Options map[string]any `mapstructure:"options"`
@@ -111,6 +115,8 @@ type PluginRef struct {
 type Cache struct {
 	// Plugin is the cache policy plugin: builtin:NAME or a path to a binary.
 	Plugin string `mapstructure:"plugin"`
+	// SHA256 pins the binary Plugin names, as PluginRef.SHA256.
+	SHA256 string `mapstructure:"sha256"`
 	// Size is a fraction of each table's rows (0 < size < 1, e.g. 0.05) or
 	// a row count (an integer ≥ 1).
 	Size float64 `mapstructure:"size"`

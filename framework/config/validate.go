@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -197,9 +199,25 @@ func (e Embedding) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Validate checks that a plugin is named.
+// Validate checks that a plugin is named, and the form of its pin.
 func (p PluginRef) Validate() error {
-	return At("plugin", checkPluginRef(p.Plugin))
+	return errors.Join(At("plugin", checkPluginRef(p.Plugin)), At("sha256", checkPin(p.Plugin, p.SHA256)))
+}
+
+// checkPin checks the form of a plugin binary's pin: 64 hex digits, and
+// only beside a path (the pinned binary's sum is checked when the graph
+// is built, framework/pluginhost).
+func checkPin(ref, sum string) error {
+	switch {
+	case sum == "":
+		return nil
+	case strings.HasPrefix(strings.TrimSpace(ref), builtinPrefix):
+		return fmt.Errorf("pins a plugin binary, and %s is linked into flowrun: remove sha256", ref)
+	}
+	if b, err := hex.DecodeString(sum); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("%q is not a SHA-256 sum: want %d hex digits (flowrun plugins lock GRAPH writes them)", sum, 2*sha256.Size)
+	}
+	return nil
 }
 
 // builtinPrefix starts a reference to a plugin linked into flowrun
@@ -223,6 +241,9 @@ func (c Cache) Validate() error {
 	var errs []error
 	if err := checkPluginRef(c.Plugin); err != nil {
 		errs = append(errs, At("plugin", err))
+	}
+	if err := checkPin(c.Plugin, c.SHA256); err != nil {
+		errs = append(errs, At("sha256", err))
 	}
 	s := c.Size
 	switch {

@@ -72,7 +72,9 @@ func openPlugins(ctx context.Context, host PluginOpener, cfg *config.Config) (st
 			}
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s plugin %q: %w", p.role, p.ref, err))
+			// At the reference's key, as validation places its errors; the
+			// host's error names the kind and the binary.
+			errs = append(errs, config.At(p.section+config.KeyDelimiter+"plugin", err))
 		}
 	}
 	return ps, errors.Join(errs...)

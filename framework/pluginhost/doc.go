@@ -11,7 +11,11 @@
 //
 // The Host watches every subprocess and reports one that exits while in use
 // on Failures, naming the plugin, its path and pid, within a second. Close
-// kills them all, without reporting.
+// kills them all, without reporting. A subprocess runs in its own process
+// group, killed as a whole within a deadline, and dies with the host
+// (Linux's parent-death signal). A graph may pin a binary's SHA-256 (Pin);
+// a binary that differs, is no plugin, or is of another kind is refused
+// with a one-line *RefusedError.
 //
 // The package imports sdk/ (the kind packages and region) and libraries; it
 // does not import the rest of framework/, and nothing in it is global: the

@@ -75,6 +75,10 @@ type Host struct {
 	mu     sync.Mutex
 	closed bool
 	procs  []*process
+	// pins are the sums a binary must have, by absolute path (Pin).
+	pins map[string][]string
+	// warned are the unpinned binaries the host has warned about.
+	warned map[string]bool
 }
 
 // New makes a Host. It first removes shared-memory regions left behind by
@@ -136,7 +140,8 @@ func (h *Host) Processes() []Process {
 	return out
 }
 
-// Close kills every plugin subprocess and waits for them to go. Exits it
+// Close stops every plugin subprocess, with its process group, and waits
+// for them to go, at most a few seconds (stopGrace + killWait). Exits it
 // causes are not failures. Calls on plugins resolved from the host fail
 // afterwards (builtins excepted); Close is idempotent.
 func (h *Host) Close() error {
@@ -157,7 +162,9 @@ func (h *Host) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.client.Kill()
+			if err := p.stop(true); err != nil {
+				h.logger.Warn(err.Error())
+			}
 		}()
 	}
 	wg.Wait()
@@ -234,7 +241,7 @@ func resolve[T plugin.Base](ctx context.Context, h *Host, kind plugin.Kind, ref 
 	impl, ok := raw.(T)
 	if !ok {
 		// The kind's HostPlugin always returns T; this guards a mix-up.
-		proc.client.Kill()
+		proc.stop(true)
 		return zero, nil, fmt.Errorf("%s plugin %q: dispensed %T", kind, ref, raw)
 	}
 	attrs = append(attrs, attribute.Int("flowrun.plugin.pid", proc.Pid))

@@ -26,6 +26,9 @@ import (
 var echoBin string
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv(helperHostEnv); path != "" {
+		helperHost(path) // does not return
+	}
 	dir, err := os.MkdirTemp("", "pluginhost-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

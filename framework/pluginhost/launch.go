@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/flowrun/flowrun/sdk/cache"
@@ -77,40 +78,52 @@ func hostPlugins() map[int]goplugin.PluginSet {
 }
 
 // launch starts the binary of r, dispenses kind from it, checks that it
-// says it is a plugin of that kind, and starts watching it.
+// says it is a plugin of that kind, and starts watching it. The binary is
+// checked against its pin, if the graph gave one, right before it runs
+// (go-plugin's SecureConfig); it runs in a process group of its own that
+// dies with the host (sysProcAttr).
 func (h *Host) launch(ctx context.Context, kind plugin.Kind, r Ref) (any, *process, error) {
 	path, err := filepath.Abs(r.Path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s plugin %q: %w", kind, r.Path, err)
 	}
+	secure, err := h.verify(kind, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := exec.Command(path)
+	cmd.SysProcAttr = sysProcAttr()
 	p := &process{
 		Process: Process{Kind: kind, Name: r.Name, Path: path},
-		cmd:     exec.Command(path),
+		cmd:     cmd,
 		stderr:  &tailWriter{max: 4096},
 	}
 	p.client = goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  plugin.Handshake,
 		VersionedPlugins: hostPlugins(),
 		Cmd:              p.cmd,
+		SecureConfig:     secure,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		GRPCDialOptions:  plugin.GRPCDialOptions(),
 		Stderr:           p.stderr,
 		SyncStdout:       h.stderr,
 		SyncStderr:       io.MultiWriter(h.stderr, p.stderr),
-		Logger:           h.logger.Named(string(kind)).Named(r.Name),
+		Logger:           quietLogger{h.logger.Named(string(kind)).Named(r.Name)},
 		StartTimeout:     h.startTimeout,
 	})
 	fail := func(err error) (any, *process, error) {
-		p.client.Kill()
-		if tail := lastLine(p.stderr.String()); tail != "" {
-			err = fmt.Errorf("%w (stderr: %s)", err, tail)
+		if err := p.stop(false); err != nil {
+			h.logger.Warn(err.Error())
 		}
-		return nil, nil, fmt.Errorf("%s plugin %q: %w", kind, r.Path, err)
+		return nil, nil, p.startError(err, h.startTimeout)
 	}
 
-	proto, err := p.client.Client()
+	proto, err := p.start(ctx, h.logger)
+	if errors.Is(err, errStartAbandoned) {
+		return nil, nil, fmt.Errorf("%s plugin %q: %w", kind, path, err)
+	}
 	if err != nil {
-		return fail(fmt.Errorf("start: %w", err))
+		return fail(err)
 	}
 	if rc := p.client.ReattachConfig(); rc != nil {
 		p.Pid = rc.Pid
@@ -128,17 +141,17 @@ func (h *Host) launch(ctx context.Context, kind plugin.Kind, r Ref) (any, *proce
 	cancel()
 	switch {
 	case errors.Is(err, plugin.ErrUnsupported):
-		return fail(fmt.Errorf("the binary does not serve a %s plugin", kind))
+		return fail(refused(ErrWrongKind, "the binary does not serve a %s plugin", kind))
 	case err != nil:
 		return fail(fmt.Errorf("info: %w", err))
 	case info.Kind != kind:
-		return fail(fmt.Errorf("the binary is a %s plugin, not a %s plugin", info.Kind, kind))
+		return fail(refused(ErrWrongKind, "the binary is a %s plugin, not a %s plugin", info.Kind, kind))
 	}
 
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		p.client.Kill()
+		p.stop(true)
 		return nil, nil, ErrClosed
 	}
 	h.procs = append(h.procs, p)
@@ -147,6 +160,93 @@ func (h *Host) launch(ctx context.Context, kind plugin.Kind, r Ref) (any, *proce
 	go h.watch(p)
 	h.logger.Debug("plugin started", "kind", kind, "name", r.Name, "path", path, "pid", p.Pid, "version", info.Version)
 	return raw, p, nil
+}
+
+// start runs go-plugin's start-up (the process and its handshake, bounded
+// by the start timeout) and gives up when ctx ends first. go-plugin's
+// start cannot be interrupted, so then the process is stopped once it
+// returns, in the background.
+func (p *process) start(ctx context.Context, log hclog.Logger) (goplugin.ClientProtocol, error) {
+	type started struct {
+		proto goplugin.ClientProtocol
+		err   error
+	}
+	ch := make(chan started, 1)
+	go func() {
+		proto, err := p.client.Client()
+		ch <- started{proto, err}
+	}()
+	select {
+	case s := <-ch:
+		return s.proto, s.err
+	case <-ctx.Done():
+		go func() {
+			<-ch
+			if err := p.stop(false); err != nil {
+				log.Warn(err.Error())
+			}
+		}()
+		return nil, fmt.Errorf("%w: %w", errStartAbandoned, ctx.Err())
+	}
+}
+
+// errStartAbandoned is start's error when its context ended first: the
+// process is stopped in the background, not by the caller.
+var errStartAbandoned = errors.New("start abandoned")
+
+// Stopping a plugin: stopGrace is how long it has to exit after its
+// connection closes (go-plugin itself waits 2 s, then kills the process
+// it started); killWait is how long its process group has to go after a
+// SIGKILL. Neither is ever waited twice, so stop returns within their sum.
+const (
+	stopGrace = 3 * time.Second
+	killWait  = 2 * time.Second
+)
+
+// stop ends the plugin and every process of its group, within stopGrace
+// plus killWait. Gracefully, go-plugin first closes the connection and
+// lets the plugin exit; else, and when that takes too long, the group is
+// killed. go-plugin's Kill waits until the plugin's stdout and stderr
+// close, which a forked child holding them open would delay forever: the
+// group kill ends that child, and if even that does not free them (a
+// child that left the group), stop gives up waiting and says so.
+func (p *process) stop(graceful bool) error {
+	pid := p.pid()
+	if !graceful {
+		killGroup(pid)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.client.Kill()
+	}()
+	if graceful {
+		select {
+		case <-done:
+			killGroup(pid) // what the plugin forked and left behind
+			return nil
+		case <-time.After(stopGrace):
+		}
+		killGroup(pid)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-time.After(killWait):
+		return fmt.Errorf("%s: output still held open %v after SIGKILL to its process group (by a child that left the group); not waiting for it", p.Process, killWait)
+	}
+}
+
+// pid is the plugin's process id once go-plugin started it, else 0. It is
+// read after start returned, which orders it after the process started.
+func (p *process) pid() int {
+	if p.Pid > 0 {
+		return p.Pid
+	}
+	if p.cmd.Process != nil {
+		return p.cmd.Process.Pid
+	}
+	return 0
 }
 
 // watch reports p on Failures if it exits before the host closes.

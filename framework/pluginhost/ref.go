@@ -52,9 +52,25 @@ func ParseRef(ref string) (Ref, error) {
 
 // Check validates a plugin reference of kind without launching anything: a
 // builtin must be listed in the host's Builtins, a path must name an
-// existing, regular, executable file.
+// existing, regular, executable file whose sha256 matches its pin, if it
+// has one (Pin).
 func (h *Host) Check(kind plugin.Kind, ref string) error {
-	return h.builtins.check(kind, ref)
+	if err := h.builtins.check(kind, ref); err != nil {
+		return err
+	}
+	r, _ := ParseRef(ref) // check parsed it
+	if r.Builtin {
+		return nil
+	}
+	path, err := filepath.Abs(r.Path)
+	if err != nil {
+		return fmt.Errorf("%s plugin %q: %w", kind, r.Path, err)
+	}
+	if !h.pinned(path) {
+		return nil // hashed, for its warning, only when it runs
+	}
+	_, _, err = h.checkPin(kind, path)
+	return err
 }
 
 // RefChecker checks plugin references by the kind's name ("cache") as
@@ -128,16 +144,26 @@ func (b Builtins) check(kind plugin.Kind, ref string) error {
 }
 
 func checkExecutable(kind plugin.Kind, path string) error {
+	what := noun(kind)
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("%s plugin %q: no such file (a plugin reference is builtin:NAME or the path of a plugin binary)", kind, path)
+		return fmt.Errorf("%s %q: no such file (a plugin reference is builtin:NAME or the path of a plugin binary)", what, path)
 	case err != nil:
-		return fmt.Errorf("%s plugin %q: %w", kind, path, err)
+		return fmt.Errorf("%s %q: %w", what, path, err)
 	case !st.Mode().IsRegular():
-		return fmt.Errorf("%s plugin %q: not a regular file", kind, path)
+		return fmt.Errorf("%s %q: not a regular file", what, path)
 	case st.Mode().Perm()&0o111 == 0:
-		return fmt.Errorf("%s plugin %q: not executable", kind, path)
+		return fmt.Errorf("%s %q: not executable", what, path)
 	}
 	return nil
+}
+
+// noun is "cache plugin" for a kind, "plugin" for none (a binary described
+// or inspected before its kind is known).
+func noun(kind plugin.Kind) string {
+	if kind == "" {
+		return "plugin"
+	}
+	return string(kind) + " plugin"
 }

@@ -4,8 +4,9 @@
 // boundaries without being copied through gRPC or NATS. Messages and plugin
 // calls carry only a Ref: the region's name, an offset and a length.
 //
-// Region names encode the creating process id, so that regions left behind
-// by a process that died can be swept at the next start-up (Sweep).
+// Region names encode the creating process (its id and, on Linux, its
+// start time), so that regions left behind by a process that died can be
+// swept at the next start-up (Sweep), even when the id has been reused.
 //
 // This package imports nothing from flowrun; both sdk/ and framework/ use it.
 package region
@@ -15,11 +16,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -99,7 +98,7 @@ func Create(label string, size int64) (*Region, error) {
 		}
 		return r
 	}, label)
-	name := fmt.Sprintf("%s%d-%d-%s", Prefix, os.Getpid(), seq.Add(1), label)
+	name := fmt.Sprintf("%s%s-%d-%s", Prefix, owner(), seq.Add(1), label)
 	path := filepath.Join(Dir(), name)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -267,8 +266,10 @@ func (m *Mapper) Close() error {
 	return errors.Join(errs...)
 }
 
-// Sweep removes regions in dir left by processes that no longer run. It
-// returns how many it removed.
+// Sweep removes regions in dir left by processes that no longer run: no
+// process has the creator's id, or it is a zombie, or (on Linux) it
+// started at another time than the creator did, the id having been
+// reused. It returns how many it removed.
 func Sweep(dir string) (int, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -276,8 +277,8 @@ func Sweep(dir string) (int, error) {
 	}
 	removed := 0
 	for _, e := range entries {
-		pid, ok := ownerPID(e.Name())
-		if !ok || pid == os.Getpid() || alive(pid) {
+		c, ok := parseCreator(e.Name())
+		if !ok || c.alive() { // this process's own regions included
 			continue
 		}
 		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
@@ -285,24 +286,6 @@ func Sweep(dir string) (int, error) {
 		}
 	}
 	return removed, nil
-}
-
-func ownerPID(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, Prefix)
-	if !ok {
-		return 0, false
-	}
-	pidStr, _, ok := strings.Cut(rest, "-")
-	if !ok {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(pidStr)
-	return pid, err == nil && pid > 0
-}
-
-func alive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // Float32s views b as float32s. len(b) must be a multiple of 4 and b must be

@@ -53,7 +53,30 @@ func Serve(kind plugin.Kind, impl plugin.Base, p goplugin.Plugin) {
 		}
 		os.Exit(0)
 	}
+	go exitWithParent(os.Getppid(), parentPoll)
 	goplugin.Serve(ServeConfig(kind, p))
+}
+
+// parentPoll is how often a serving plugin checks that its host still
+// runs.
+const parentPoll = 200 * time.Millisecond
+
+// exitWithParent ends the plugin process once its parent, the host that
+// launched it, is gone: the process is then re-parented (to init or a
+// subreaper), so its parent id changes. The host also asks Linux to kill
+// it when the host dies (Pdeathsig); this covers other systems and a
+// host thread exiting early. A plugin whose parent is already init at
+// start (started by hand) is not watched.
+func exitWithParent(ppid int, every time.Duration) {
+	if ppid <= 1 {
+		return
+	}
+	for range time.Tick(every) {
+		if os.Getppid() != ppid {
+			fmt.Fprintf(os.Stderr, "flowrun plugin: the host (pid %d) is gone; exiting\n", ppid)
+			os.Exit(3)
+		}
+	}
 }
 
 // Describe writes impl's Info, completed with kind and the API version, as
