@@ -118,7 +118,10 @@ func replayHeca(t *testing.T, sets []string) heca.Counts {
 	cfg := g.Config
 	d := cfg.Dataset
 	all := readBatches(t, cfg.Seed, d)
-	a := cachetest.NewArena(t, int64(len(all))*int64(len(all[0][0]))*int64(d.Tables)*40+1<<20)
+	// Per lookup: its ID, slot, hit byte and victim triple (41 bytes);
+	// the profile's triples are fewer than the warm-up's lookups.
+	perBatch := int64(d.Tables * d.BatchSize * d.Lookups)
+	a := cachetest.NewArena(t, perBatch*(48*int64(len(all))+24*16)+1<<20)
 	opts := maps.Clone(cfg.Cache.Options)
 	opts["capacity"] = cfg.Cache.CacheRows(d.Rows)
 	_, future := g.Windows()
