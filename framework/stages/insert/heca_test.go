@@ -88,9 +88,9 @@ func TestHecaReplayIsTheRun(t *testing.T) {
 	t.Parallel()
 	if sets := os.Getenv("FLOWRUN_HECA_SETS"); sets != "" {
 		c := replayHeca(t, strings.Split(sets, ","))
-		t.Logf("%s: hit rate per lookup %.4f (%d/%d), per unique key %.4f (%d/%d), hot lookups %.4f, bypassed keys %d, evictions %d",
+		t.Logf("%s: hit rate per lookup %.4f (%d/%d), per unique key %.4f (%d/%d), hot rows %d, hot lookups %.4f, bypassed keys %d, evictions %d",
 			sets, float64(c.Hits)/float64(c.Lookups), c.Hits, c.Lookups, float64(c.UniqueHits)/float64(c.Unique), c.UniqueHits, c.Unique,
-			float64(c.HotLookups)/float64(c.Lookups), c.Bypasses, c.Evictions)
+			c.HotRows, float64(c.HotLookups)/float64(c.Lookups), c.Bypasses, c.Evictions)
 		return
 	}
 	for _, loc := range []string{"zipf", "low"} {
