@@ -13,6 +13,7 @@ import (
 	"github.com/flowrun/flowrun/framework/stages/score"
 	"github.com/flowrun/flowrun/framework/stages/train"
 	"github.com/flowrun/flowrun/plugins/caches/belady"
+	"github.com/flowrun/flowrun/plugins/caches/heca"
 	"github.com/flowrun/flowrun/plugins/caches/lfu"
 	"github.com/flowrun/flowrun/plugins/caches/lru"
 	"github.com/flowrun/flowrun/plugins/caches/none"
@@ -59,6 +60,7 @@ func builtins() pluginhost.Builtins {
 			"scratchpipe": scratchpipe.New,
 			"static":      static.New,
 			"belady":      belady.New,
+			"heca":        heca.New,
 		},
 		Kernels: map[string]func() kernel.Kernel{
 			"cpu": cpu.New,

@@ -27,6 +27,7 @@ import (
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/plugins/caches/belady"
+	"github.com/flowrun/flowrun/plugins/caches/heca"
 	"github.com/flowrun/flowrun/plugins/caches/lfu"
 	"github.com/flowrun/flowrun/plugins/caches/lru"
 	"github.com/flowrun/flowrun/plugins/caches/none"
@@ -335,6 +336,7 @@ func newHost(t testing.TB) *pluginhost.Host {
 	host, err := pluginhost.New(pluginhost.Settings{Builtins: pluginhost.Builtins{
 		Caches: map[string]func() cache.Cache{
 			"lru": lru.New, "lfu": lfu.New, "belady": belady.New, "none": none.New, "scratchpipe": scratchpipe.New, "static": static.New,
+			"heca":                     heca.New,
 			"overclaiming-scratchpipe": func() cache.Cache { return overclaiming{scratchpipe.New()} },
 			OnePassFIFO:                func() cache.Cache { return &onePassFIFO{} },
 		},
