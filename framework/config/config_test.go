@@ -412,3 +412,55 @@ func TestTracingExporter(t *testing.T) {
 		}
 	}
 }
+
+// A --set replaces a mapping or a list whole and `null` removes a key, so
+// a graph's plugin options can be dropped or swapped on the command line.
+func TestLoadSetReplacesAndRemoves(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "g.yaml")
+	graph := `cache:
+  plugin: builtin:scratchpipe
+  options: {victim: lru, ways: 4}
+model:
+  options: {preset: small, learning_rate: 0.2}
+stages:
+  load: {kind: load, out: [a, b]}
+`
+	if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want func(*Config) bool
+	}{
+		{"null removes a mapping", []string{"cache.options=null"},
+			func(c *Config) bool { return c.Cache.Options == nil }},
+		{"~ removes a mapping", []string{"cache.options=~"},
+			func(c *Config) bool { return c.Cache.Options == nil }},
+		{"{} replaces a mapping", []string{"cache.options={}"},
+			func(c *Config) bool { return len(c.Cache.Options) == 0 }},
+		{"a mapping replaces, not merges", []string{"cache.options={ways: 8}"},
+			func(c *Config) bool { return reflect.DeepEqual(c.Cache.Options, map[string]any{"ways": 8}) }},
+		{"null removes one key", []string{"cache.options.victim=null"},
+			func(c *Config) bool { return reflect.DeepEqual(c.Cache.Options, map[string]any{"ways": 4}) }},
+		{"null on a string key restores the default", []string{"cache.plugin=null"},
+			func(c *Config) bool { return c.Cache.Plugin == Default().Cache.Plugin }},
+		{"null on a missing key is no error", []string{"nats.url=null", "cache.options.nothing.here=null"},
+			func(c *Config) bool { return c.NATS.URL == "" && len(c.Cache.Options) == 2 }},
+		{"a list replaces a list", []string{"stages.load.out=[c]"},
+			func(c *Config) bool { return reflect.DeepEqual(c.Stages["load"].Out, []string{"c"}) }},
+		{"remove then add", []string{"model.options=null", "model.options.preset=tiny"},
+			func(c *Config) bool { return reflect.DeepEqual(c.Model.Options, map[string]any{"preset": "tiny"}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := Load(file, tc.sets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.want(cfg) {
+				t.Errorf("--set %v: cache %+v, model %+v, stages %+v", tc.sets, cfg.Cache, cfg.Model, cfg.Stages)
+			}
+		})
+	}
+}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -38,16 +37,17 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 		return nil, src, src.Annotate(err)
 	}
 
-	// "::" rather than "." so that a dot in a stage name or an option key
-	// does not split it into nested keys.
-	v := viper.NewWithOptions(viper.KeyDelimiter(KeyDelimiter))
-	v.SetConfigType("yaml")
-	// The bytes already read, not the file again: the values and the lines
-	// in errors come from the same version of the file.
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+	// The file's tree, with the --set flags applied to it before viper
+	// sees it: viper's own Set overrides leaves and merges maps, so it
+	// could neither replace a mapping (`cache.options={}`) nor remove a
+	// key (`cache.options.victim=null`).
+	var tree map[string]any
+	if err := yaml.Unmarshal(data, &tree); err != nil {
 		return nil, src, src.Annotate(&Error{File: path, Err: fmt.Errorf("read graph: %w", err)})
 	}
-
+	if tree == nil {
+		tree = map[string]any{} // an empty file: all defaults
+	}
 	var errs []error
 	for _, set := range sets {
 		key, value, err := parseSet(set)
@@ -55,8 +55,14 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 			errs = append(errs, &Error{File: path, Err: fmt.Errorf("--set %s: %w", set, err)})
 			continue
 		}
-		v.Set(key, value)
+		applySet(tree, strings.Split(key, KeyDelimiter), value)
 		src.sets[key] = set
+	}
+	// "::" rather than "." so that a dot in a stage name or an option key
+	// does not split it into nested keys.
+	v := viper.NewWithOptions(viper.KeyDelimiter(KeyDelimiter))
+	if err := v.MergeConfigMap(tree); err != nil {
+		return nil, src, src.Annotate(&Error{File: path, Err: fmt.Errorf("read graph: %w", err)})
 	}
 
 	cfg := Default()
@@ -79,8 +85,9 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 
 // parseSet splits a `--set key=value` argument into a viper key (joined by
 // KeyDelimiter) and a value, checking that the key is in the schema. The
-// value is YAML (`7`, `0.1`, `high`, `[a,b]`), except for string keys,
-// which take the text as it is so that `--set name=007` stays "007".
+// value is YAML (`7`, `0.1`, `high`, `[a,b]`, `{ways: 4}`), except for
+// string keys, which take the text as it is so that `--set name=007` stays
+// "007". `null` (or `~`) for any key is nil: the key is removed.
 func parseSet(set string) (string, any, error) {
 	rawKey, raw, ok := strings.Cut(set, "=")
 	rawKey = strings.TrimSpace(rawKey)
@@ -102,6 +109,9 @@ func parseSet(set string) (string, any, error) {
 		return "", nil, err
 	}
 	key := strings.Join(segs, KeyDelimiter)
+	if r := strings.TrimSpace(raw); r == "null" || r == "~" {
+		return key, nil, nil
+	}
 	if t.Kind() == reflect.String {
 		return key, raw, nil
 	}
@@ -113,6 +123,41 @@ func parseSet(set string) (string, any, error) {
 		return "", nil, fmt.Errorf("value %q is not valid YAML: %w", raw, err)
 	}
 	return key, value, nil
+}
+
+// applySet puts value at the key path segs of tree, replacing what was
+// there (a mapping or a list is replaced whole, not merged), or removes
+// the key when value is nil, so that its default applies. Keys are matched
+// without case, as viper matches them; missing mappings on the way are
+// made, and a scalar on the way is replaced by a mapping.
+func applySet(tree map[string]any, segs []string, value any) {
+	m := tree
+	for i, seg := range segs {
+		key := seg
+		for k := range m {
+			if strings.EqualFold(k, seg) {
+				key = k
+				break
+			}
+		}
+		if i == len(segs)-1 {
+			if value == nil {
+				delete(m, key)
+			} else {
+				m[key] = value
+			}
+			return
+		}
+		next, ok := m[key].(map[string]any)
+		if !ok {
+			if value == nil {
+				return // nothing there to remove
+			}
+			next = map[string]any{}
+			m[key] = next
+		}
+		m = next
+	}
 }
 
 // resolvePluginPaths makes relative plugin binary paths relative to the
