@@ -464,3 +464,57 @@ stages:
 		})
 	}
 }
+
+// One rule for relative paths: written in the file, relative to the file's
+// directory; given with --set, relative to the working directory.
+func TestLoadRelativePaths(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "graphs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "g.yaml")
+	graph := `dataset: {kind: file, path: data/x.frb}
+cache: {plugin: ../bin/cache}
+model: {plugin: /abs/model}
+kernel: {plugin: builtin:cpu}
+devices: {gpu: {plugin: bin/gpu}}
+tracing: {exporter: file:spans.jsonl}
+stages:
+  load: {kind: load, out: [a]}
+`
+	if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := Load(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, got := range map[string]string{
+		filepath.Join(dir, "data/x.frb"):            cfg.Dataset.Path,
+		filepath.Join(dir, "../bin/cache"):          cfg.Cache.Plugin,
+		"/abs/model":                                cfg.Model.Plugin,
+		"builtin:cpu":                               cfg.Kernel.Plugin,
+		filepath.Join(dir, "bin/gpu"):               cfg.Devices["gpu"].Plugin,
+		"file:" + filepath.Join(dir, "spans.jsonl"): cfg.Tracing.Exporter,
+	} {
+		if got != key {
+			t.Errorf("from the file: got %q, want %q", got, key)
+		}
+	}
+	cfg, _, err = Load(file, []string{"dataset.path=data/y.frb", "cache.plugin=bin/flowrun-cache-lru",
+		"devices.gpu.plugin=bin/gpu", "tracing.exporter=file:t.jsonl", "devices={gpu: {plugin: g}, host: {plugin: h}}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, got := range map[string]string{
+		"data/y.frb":            cfg.Dataset.Path,
+		"bin/flowrun-cache-lru": cfg.Cache.Plugin,
+		"g":                     cfg.Devices["gpu"].Plugin,
+		"h":                     cfg.Devices["host"].Plugin,
+		"file:t.jsonl":          cfg.Tracing.Exporter,
+	} {
+		if got != key {
+			t.Errorf("from --set: got %q, want %q", got, key)
+		}
+	}
+}

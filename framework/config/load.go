@@ -72,7 +72,7 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	cfg.Echo = v.AllSettings()
-	resolvePluginPaths(cfg, filepath.Dir(path))
+	resolvePaths(cfg, src, filepath.Dir(path))
 	// Validate even after decoding errors: a key that failed to decode
 	// kept its default, so the rest is still worth checking and the user
 	// gets every error in one go.
@@ -160,21 +160,32 @@ func applySet(tree map[string]any, segs []string, value any) {
 	}
 }
 
-// resolvePluginPaths makes relative plugin binary paths relative to the
-// graph file's directory, so a graph works from any working directory.
-// Load does it before Validate: a validated config is never changed.
-func resolvePluginPaths(cfg *Config, dir string) {
-	fix := func(ref *string) {
+// resolvePaths applies the one rule for relative paths in a graph (the
+// plugin binaries, dataset.path, the file of tracing.exporter: file:PATH):
+// a path written in the graph file is relative to the file's directory,
+// so a graph works from any working directory; a path given with --set is
+// relative to the working directory, where the shell that completed it
+// is. Load does it before Validate: a validated config is never changed.
+func resolvePaths(cfg *Config, src *Source, dir string) {
+	fix := func(key string, ref *string) {
 		if *ref == "" || strings.HasPrefix(*ref, builtinPrefix) || filepath.IsAbs(*ref) {
+			return
+		}
+		if _, fromSet := src.setFor(key); fromSet {
 			return
 		}
 		*ref = filepath.Join(dir, *ref)
 	}
-	fix(&cfg.Model.Plugin)
-	fix(&cfg.Kernel.Plugin)
-	fix(&cfg.Cache.Plugin)
+	fix("model::plugin", &cfg.Model.Plugin)
+	fix("kernel::plugin", &cfg.Kernel.Plugin)
+	fix("cache::plugin", &cfg.Cache.Plugin)
 	for name, d := range cfg.Devices {
-		fix(&d.Plugin)
+		fix(joinPath("devices", strings.ToLower(name), "plugin"), &d.Plugin)
 		cfg.Devices[name] = d
+	}
+	fix("dataset::path", &cfg.Dataset.Path)
+	if file, ok := strings.CutPrefix(cfg.Tracing.Exporter, "file:"); ok {
+		fix("tracing::exporter", &file)
+		cfg.Tracing.Exporter = "file:" + file
 	}
 }
