@@ -208,6 +208,9 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		return nil, err
 	}
 	res.File = path
+	if res.Dataset, err = datasetUse(cfg.Dataset); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

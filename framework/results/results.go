@@ -25,9 +25,12 @@ type Results struct {
 	Seed    uint64 `json:"seed"`
 	Batches int    `json:"batches"`
 	// EvalBatches are the held-out batches scored after training.
-	EvalBatches int            `json:"eval_batches"`
-	Config      map[string]any `json:"config,omitempty"`
-	Stages      []Stage        `json:"stages"`
+	EvalBatches int `json:"eval_batches"`
+	// Dataset says how the run used its batch file; nil for generated
+	// (synthetic) data, where no batch repeats.
+	Dataset *DatasetUse    `json:"dataset,omitempty"`
+	Config  map[string]any `json:"config,omitempty"`
+	Stages  []Stage        `json:"stages"`
 	// Digest is sha256 over every embedding row and every dense parameter
 	// (with optimizer state) at the end of the run, in canonical order.
 	Digest      string    `json:"digest"`
@@ -49,6 +52,19 @@ type Results struct {
 	Primitives []Primitives `json:"primitives,omitempty"`
 	WallMs     float64      `json:"wall_ms"`
 	Started    time.Time    `json:"started"`
+}
+
+// DatasetUse is how a run read a batch file (dataset.kind: file). A run
+// that asks for more training batches than the file holds goes around it
+// again: Epochs above 1 says the data was repeated.
+type DatasetUse struct {
+	Path string `json:"path"`
+	// FileBatches is the training batches the file holds at the run's
+	// batch size, after its held-out batches.
+	FileBatches int `json:"file_training_batches"`
+	// Epochs is the run's training batches over FileBatches: the passes
+	// over the file's training part.
+	Epochs float64 `json:"epochs"`
 }
 
 // Primitives is one stage's time per primitive, summed over the run's

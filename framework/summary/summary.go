@@ -53,7 +53,22 @@ func writeHead(w io.Writer, r *results.Results) {
 		head += "  file " + r.File
 	}
 	fmt.Fprintln(w, head)
-	fmt.Fprintf(w, "%s in %s wall\n\n", batchCounts(r), Ms(r.WallMs))
+	fmt.Fprintf(w, "%s in %s wall\n", batchCounts(r), Ms(r.WallMs))
+	if d := r.Dataset; d != nil {
+		fmt.Fprintln(w, datasetLine(d))
+	}
+	fmt.Fprintln(w)
+}
+
+// datasetLine says how many passes the run made over its batch file, and
+// says so loudly when the file's training part was repeated: a loss that
+// falls on repeated batches is not a model learning.
+func datasetLine(d *results.DatasetUse) string {
+	s := fmt.Sprintf("data: %s holds %d training batches: %.2f epochs", d.Path, d.FileBatches, d.Epochs)
+	if d.Epochs > 1 {
+		s += " (the data repeats: every batch was trained on more than once)"
+	}
+	return s
 }
 
 // writeStages writes the stage table; its modeled columns only when some
