@@ -227,3 +227,26 @@ func TestValidateDoesNotLaunchPlugins(t *testing.T) {
 		t.Error("validate ran the plugin binary")
 	}
 }
+
+// TestValidateEveryErrorInOnePass: a graph with five independent problems,
+// in its tree and in its stages, gets exactly five located lines from one
+// validate, not the tree's first and the rest after those are fixed.
+func TestValidateEveryErrorInOnePass(t *testing.T) {
+	t.Parallel()
+	path := "testdata/bad/five_errors.yaml"
+	want := wantedErrors(t, path)
+	if len(want) != 5 {
+		t.Fatalf("%s marks %d problems, want 5", path, len(want))
+	}
+	r := flowrun(t, "validate", path)
+	checkReported(t, path, r.stderr, want)
+	var located int
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if errorLine.MatchString(line) {
+			located++
+		}
+	}
+	if located != len(want) {
+		t.Errorf("%d located errors, want %d:\n%s", located, len(want), r.stderr)
+	}
+}

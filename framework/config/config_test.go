@@ -518,3 +518,24 @@ stages:
 		}
 	}
 }
+
+// Merge adds a later check's errors in file order, but not those about a
+// key an earlier error is about (or one above or below it).
+func TestMerge(t *testing.T) {
+	first := errors.Join(&Error{File: "g", Line: 3, Path: "cache::size", Err: errors.New("a")},
+		&Error{File: "g", Line: 9, Path: "stages::plan", Err: errors.New("b")})
+	later := errors.Join(&Error{File: "g", Line: 3, Path: "cache::size", Err: errors.New("again")},
+		&Error{File: "g", Line: 10, Path: "stages::plan::past_window", Err: errors.New("below")},
+		&Error{File: "g", Line: 5, Path: "stages::load::out", Err: errors.New("c")},
+		&Error{File: "g", Err: errors.New("whole")})
+	var got []string
+	for _, e := range Errors(Merge(first, later)) {
+		got = append(got, e.Err.Error())
+	}
+	if want := []string{"whole", "a", "c", "b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Merge = %v, want %v", got, want)
+	}
+	if Merge(nil, nil) != nil {
+		t.Error("Merge(nil, nil) != nil")
+	}
+}

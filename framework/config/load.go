@@ -27,6 +27,20 @@ import (
 // lower case; the kind's own keys under a stage are left in
 // Stage.Options for the graph package to decode through the stage kind.
 func Load(path string, sets []string) (*Config, *Source, error) {
+	cfg, src, err := LoadPartial(path, sets)
+	if err != nil {
+		return nil, src, err
+	}
+	return cfg, src, nil
+}
+
+// LoadPartial is Load for a caller that wants every error of a graph, not
+// only those of its tree (flowrun validate): when the file is a
+// well-formed mapping it returns the decoded Config also with errors,
+// each key that failed to decode left at its default, so that later
+// checks (the graph builder's) can add theirs. Such a Config is invalid:
+// never run it. See Merge for joining the later errors.
+func LoadPartial(path string, sets []string) (*Config, *Source, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, errors.Join(&Error{File: path, Err: fmt.Errorf("read graph: %w", err)})
@@ -77,10 +91,7 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 	// kept its default, so the rest is still worth checking and the user
 	// gets every error in one go.
 	errs = append(errs, cfg.Validate())
-	if err := errors.Join(errs...); err != nil {
-		return nil, src, src.Annotate(err)
-	}
-	return cfg, src, nil
+	return cfg, src, src.Annotate(errors.Join(errs...))
 }
 
 // parseSet splits a `--set key=value` argument into a viper key (joined by
