@@ -16,7 +16,19 @@ func newPluginsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugins",
 		Short: "List built-in plugins or describe a plugin binary",
+		Long: `List the plugins linked into flowrun, or ask a plugin binary what it is.
+
+  flowrun plugins list                              # every builtin:NAME a graph can name
+  flowrun plugins describe bin/flowrun-cache-lru    # kind, name, version, ops, options
+
+A graph names a plugin as builtin:NAME (linked in) or by the path of its
+binary (run as a go-plugin subprocess); describe runs the binary with the
+argument "describe" and prints the JSON it answers: its kind, name,
+version, API version, the kernel ops it has and the options it takes
+(plugin.Info.Config). A path that is not a plugin binary is a usage error
+(exit 2).`,
 	}
+	commandsOnly(cmd)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List the plugins linked into flowrun (usable as plugin: builtin:NAME)",
@@ -52,7 +64,7 @@ func newPluginsCmd() *cobra.Command {
 			defer host.Close()
 			info, err := host.Describe(args[0])
 			if err != nil {
-				return err
+				return usageError{err} // the argument is no plugin binary
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")

@@ -127,9 +127,10 @@ func interruptible(cmd *cobra.Command, fn func(context.Context) error) error {
 }
 
 // runGraph loads, validates and runs one graph (see runValidated). The
-// builtins' options are not tried first: the run configures them at once.
+// builtins' options are tried first, as validate tries them, so that a bad
+// option is an invalid graph (exit 2, at its key and line) in both.
 func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*results.Results, error) {
-	g, err := validateGraph(path, f.sets, false)
+	g, err := validateGraph(path, f.sets, true)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +198,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	defer bar.Finish()
 	defer stageProcs(len(g.Nodes))()
 	res, err := engine.Run(ctx, engine.Options{
-		Graph: g, Stages: stages(), Plugins: host, Bus: conn,
+		Graph: g, Stages: stages(), Plugins: locatedOpener{host, cfg}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
 		CheckHazards: hazards, Modeled: f.modeled,
 	})
@@ -205,7 +206,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("run %s interrupted; no results written", runID)
 		}
-		return nil, err
+		return nil, openFailure(err, path, f.sets)
 	}
 	res.File = path
 	if res.Dataset, err = datasetUse(cfg.Dataset); err != nil {

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunBadGraphsExitLikeValidate: run refuses every graph under
+// testdata/bad as validate does, with the same exit code (2, an invalid
+// graph) and the same located errors; a bad built-in plugin option
+// included, which run used to find only when configuring it (exit 1).
+func TestRunBadGraphsExitLikeValidate(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob("testdata/bad/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
+			t.Parallel()
+			v := flowrun(t, "validate", path)
+			r := flowrun(t, "run", "-q", path)
+			if exitCode(r.err) != exitCode(v.err) || exitCode(r.err) != exitUsage {
+				t.Fatalf("run exits %d (%v), validate %d: want both %d", exitCode(r.err), r.err, exitCode(v.err), exitUsage)
+			}
+			var ue usageError
+			errors.As(r.err, &ue)
+			checkReported(t, path, ue.err.Error(), wantedErrors(t, path))
+		})
+	}
+}
+
+// TestRunNotAPlugin: an executable that is no plugin named as one is an
+// invalid graph: exit 2, the error at the graph key that names it.
+func TestRunNotAPlugin(t *testing.T) {
+	t.Parallel()
+	notPlugin, err := exec.LookPath("true")
+	if err != nil {
+		t.Skip("no true executable")
+	}
+	for _, key := range []string{"model.plugin", "devices.gpu.plugin", "kernel.plugin"} {
+		t.Run(key, func(t *testing.T) {
+			t.Parallel()
+			r := flowrun(t, "run", "-q", "testdata/good.yaml", "--set", key+"="+notPlugin)
+			want := "testdata/good.yaml: " + strings.ReplaceAll(key, ".", "::") + ": "
+			if exitCode(r.err) != exitUsage || !strings.HasPrefix(r.err.Error(), want) {
+				t.Errorf("run with --set %s=%s: exit %d, %v; want exit %d and an error starting %q",
+					key, notPlugin, exitCode(r.err), r.err, exitUsage, want)
+			}
+		})
+	}
+}
+
+// TestRunWrongKindPlugin: a plugin binary of another kind is refused the
+// same way, in one line.
+func TestRunWrongKindPlugin(t *testing.T) {
+	t.Parallel()
+	kernelBin := needBin(t, "flowrun-kernel-cpu")
+	r := flowrun(t, "run", "-q", "testdata/good.yaml", "--set", "model.plugin="+kernelBin)
+	want := `testdata/good.yaml: model::plugin: model plugin "` + kernelBin + `": the binary does not serve a model plugin`
+	if exitCode(r.err) != exitUsage || !strings.HasPrefix(r.err.Error(), want) || strings.Contains(r.err.Error(), "\n") {
+		t.Errorf("exit %d, %q; want exit %d and one line starting %q", exitCode(r.err), r.err, exitUsage, want)
+	}
+}
+
+// TestExitCodeTable: every command keeps the table of flowrun --help: a
+// command or argument flowrun does not know is a usage error (2), a group
+// of commands alone prints its help (0).
+func TestExitCodeTable(t *testing.T) {
+	t.Parallel()
+	notPlugin, _ := exec.LookPath("true")
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"nosuch"}, exitUsage},
+		{[]string{"plugins", "bogus"}, exitUsage},
+		{[]string{"plugins"}, exitOK},
+		{[]string{}, exitOK},
+		{[]string{"version", "extra"}, exitUsage},
+		{[]string{"run"}, exitUsage},
+		{[]string{"plugins", "describe", notPlugin}, exitUsage},
+		{[]string{"run", "-q", "testdata/good.yaml", "--set", "dataset.batches=0"}, exitUsage},
+		{[]string{"validate", "testdata/good.yaml", "--set", "dataset.batches=0"}, exitUsage},
+	} {
+		r := flowrun(t, c.args...)
+		if got := exitCode(r.err); got != c.want {
+			t.Errorf("flowrun %s: exit %d (%v), want %d", strings.Join(c.args, " "), got, r.err, c.want)
+		}
+	}
+}
