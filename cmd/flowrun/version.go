@@ -20,7 +20,7 @@ func newVersionCmd() *cobra.Command {
 the plugin API version it speaks. A plugin binary built against another API
 version is refused when a graph names it; flowrun plugins describe PATH
 prints a binary's own API version.`,
-		Args:  usageArgs(cobra.NoArgs),
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := version
 			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" {
