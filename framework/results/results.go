@@ -198,6 +198,9 @@ type PluginUse struct {
 	Ref    string `json:"ref"`
 	Name   string `json:"name"`
 	Remote bool   `json:"out_of_process"`
+	// Profile is the hardware a device plugin models (its profile's name,
+	// e.g. "NVIDIA V100 32 GB HBM2, PCIe gen3 x16"); devices only.
+	Profile string `json:"profile,omitempty"`
 }
 
 // PercentilesOf summarises durations given in nanoseconds.
