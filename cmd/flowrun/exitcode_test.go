@@ -92,3 +92,24 @@ func TestExitCodeTable(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticCacheProfileLimit: a static cache whose warm-up profile saw
+// fewer rows than it holds gets equal hit rates at larger sizes, and the
+// results say why (the profile's distinct rows), so a flat sweep reads as
+// the data it is.
+func TestStaticCacheProfileLimit(t *testing.T) {
+	t.Parallel()
+	var hit []float64
+	for _, size := range []string{"0.05", "0.1"} {
+		res := runResults(t, demo, "--set", "cache.plugin=builtin:static", "--set", "cache.options={profile: frequencies, warmup_batches: 2}",
+			"--set", "dataset.batches=6", "--set", "cache.size="+size)
+		rows, limited := res.Cache.ProfileLimit()
+		if !limited || rows < 1 || len(res.Cache.ProfileRows) != 4 {
+			t.Fatalf("cache.size %s: profile rows %v of %d: want fewer than the cache holds", size, res.Cache.ProfileRows, res.Cache.Rows)
+		}
+		hit = append(hit, res.Cache.HitRate)
+	}
+	if hit[0] != hit[1] {
+		t.Errorf("hit rates %v: a cache limited by its profile hit the same at both sizes", hit)
+	}
+}

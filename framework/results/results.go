@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -134,6 +135,24 @@ type Cache struct {
 	Evictions int64            `json:"evictions"`
 	HitRate   float64          `json:"hit_rate"`
 	LinkBytes map[string]int64 `json:"bytes_per_link,omitempty"`
+	// ProfileRows are the distinct rows per table the warm-up profile saw,
+	// for a policy that asked for one (a static top-N cache): such a
+	// policy never holds more rows than its profile has, so a cache
+	// larger than them holds no more, and hits no more, than one of
+	// their size.
+	ProfileRows []int64 `json:"profile_rows_per_table,omitempty"`
+}
+
+// ProfileLimit reports the most distinct rows the warm-up profile saw in
+// any table, and whether that is fewer than the cache's rows per table:
+// the cache then held only what its profile saw, and a larger one would
+// hold, and hit, no more (the data, not a policy's bug).
+func (c *Cache) ProfileLimit() (rows int64, limited bool) {
+	if c == nil || len(c.ProfileRows) == 0 {
+		return 0, false
+	}
+	rows = slices.Max(c.ProfileRows)
+	return rows, rows < c.Rows
 }
 
 // Point is one value of a series at a batch.

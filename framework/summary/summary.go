@@ -180,6 +180,10 @@ func writeCache(line lineFunc, c *results.Cache) {
 		}
 		line("", "moved %s", strings.Join(links, ", "))
 	}
+	if rows, limited := c.ProfileLimit(); limited {
+		line("", "its warm-up profile saw at most %s distinct rows per table, fewer than its %s: it holds only those, so a larger cache hits no more (the data: profile longer batches)",
+			Thousands(float64(rows)), Thousands(float64(c.Rows)))
+	}
 }
 
 // writeMetrics writes the training loss, the held-out metrics and the
