@@ -277,7 +277,7 @@ func (r *Results) Write(path string) error {
 
 // WriteJSON writes v as indented JSON to path atomically: into a temporary
 // file beside it, renamed over path once complete, so a reader never sees
-// half a file and a failure leaves no file behind.
+// half a file and a failure leaves no file behind. The file is 0644.
 func WriteJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -285,6 +285,13 @@ func WriteJSON(path string, v any) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+"-*.json")
 	if err != nil {
+		return err
+	}
+	// CreateTemp makes the file 0600; results are for sharing (and for
+	// the figures another user draws), like any file a command writes.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
 		return err
 	}
 	if _, err := tmp.Write(append(data, '\n')); err != nil {

@@ -80,3 +80,19 @@ func TestCacheProfileLimit(t *testing.T) {
 		}
 	}
 }
+
+// Results files are readable by others (0644), not the temporary file's
+// 0600.
+func TestWriteJSONMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := WriteJSON(path, map[string]int{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", st.Mode().Perm())
+	}
+}
