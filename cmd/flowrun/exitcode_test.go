@@ -113,3 +113,31 @@ func TestStaticCacheProfileLimit(t *testing.T) {
 		t.Errorf("hit rates %v: a cache limited by its profile hit the same at both sizes", hit)
 	}
 }
+
+// TestTraceStdoutKeepsStdoutJSON: with spans on stdout (JSON lines for a
+// program), the summary goes to stderr, and --json, which would mix with
+// them, is refused.
+func TestTraceStdoutKeepsStdoutJSON(t *testing.T) {
+	t.Parallel()
+	r := mustFlowrun(t, "run", demo, "--set", "dataset.batches=2", "--trace", "stdout")
+	if strings.Contains(r.stdout, "digest") || !strings.Contains(r.stderr, "digest") {
+		t.Errorf("summary on stdout %q; stderr %q", r.stdout, r.stderr)
+	}
+	if r := flowrun(t, "run", demo, "--json", "--trace", "stdout"); exitCode(r.err) != exitUsage {
+		t.Errorf("--json --trace stdout: exit %d (%v), want %d", exitCode(r.err), r.err, exitUsage)
+	}
+	for _, c := range []struct {
+		flag string
+		echo map[string]any
+		want bool
+	}{
+		{"stdout", nil, true},
+		{"none", map[string]any{"tracing": map[string]any{"exporter": "stdout"}}, false},
+		{"", map[string]any{"tracing": map[string]any{"exporter": "stdout"}}, true},
+		{"", map[string]any{}, false},
+	} {
+		if got := spansOnStdout(c.flag, c.echo); got != c.want {
+			t.Errorf("spansOnStdout(%q, %v) = %v", c.flag, c.echo, got)
+		}
+	}
+}

@@ -58,7 +58,8 @@ Traces go where --trace says (or the graph's tracing.exporter): none, stdout,
 file:PATH (JSON lines), otlp-grpc://host:port or otlp-http://host:port.
 Stages talk over an embedded NATS server unless --nats names one.
 On a terminal a progress bar runs on stderr; at the end the summary table
-goes to stdout (--json: the results JSON instead; --quiet: nothing).
+goes to stdout (--json: the results JSON instead; --quiet: nothing; with
+--trace stdout the spans go to stdout and the summary to stderr).
 A failed run names the stage, batch and cause and writes no results file.
 Exit codes: 0 ok, 1 the run failed, 2 bad usage or an invalid graph,
 130 interrupted (Ctrl-C or SIGTERM).
@@ -74,6 +75,9 @@ interleaving actually broke.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.json && f.quiet {
 				return usageError{errors.New("--json and --quiet: choose one (--json prints only the results)")}
+			}
+			if f.json && f.trace == "stdout" {
+				return usageError{errors.New("--json and --trace stdout both write to stdout: trace to a file (--trace file:PATH)")}
 			}
 			var res *results.Results
 			err := interruptible(cmd, func(ctx context.Context) (err error) {
@@ -92,9 +96,15 @@ interleaving actually broke.`,
 			case f.json:
 				return printResultsJSON(cmd.OutOrStdout(), res)
 			case !f.quiet:
-				summary.Write(cmd.OutOrStdout(), res)
+				// Spans on stdout are JSON lines for a program to read:
+				// the summary for a person goes to stderr then.
+				w := cmd.OutOrStdout()
+				if spansOnStdout(f.trace, res.Config) {
+					w = cmd.ErrOrStderr()
+				}
+				summary.Write(w, res)
 				if f.out != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "%-12s %s\n", "results", f.out)
+					fmt.Fprintf(w, "%-12s %s\n", "results", f.out)
 				}
 			}
 			return nil
@@ -247,6 +257,17 @@ func deviceProfiles(cfg *config.Config) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ",")
+}
+
+// spansOnStdout reports whether the run's spans went to stdout: --trace
+// stdout, or no --trace and the graph's tracing.exporter (in the config
+// as read, echo) stdout.
+func spansOnStdout(flag string, echo map[string]any) bool {
+	if flag != "" {
+		return flag == "stdout"
+	}
+	tracing, _ := echo["tracing"].(map[string]any)
+	return tracing["exporter"] == "stdout"
 }
 
 // printResultsJSON writes r as results.json has it, for run --json.
