@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"io"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -139,5 +141,25 @@ func TestTraceStdoutKeepsStdoutJSON(t *testing.T) {
 		if got := spansOnStdout(c.flag, c.echo); got != c.want {
 			t.Errorf("spansOnStdout(%q, %v) = %v", c.flag, c.echo, got)
 		}
+	}
+}
+
+// TestNoCollector: an OTLP exporter with no collector listening is said at
+// the start of the run, and again when its spans fail to go out; the run
+// itself succeeds.
+func TestNoCollector(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	r := mustFlowrun(t, "run", demo, "--set", "dataset.batches=2", "--trace", "otlp-grpc://"+addr)
+	if !strings.Contains(r.stderr, "no trace collector at "+addr) || !strings.Contains(r.stderr, "spans not exported") {
+		t.Errorf("stderr does not say the collector is missing:\n%s", r.stderr)
+	}
+	if got := checkCollector("file:x.jsonl", io.Discard); got != "" {
+		t.Errorf("a file exporter probed: %q", got)
 	}
 }

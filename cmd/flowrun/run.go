@@ -176,9 +176,13 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	if err != nil {
 		return nil, usageError{err}
 	}
+	var collectorMissing string
+	if !f.quiet {
+		collectorMissing = checkCollector(spec, bar)
+	}
 	defer func() {
 		if err := tel.Shutdown(context.WithoutCancel(ctx)); err != nil {
-			log.Warn("trace export", "err", err)
+			fmt.Fprintf(bar, "flowrun: spans not exported%s: %v (the run and its results are unaffected)\n", collectorMissing, err)
 		}
 	}()
 	host, err := newHost(tel.TracerProvider(), bar)
