@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 )
 
 // TestRunBadGraphsExitLikeValidate: run refuses every graph under
@@ -161,5 +163,15 @@ func TestNoCollector(t *testing.T) {
 	}
 	if got := checkCollector("file:x.jsonl", io.Discard); got != "" {
 		t.Errorf("a file exporter probed: %q", got)
+	}
+}
+
+// convert --help does not show a format as --format's value, as if it were
+// a default: the flag has none.
+func TestConvertFormatHasNoDefault(t *testing.T) {
+	f := newConvertCmd().Flags().Lookup("format")
+	name, _ := pflag.UnquoteUsage(f)
+	if f.DefValue != "" || name == "criteo" || name == "movielens" {
+		t.Errorf("--format shows %q (default %q)", name, f.DefValue)
 	}
 }
