@@ -539,3 +539,16 @@ func TestMerge(t *testing.T) {
 		t.Error("Merge(nil, nil) != nil")
 	}
 }
+
+// The key path an error prints is a --set key as it is.
+func TestErrorPathIsASetKey(t *testing.T) {
+	_, _, err := Load("testdata/good.yaml", []string{"dataset.batches=0"})
+	errs := Errors(err)
+	if len(errs) != 1 || errs[0].Path != "dataset::batches" {
+		t.Fatalf("errors %v, want one at dataset::batches", errs)
+	}
+	cfg, _, err := Load("testdata/good.yaml", []string{errs[0].Path + "=7"})
+	if err != nil || cfg.Dataset.Batches != 7 {
+		t.Fatalf("--set %s=7: %v, batches %v", errs[0].Path, err, cfg)
+	}
+}
