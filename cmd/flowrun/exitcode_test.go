@@ -5,7 +5,6 @@ import (
 	"io"
 	"net"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,23 +17,16 @@ import (
 // included, which run used to find only when configuring it (exit 1).
 func TestRunBadGraphsExitLikeValidate(t *testing.T) {
 	t.Parallel()
-	files, err := filepath.Glob("testdata/bad/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
-			t.Parallel()
-			v := flowrun(t, "validate", path)
-			r := flowrun(t, "run", "-q", path)
-			if exitCode(r.err) != exitCode(v.err) || exitCode(r.err) != exitUsage {
-				t.Fatalf("run exits %d (%v), validate %d: want both %d", exitCode(r.err), r.err, exitCode(v.err), exitUsage)
-			}
-			var ue usageError
-			errors.As(r.err, &ue)
-			checkReported(t, path, ue.err.Error(), wantedErrors(t, path))
-		})
-	}
+	forEachBadGraph(t, func(t *testing.T, path string) {
+		v := flowrun(t, "validate", path)
+		r := flowrun(t, "run", "-q", path)
+		if exitCode(r.err) != exitCode(v.err) || exitCode(r.err) != exitUsage {
+			t.Fatalf("run exits %d (%v), validate %d: want both %d", exitCode(r.err), r.err, exitCode(v.err), exitUsage)
+		}
+		var ue usageError
+		errors.As(r.err, &ue)
+		checkReported(t, path, ue.err.Error(), wantedErrors(t, path))
+	})
 }
 
 // TestRunNotAPlugin: an executable that is no plugin named as one is an

@@ -137,9 +137,14 @@ func (s *Source) Annotate(err error) error {
 		}
 		out = append(out, a)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
-	joinedErrs := make([]error, len(out))
-	for i, e := range out {
+	return joinInFileOrder(out)
+}
+
+// joinInFileOrder joins errs sorted by line, those without one first.
+func joinInFileOrder(errs []*Error) error {
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	joinedErrs := make([]error, len(errs))
+	for i, e := range errs {
 		joinedErrs[i] = e
 	}
 	return errors.Join(joinedErrs...)
@@ -158,12 +163,7 @@ func Merge(err, later error) error {
 			out = append(out, e)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
-	errs := make([]error, len(out))
-	for i, e := range out {
-		errs[i] = e
-	}
-	return errors.Join(errs...)
+	return joinInFileOrder(out)
 }
 
 // coveredBy reports whether one of errs is about e's key, or a key above
