@@ -1,10 +1,15 @@
 package main
 
+// Tests of what a newcomer meets in a first hour: the exit-code table,
+// plugins that are not plugins, --set swapping a policy, where spans and
+// the summary go, a missing trace collector, a profile-limited cache.
+
 import (
 	"errors"
 	"io"
 	"net"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -165,5 +170,29 @@ func TestConvertFormatHasNoDefault(t *testing.T) {
 	name, _ := pflag.UnquoteUsage(f)
 	if f.DefValue != "" || name == "criteo" || name == "movielens" {
 		t.Errorf("--format shows %q (default %q)", name, f.DefValue)
+	}
+}
+
+// TestSetSwapsAPolicy is the newcomer's first experiment: another policy
+// binary on scratchpipe.yaml with --set alone, the graph's own cache
+// options removed (before, `victim` stayed and the binary refused it), and
+// the binary named relative to the working directory.
+func TestSetSwapsAPolicy(t *testing.T) {
+	t.Parallel()
+	bin := needBin(t, "flowrun-cache-clock")
+	rel, err := filepath.Rel(".", bin)
+	if err != nil {
+		rel = bin
+	}
+	graph := filepath.Join(repoGraphs, "scratchpipe.yaml")
+	swap := []string{"--set", "cache.plugin=" + rel, "--set", "cache.options=null", "--set", "pipeline=sequential"}
+	mustFlowrun(t, append([]string{"validate", graph}, swap...)...)
+	res := runResults(t, graph, append(swap, "--set", "dataset.batches=3", "--set", "dataset.eval_batches=1")...)
+	if res.Cache == nil || res.Cache.Plugin != rel {
+		t.Errorf("cache %+v, want the policy %s", res.Cache, rel)
+	}
+	r := flowrun(t, append([]string{"validate", graph}, swap[:2]...)...)
+	if exitCode(r.err) != exitUsage || !strings.Contains(r.stderr, "victim") {
+		t.Errorf("with the graph's options kept: exit %d, want %d naming victim:\n%s", exitCode(r.err), exitUsage, r.stderr)
 	}
 }
