@@ -80,12 +80,20 @@ install() {
     die "go mod download gave no source with cmd/jaeger for $JAEGER_MODULE@$JAEGER_MODULE_VERSION"
   mkdir -p "$bin_dir"
   local tmp="$bin.tmp.$$" start=$SECONDS
-  trap 'rm -f "$tmp"' EXIT
+  # Its dependencies first, in one quiet step: go build would print a
+  # "go: downloading" line for each of some three hundred modules.
+  log "downloading Jaeger's dependencies"
+  (cd "$dir" && GOWORK=off GOFLAGS= go mod download) || die "downloading Jaeger's dependencies failed"
   log "building $dir/cmd/jaeger into $bin (about ten minutes on two cores)"
+  # A line a minute, so that a long build is not taken for a hung one.
+  (while sleep 60; do log "still building Jaeger ($(((SECONDS - start) / 60)) min)"; done) &
+  local ticker=$!
+  trap 'rm -f "$tmp"; kill $ticker 2>/dev/null' EXIT
   local v=$JAEGER_MODULE/internal/version
   (cd "$dir" && GOWORK=off GOFLAGS= CGO_ENABLED=0 go build -trimpath \
     -ldflags "-X $v.latestVersion=$JAEGER_VERSION -X $v.date=$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
     -o "$tmp" ./cmd/jaeger) || die "building Jaeger $JAEGER_VERSION from $dir failed"
+  kill $ticker 2>/dev/null || true
   mv "$tmp" "$bin"
   trap - EXIT
   log "built Jaeger $JAEGER_VERSION in $((SECONDS - start))s"

@@ -93,9 +93,9 @@ wrong, and leaves no output file.
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&format, "format", "", "input format: `criteo` or movielens (required)")
+	cmd.Flags().StringVar(&format, "format", "", "input `FORMAT`, criteo or movielens (required, no default)")
 	cmd.Flags().StringVar(&out, "out", "", "write the batch file to `FILE` (required)")
-	cmd.Flags().Int64Var(&opt.Rows, "rows", 0, "rows per table: the hash modulus of criteo (default 100000), a cap for movielens (default: as many as users and movies)")
+	cmd.Flags().Int64Var(&opt.Rows, "rows", 0, "`N` rows per table: the hash modulus of criteo (default 100000), a cap for movielens (default: as many as users and movies)")
 	cmd.Flags().Uint64Var(&opt.Limit, "limit", 0, "convert at most `N` samples (0: all)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
 	return cmd

@@ -193,3 +193,27 @@ func TestConvertGzipAndStdin(t *testing.T) {
 		t.Fatalf("from stdin: %+v, %v", h, err)
 	}
 }
+
+// A batch file shorter than the run is announced, not repeated silently:
+// the summary says how many epochs ran and results.json has them.
+func TestShortBatchFileIsAnnounced(t *testing.T) {
+	t.Parallel()
+	frb := filepath.Join(t.TempDir(), "short.frb")
+	mustFlowrun(t, "gen", demo, "--out", frb, "--set", "dataset.batches=4", "--set", "dataset.eval_batches=1")
+	file := []string{"--set", "dataset.kind=file", "--set", "dataset.path=" + frb, "--set", "dataset.eval_batches=1"}
+	res := runResults(t, demo, append(file, "--set", "dataset.batches=10")...)
+	if d := res.Dataset; d == nil || d.FileBatches != 4 || d.Epochs != 2.5 || d.Path != frb {
+		t.Errorf("results.json dataset = %+v, want 4 file batches and 2.5 epochs", d)
+	}
+	r := mustFlowrun(t, append([]string{"run", demo}, append(file, "--set", "dataset.batches=10")...)...)
+	if !strings.Contains(r.stdout, "2.50 epochs (the data repeats") {
+		t.Errorf("the summary does not say the data repeats:\n%s", r.stdout)
+	}
+	res = runResults(t, demo, append(file, "--set", "dataset.batches=4")...)
+	if d := res.Dataset; d == nil || d.Epochs != 1 {
+		t.Errorf("results.json dataset = %+v, want 1 epoch", d)
+	}
+	if res = runResults(t, demo, "--set", "dataset.batches=2"); res.Dataset != nil {
+		t.Errorf("synthetic data has a dataset use: %+v", res.Dataset)
+	}
+}

@@ -29,18 +29,21 @@ func newHost(tp trace.TracerProvider, stderr io.Writer) (*pluginhost.Host, error
 // tryOptions the built-in model, kernel and devices also try their
 // options on throwaway instances; a run, which configures them right
 // after, does without. Every problem is reported at once, each with
-// file:line and key path.
+// file:line and key path: a graph whose tree has errors is still built, so
+// that the builder's errors (a stage's options, references, the contract)
+// come in the same report; only the plugins' own checks wait for a graph
+// that builds.
 func loadGraph(path string, sets []string, host *pluginhost.Host, tryOptions bool) (*graph.Graph, error) {
-	cfg, src, err := config.Load(path, sets)
-	if err != nil {
+	cfg, src, err := config.LoadPartial(path, sets)
+	if cfg == nil {
 		return nil, usageError{err}
 	}
-	if err := pinPlugins(host, cfg); err != nil {
-		return nil, usageError{src.Annotate(err)}
+	if pinErr := pinPlugins(host, cfg); pinErr != nil {
+		err = config.Merge(err, src.Annotate(pinErr))
 	}
-	g, err := graph.Build(cfg, src, stages(), pluginhost.RefChecker{Host: host})
-	if err != nil {
-		return nil, usageError{err}
+	g, buildErr := buildGraph(cfg, src, host, err != nil)
+	if err != nil || buildErr != nil {
+		return nil, usageError{config.Merge(err, buildErr)}
 	}
 	var plugins engine.PluginOpener = host
 	if !tryOptions {
@@ -50,6 +53,20 @@ func loadGraph(path string, sets []string, host *pluginhost.Host, tryOptions boo
 		return nil, usageError{src.Annotate(err)}
 	}
 	return g, nil
+}
+
+// buildGraph builds cfg. When cfg has errors already (invalid), the
+// builder, which expects a valid config, may trip over a value config
+// refused: a panic then adds nothing to the errors already found.
+func buildGraph(cfg *config.Config, src *config.Source, host *pluginhost.Host, invalid bool) (g *graph.Graph, err error) {
+	if invalid {
+		defer func() {
+			if recover() != nil {
+				g, err = nil, nil
+			}
+		}()
+	}
+	return graph.Build(cfg, src, stages(), pluginhost.RefChecker{Host: host})
 }
 
 // opener is the host as a engine.PluginOpener only.

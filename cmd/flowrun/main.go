@@ -85,7 +85,17 @@ A newcomer's guide: docs/guide.md; every graph key: docs/graph-reference.md.`,
 	root.AddCommand(newGenCmd(), newConvertCmd())
 	root.AddCommand(newBenchCmd(), newReportCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	commandsOnly(root)
 	return root
+}
+
+// commandsOnly makes a command that only groups subcommands print its help
+// when called alone and refuse anything else as a usage error (exit 2):
+// cobra would print the help and exit 0 for `flowrun plugins bogus`, and
+// report `flowrun bogus` as a failure (exit 1).
+func commandsOnly(cmd *cobra.Command) {
+	cmd.Args = usageArgs(cobra.NoArgs)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 }
 
 // usageArgs makes a wrong number of arguments a usage error (exit 2), like

@@ -18,7 +18,21 @@ func newPluginsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugins",
 		Short: "List built-in plugins, describe a plugin binary, or pin a graph's binaries",
+		Long: `List the plugins linked into flowrun, ask a plugin binary what it is, or
+pin the binaries a graph names.
+
+  flowrun plugins list                              # every builtin:NAME a graph can name
+  flowrun plugins describe bin/flowrun-cache-lru    # kind, name, version, ops, options
+  flowrun plugins lock graphs/demo-subprocess.yaml  # write each binary's sha256 beside it
+
+A graph names a plugin as builtin:NAME (linked in) or by the path of its
+binary (run as a go-plugin subprocess); describe runs the binary with the
+argument "describe" and prints the JSON it answers: its kind, name,
+version, API version, the kernel ops it has and the options it takes
+(plugin.Info.Config). A path that is not a plugin binary is a usage error
+(exit 2).`,
 	}
+	commandsOnly(cmd)
 	cmd.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List the plugins linked into flowrun (usable as plugin: builtin:NAME)",
@@ -85,7 +99,7 @@ github.com/hashicorp/go-plugin is not run unless --exec is given, and with
 				return usageError{err}
 			}
 			if err != nil {
-				return err
+				return usageError{err} // the argument is no plugin binary
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")

@@ -64,7 +64,8 @@ run's own connections) unless --nats names one; --nats-token-file (or
 FLOWRUN_NATS_TOKEN), --nats-nkey, --nats-creds, --nats-ca, --nats-cert and
 --nats-key sign in to it. Secrets come from files, never from flags.
 On a terminal a progress bar runs on stderr; at the end the summary table
-goes to stdout (--json: the results JSON instead; --quiet: nothing).
+goes to stdout (--json: the results JSON instead; --quiet: nothing; with
+--trace stdout the spans go to stdout and the summary to stderr).
 A failed run names the stage, batch and cause and writes no results file;
 an older results file at --out's path is renamed FILE.stale when the run
 starts (removed once the new one is written), so it never looks current.
@@ -82,6 +83,9 @@ interleaving actually broke.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.json && f.quiet {
 				return usageError{errors.New("--json and --quiet: choose one (--json prints only the results)")}
+			}
+			if f.json && f.trace == "stdout" {
+				return usageError{errors.New("--json and --trace stdout both write to stdout: trace to a file (--trace file:PATH)")}
 			}
 			stale, err := moveAsideResults(f.out)
 			if err != nil {
@@ -109,9 +113,15 @@ interleaving actually broke.`,
 			case f.json:
 				return printResultsJSON(cmd.OutOrStdout(), res)
 			case !f.quiet:
-				summary.Write(cmd.OutOrStdout(), res)
+				// Spans on stdout are JSON lines for a program to read:
+				// the summary for a person goes to stderr then.
+				w := cmd.OutOrStdout()
+				if spansOnStdout(f.trace, res.Config) {
+					w = cmd.ErrOrStderr()
+				}
+				summary.Write(w, res)
 				if f.out != "" {
-					fmt.Fprintf(cmd.OutOrStdout(), "%-12s %s\n", "results", f.out)
+					fmt.Fprintf(w, "%-12s %s\n", "results", f.out)
 				}
 			}
 			return nil
@@ -175,9 +185,10 @@ func interruptible(cmd *cobra.Command, fn func(context.Context) error) error {
 }
 
 // runGraph loads, validates and runs one graph (see runValidated). The
-// builtins' options are not tried first: the run configures them at once.
+// builtins' options are tried first, as validate tries them, so that a bad
+// option is an invalid graph (exit 2, at its key and line) in both.
 func runGraph(ctx context.Context, path string, f runFlags, stderr io.Writer) (*results.Results, error) {
-	g, err := validateGraph(path, f.sets, false)
+	g, err := validateGraph(path, f.sets, true)
 	if err != nil {
 		return nil, err
 	}
@@ -213,9 +224,13 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	if err != nil {
 		return nil, usageError{err}
 	}
+	var collectorMissing string
+	if !f.quiet {
+		collectorMissing = checkCollector(spec, bar)
+	}
 	defer func() {
 		if err := tel.Shutdown(context.WithoutCancel(ctx)); err != nil {
-			log.Warn("trace export", "err", err)
+			fmt.Fprintf(bar, "flowrun: spans not exported%s: %v (the run and its results are unaffected)\n", collectorMissing, err)
 		}
 	}()
 	host, err := newHost(tel.TracerProvider(), bar)
@@ -236,7 +251,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	defer bar.Finish()
 	defer stageProcs(len(g.Nodes))()
 	res, err := engine.Run(ctx, engine.Options{
-		Graph: g, Stages: stages(), Plugins: host, Bus: conn,
+		Graph: g, Stages: stages(), Plugins: locatedOpener{host, cfg}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
 		CheckHazards: hazards, Modeled: f.modeled,
 	})
@@ -244,9 +259,12 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("run %s interrupted; no results written", runID)
 		}
-		return nil, err
+		return nil, openFailure(err, path, f.sets)
 	}
 	res.File = path
+	if res.Dataset, err = datasetUse(cfg.Dataset); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -282,6 +300,17 @@ func deviceProfiles(cfg *config.Config) string {
 	}
 	sort.Strings(names)
 	return strings.Join(names, ",")
+}
+
+// spansOnStdout reports whether the run's spans went to stdout: --trace
+// stdout, or no --trace and the graph's tracing.exporter (in the config
+// as read, echo) stdout.
+func spansOnStdout(flag string, echo map[string]any) bool {
+	if flag != "" {
+		return flag == "stdout"
+	}
+	tracing, _ := echo["tracing"].(map[string]any)
+	return tracing["exporter"] == "stdout"
 }
 
 // printResultsJSON writes r as results.json has it, for run --json.

@@ -81,6 +81,24 @@ var errorLine = regexp.MustCompile(`^(\S+\.yaml):(\d+): ([a-z0-9_:.-]+): \S`)
 // marked problem with its file, line and key path, each on its own line.
 func TestValidateBadGraphs(t *testing.T) {
 	t.Parallel()
+	forEachBadGraph(t, func(t *testing.T, path string) {
+		want := wantedErrors(t, path)
+		r := flowrun(t, "validate", path)
+		var ue usageError
+		if !errors.As(r.err, &ue) {
+			t.Fatalf("validate %s: error %v, want a usage error (exit code %d)\nstderr:\n%s", path, r.err, exitUsage, r.stderr)
+		}
+		if strings.Contains(r.stdout, "ok") {
+			t.Errorf("validate printed %q for a bad graph", r.stdout)
+		}
+		checkReported(t, path, r.stderr, want)
+	})
+}
+
+// forEachBadGraph runs test on every graph under testdata/bad, each in a
+// parallel subtest named after it.
+func forEachBadGraph(t *testing.T, test func(t *testing.T, path string)) {
+	t.Helper()
 	files, err := filepath.Glob("testdata/bad/*.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -91,16 +109,7 @@ func TestValidateBadGraphs(t *testing.T) {
 	for _, path := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
 			t.Parallel()
-			want := wantedErrors(t, path)
-			r := flowrun(t, "validate", path)
-			var ue usageError
-			if !errors.As(r.err, &ue) {
-				t.Fatalf("validate %s: error %v, want a usage error (exit code %d)\nstderr:\n%s", path, r.err, exitUsage, r.stderr)
-			}
-			if strings.Contains(r.stdout, "ok") {
-				t.Errorf("validate printed %q for a bad graph", r.stdout)
-			}
-			checkReported(t, path, r.stderr, want)
+			test(t, path)
 		})
 	}
 }
@@ -129,27 +138,20 @@ func checkReported(t *testing.T, path, stderr string, want []string) {
 func TestValidateBadGraphsExitCode(t *testing.T) {
 	t.Parallel()
 	bin := needBin(t, "flowrun")
-	files, err := filepath.Glob("testdata/bad/*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range files {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
-			t.Parallel()
-			var stdout, stderr strings.Builder
-			cmd := exec.Command(bin, "validate", path)
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != exitUsage {
-				t.Fatalf("%s: %v, want exit code %d\nstderr:\n%s", cmd, err, exitUsage, stderr.String())
-			}
-			if stdout.Len() != 0 {
-				t.Errorf("stdout: %q, want nothing", stdout.String())
-			}
-			checkReported(t, path, stderr.String(), wantedErrors(t, path))
-		})
-	}
+	forEachBadGraph(t, func(t *testing.T, path string) {
+		var stdout, stderr strings.Builder
+		cmd := exec.Command(bin, "validate", path)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != exitUsage {
+			t.Fatalf("%s: %v, want exit code %d\nstderr:\n%s", cmd, err, exitUsage, stderr.String())
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("stdout: %q, want nothing", stdout.String())
+		}
+		checkReported(t, path, stderr.String(), wantedErrors(t, path))
+	})
 }
 
 // TestValidateReportsEveryFile gives validate good and bad graphs together:
@@ -225,5 +227,28 @@ func TestValidateDoesNotLaunchPlugins(t *testing.T) {
 	mustFlowrun(t, "validate", graph)
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("validate ran the plugin binary")
+	}
+}
+
+// TestValidateEveryErrorInOnePass: a graph with five independent problems,
+// in its tree and in its stages, gets exactly five located lines from one
+// validate, not the tree's first and the rest after those are fixed.
+func TestValidateEveryErrorInOnePass(t *testing.T) {
+	t.Parallel()
+	path := "testdata/bad/five_errors.yaml"
+	want := wantedErrors(t, path)
+	if len(want) != 5 {
+		t.Fatalf("%s marks %d problems, want 5", path, len(want))
+	}
+	r := flowrun(t, "validate", path)
+	checkReported(t, path, r.stderr, want)
+	var located int
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		if errorLine.MatchString(line) {
+			located++
+		}
+	}
+	if located != len(want) {
+		t.Errorf("%d located errors, want %d:\n%s", located, len(want), r.stderr)
 	}
 }

@@ -16,7 +16,11 @@ func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print flowrun's version and plugin API version",
-		Args:  usageArgs(cobra.NoArgs),
+		Long: `Print flowrun's version (dev-COMMIT for a build from a git checkout) and
+the plugin API version it speaks. A plugin binary built against another API
+version is refused when a graph names it; flowrun plugins describe PATH
+prints a binary's own API version.`,
+		Args: usageArgs(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := version
 			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" {

@@ -288,8 +288,25 @@ func fixedComparison() *Comparison {
 			{Graph: "scratchpipe", File: "graphs/scratchpipe.yaml", Point: []string{"cache.size=0.5"}, Batches: 6,
 				IterationMs: results.Iteration{Wall: 26.055, Modeled: 15.004}, ModeledAfterWarmupMs: 15.0,
 				Speedup: &Speedup{Wall: 0.34}, HitRate: &hr,
-				LinkBytesPerBatch: map[string]float64{"to_device": 65740.8, "to_host": 0}, Digest: "3040fe2076d6aa"},
+				LinkBytesPerBatch: map[string]float64{"to_device": 65740.8, "to_host": 0}, Digest: "3040fe2076d6aa",
+				Results: &results.Results{Cache: &results.Cache{Rows: 250000, ProfileRows: []int64{19938, 20035}}}},
 		},
+	}
+}
+
+// A run whose cache held only what its warm-up profile saw is named under
+// the table, and only that run: its hit rate cannot grow with the cache.
+func TestWriteTableProfileLimit(t *testing.T) {
+	var b bytes.Buffer
+	WriteTable(&b, fixedComparison())
+	var lines []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "profile") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "scratchpipe cache.size=0.5") || !strings.Contains(lines[0], "20,035") {
+		t.Errorf("profile lines %q, want one for scratchpipe at 0.5 naming 20,035 rows", lines)
 	}
 }
 

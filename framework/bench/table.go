@@ -93,10 +93,29 @@ func writeFooter(w io.Writer, c *Comparison, errs []string) {
 		verdict = "DIFFER between runs at the same point"
 	}
 	fmt.Fprintf(w, "%-12s %s\n", "digests", verdict)
+	fmt.Fprintf(w, "%-12s %s\n", "modeled", "a modeled speedup compares designs on the modeled hardware at these sizes; paper-scale figures: docs/benchmarks.md")
+	writeProfileLimits(w, c)
 	for _, e := range errs {
 		fmt.Fprintf(w, "%-12s %s\n", "failed", e)
 	}
 	fmt.Fprintf(w, "%-12s %s for %d runs\n", "wall", summary.Ms(c.WallMs), len(c.Runs))
+}
+
+// writeProfileLimits says which runs' caches held only what their warm-up
+// profile saw: their hit rate cannot grow with the cache's size, and equal
+// hit rates across a cache.size sweep are then the data, not a bug.
+func writeProfileLimits(w io.Writer, c *Comparison) {
+	for _, r := range c.Runs {
+		if r.Results == nil {
+			continue
+		}
+		rows, limited := r.Results.Cache.ProfileLimit()
+		if !limited {
+			continue
+		}
+		fmt.Fprintf(w, "%-12s %s %s: the cache's warm-up profile saw at most %s distinct rows per table, fewer than its %s; it holds only those, so a larger cache hits no more (the data, not a bug: profile more batches)\n",
+			"profile", r.Graph, strings.Join(r.Point, " "), summary.Thousands(float64(rows)), summary.Thousands(float64(r.Results.Cache.Rows)))
+	}
 }
 
 func firstLine(s string) string {

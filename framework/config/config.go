@@ -56,8 +56,9 @@ type Dataset struct {
 	// Kind is the source: synthetic, or file (a batch file written by
 	// flowrun gen or flowrun convert).
 	Kind string `mapstructure:"kind"`
-	// Path is the batch file read when Kind is file, relative to the
-	// working directory. Its shape must match tables, lookups,
+	// Path is the batch file read when Kind is file; a relative path is
+	// relative to the graph file's directory when written in the file, to
+	// the working directory when given with --set. Its shape must match tables, lookups,
 	// dense_features and rows; its last eval_batches·batch_size samples
 	// are the held-out batches.
 	Path string `mapstructure:"path"`

@@ -412,3 +412,143 @@ func TestTracingExporter(t *testing.T) {
 		}
 	}
 }
+
+// A --set replaces a mapping or a list whole and `null` removes a key, so
+// a graph's plugin options can be dropped or swapped on the command line.
+func TestLoadSetReplacesAndRemoves(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "g.yaml")
+	graph := `cache:
+  plugin: builtin:scratchpipe
+  options: {victim: lru, ways: 4}
+model:
+  options: {preset: small, learning_rate: 0.2}
+stages:
+  load: {kind: load, out: [a, b]}
+`
+	if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		sets []string
+		want func(*Config) bool
+	}{
+		{"null removes a mapping", []string{"cache.options=null"},
+			func(c *Config) bool { return c.Cache.Options == nil }},
+		{"~ removes a mapping", []string{"cache.options=~"},
+			func(c *Config) bool { return c.Cache.Options == nil }},
+		{"{} replaces a mapping", []string{"cache.options={}"},
+			func(c *Config) bool { return len(c.Cache.Options) == 0 }},
+		{"a mapping replaces, not merges", []string{"cache.options={ways: 8}"},
+			func(c *Config) bool { return reflect.DeepEqual(c.Cache.Options, map[string]any{"ways": 8}) }},
+		{"null removes one key", []string{"cache.options.victim=null"},
+			func(c *Config) bool { return reflect.DeepEqual(c.Cache.Options, map[string]any{"ways": 4}) }},
+		{"null on a string key restores the default", []string{"cache.plugin=null"},
+			func(c *Config) bool { return c.Cache.Plugin == Default().Cache.Plugin }},
+		{"null on a missing key is no error", []string{"nats.url=null", "cache.options.nothing.here=null"},
+			func(c *Config) bool { return c.NATS.URL == "" && len(c.Cache.Options) == 2 }},
+		{"a list replaces a list", []string{"stages.load.out=[c]"},
+			func(c *Config) bool { return reflect.DeepEqual(c.Stages["load"].Out, []string{"c"}) }},
+		{"remove then add", []string{"model.options=null", "model.options.preset=tiny"},
+			func(c *Config) bool { return reflect.DeepEqual(c.Model.Options, map[string]any{"preset": "tiny"}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _, err := Load(file, tc.sets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.want(cfg) {
+				t.Errorf("--set %v: cache %+v, model %+v, stages %+v", tc.sets, cfg.Cache, cfg.Model, cfg.Stages)
+			}
+		})
+	}
+}
+
+// One rule for relative paths: written in the file, relative to the file's
+// directory; given with --set, relative to the working directory.
+func TestLoadRelativePaths(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "graphs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "g.yaml")
+	graph := `dataset: {kind: file, path: data/x.frb}
+cache: {plugin: ../bin/cache}
+model: {plugin: /abs/model}
+kernel: {plugin: builtin:cpu}
+devices: {gpu: {plugin: bin/gpu}}
+tracing: {exporter: file:spans.jsonl}
+stages:
+  load: {kind: load, out: [a]}
+`
+	if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err := Load(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, got := range map[string]string{
+		filepath.Join(dir, "data/x.frb"):            cfg.Dataset.Path,
+		filepath.Join(dir, "../bin/cache"):          cfg.Cache.Plugin,
+		"/abs/model":                                cfg.Model.Plugin,
+		"builtin:cpu":                               cfg.Kernel.Plugin,
+		filepath.Join(dir, "bin/gpu"):               cfg.Devices["gpu"].Plugin,
+		"file:" + filepath.Join(dir, "spans.jsonl"): cfg.Tracing.Exporter,
+	} {
+		if got != key {
+			t.Errorf("from the file: got %q, want %q", got, key)
+		}
+	}
+	cfg, _, err = Load(file, []string{"dataset.path=data/y.frb", "cache.plugin=bin/flowrun-cache-lru",
+		"devices.gpu.plugin=bin/gpu", "tracing.exporter=file:t.jsonl", "devices={gpu: {plugin: g}, host: {plugin: h}}"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, got := range map[string]string{
+		"data/y.frb":            cfg.Dataset.Path,
+		"bin/flowrun-cache-lru": cfg.Cache.Plugin,
+		"g":                     cfg.Devices["gpu"].Plugin,
+		"h":                     cfg.Devices["host"].Plugin,
+		"file:t.jsonl":          cfg.Tracing.Exporter,
+	} {
+		if got != key {
+			t.Errorf("from --set: got %q, want %q", got, key)
+		}
+	}
+}
+
+// Merge adds a later check's errors in file order, but not those about a
+// key an earlier error is about (or one above or below it).
+func TestMerge(t *testing.T) {
+	first := errors.Join(&Error{File: "g", Line: 3, Path: "cache::size", Err: errors.New("a")},
+		&Error{File: "g", Line: 9, Path: "stages::plan", Err: errors.New("b")})
+	later := errors.Join(&Error{File: "g", Line: 3, Path: "cache::size", Err: errors.New("again")},
+		&Error{File: "g", Line: 10, Path: "stages::plan::past_window", Err: errors.New("below")},
+		&Error{File: "g", Line: 5, Path: "stages::load::out", Err: errors.New("c")},
+		&Error{File: "g", Err: errors.New("whole")})
+	var got []string
+	for _, e := range Errors(Merge(first, later)) {
+		got = append(got, e.Err.Error())
+	}
+	if want := []string{"whole", "a", "c", "b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Merge = %v, want %v", got, want)
+	}
+	if Merge(nil, nil) != nil {
+		t.Error("Merge(nil, nil) != nil")
+	}
+}
+
+// The key path an error prints is a --set key as it is.
+func TestErrorPathIsASetKey(t *testing.T) {
+	_, _, err := Load("testdata/good.yaml", []string{"dataset.batches=0"})
+	errs := Errors(err)
+	if len(errs) != 1 || errs[0].Path != "dataset::batches" {
+		t.Fatalf("errors %v, want one at dataset::batches", errs)
+	}
+	cfg, _, err := Load("testdata/good.yaml", []string{errs[0].Path + "=7"})
+	if err != nil || cfg.Dataset.Batches != 7 {
+		t.Fatalf("--set %s=7: %v, batches %v", errs[0].Path, err, cfg)
+	}
+}

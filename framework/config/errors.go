@@ -137,12 +137,52 @@ func (s *Source) Annotate(err error) error {
 		}
 		out = append(out, a)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Line < out[j].Line })
-	joinedErrs := make([]error, len(out))
-	for i, e := range out {
+	return joinInFileOrder(out)
+}
+
+// joinInFileOrder joins errs sorted by line, those without one first.
+func joinInFileOrder(errs []*Error) error {
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	joinedErrs := make([]error, len(errs))
+	for i, e := range errs {
 		joinedErrs[i] = e
 	}
 	return errors.Join(joinedErrs...)
+}
+
+// Merge joins the located errors of a later check (later) to those of an
+// earlier one (err), in file order, leaving out each later error about a
+// key that an earlier error is about, or a key above or below it: a check
+// run on a config with errors trips over the values already refused, and
+// one line per key is enough. Either may be nil.
+func Merge(err, later error) error {
+	first := Errors(err)
+	out := append([]*Error(nil), first...)
+	for _, e := range Errors(later) {
+		if !coveredBy(e, first) {
+			out = append(out, e)
+		}
+	}
+	return joinInFileOrder(out)
+}
+
+// coveredBy reports whether one of errs is about e's key, or a key above
+// or below it.
+func coveredBy(e *Error, errs []*Error) bool {
+	if e.Path == "" {
+		return false
+	}
+	p := strings.ToLower(e.Path)
+	for _, f := range errs {
+		q := strings.ToLower(f.Path)
+		if q == "" {
+			continue
+		}
+		if p == q || strings.HasPrefix(p, q+KeyDelimiter) || strings.HasPrefix(q, p+KeyDelimiter) {
+			return true
+		}
+	}
+	return false
 }
 
 // joined reports the errors of an errors.Join. Other errors with several

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -28,6 +27,20 @@ import (
 // lower case; the kind's own keys under a stage are left in
 // Stage.Options for the graph package to decode through the stage kind.
 func Load(path string, sets []string) (*Config, *Source, error) {
+	cfg, src, err := LoadPartial(path, sets)
+	if err != nil {
+		return nil, src, err
+	}
+	return cfg, src, nil
+}
+
+// LoadPartial is Load for a caller that wants every error of a graph, not
+// only those of its tree (flowrun validate): when the file is a
+// well-formed mapping it returns the decoded Config also with errors,
+// each key that failed to decode left at its default, so that later
+// checks (the graph builder's) can add theirs. Such a Config is invalid:
+// never run it. See Merge for joining the later errors.
+func LoadPartial(path string, sets []string) (*Config, *Source, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, errors.Join(&Error{File: path, Err: fmt.Errorf("read graph: %w", err)})
@@ -38,16 +51,17 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 		return nil, src, src.Annotate(err)
 	}
 
-	// "::" rather than "." so that a dot in a stage name or an option key
-	// does not split it into nested keys.
-	v := viper.NewWithOptions(viper.KeyDelimiter(KeyDelimiter))
-	v.SetConfigType("yaml")
-	// The bytes already read, not the file again: the values and the lines
-	// in errors come from the same version of the file.
-	if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
+	// The file's tree, with the --set flags applied to it before viper
+	// sees it: viper's own Set overrides leaves and merges maps, so it
+	// could neither replace a mapping (`cache.options={}`) nor remove a
+	// key (`cache.options.victim=null`).
+	var tree map[string]any
+	if err := yaml.Unmarshal(data, &tree); err != nil {
 		return nil, src, src.Annotate(&Error{File: path, Err: fmt.Errorf("read graph: %w", err)})
 	}
-
+	if tree == nil {
+		tree = map[string]any{} // an empty file: all defaults
+	}
 	var errs []error
 	for _, set := range sets {
 		key, value, err := parseSet(set)
@@ -55,8 +69,14 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 			errs = append(errs, &Error{File: path, Err: fmt.Errorf("--set %s: %w", set, err)})
 			continue
 		}
-		v.Set(key, value)
+		applySet(tree, strings.Split(key, KeyDelimiter), value)
 		src.sets[key] = set
+	}
+	// "::" rather than "." so that a dot in a stage name or an option key
+	// does not split it into nested keys.
+	v := viper.NewWithOptions(viper.KeyDelimiter(KeyDelimiter))
+	if err := v.MergeConfigMap(tree); err != nil {
+		return nil, src, src.Annotate(&Error{File: path, Err: fmt.Errorf("read graph: %w", err)})
 	}
 
 	cfg := Default()
@@ -66,21 +86,19 @@ func Load(path string, sets []string) (*Config, *Source, error) {
 		cfg.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	}
 	cfg.Echo = v.AllSettings()
-	resolvePluginPaths(cfg, filepath.Dir(path))
+	resolvePaths(cfg, src, filepath.Dir(path))
 	// Validate even after decoding errors: a key that failed to decode
 	// kept its default, so the rest is still worth checking and the user
 	// gets every error in one go.
 	errs = append(errs, cfg.Validate())
-	if err := errors.Join(errs...); err != nil {
-		return nil, src, src.Annotate(err)
-	}
-	return cfg, src, nil
+	return cfg, src, src.Annotate(errors.Join(errs...))
 }
 
 // parseSet splits a `--set key=value` argument into a viper key (joined by
 // KeyDelimiter) and a value, checking that the key is in the schema. The
-// value is YAML (`7`, `0.1`, `high`, `[a,b]`), except for string keys,
-// which take the text as it is so that `--set name=007` stays "007".
+// value is YAML (`7`, `0.1`, `high`, `[a,b]`, `{ways: 4}`), except for
+// string keys, which take the text as it is so that `--set name=007` stays
+// "007". `null` (or `~`) for any key is nil: the key is removed.
 func parseSet(set string) (string, any, error) {
 	rawKey, raw, ok := strings.Cut(set, "=")
 	rawKey = strings.TrimSpace(rawKey)
@@ -102,6 +120,9 @@ func parseSet(set string) (string, any, error) {
 		return "", nil, err
 	}
 	key := strings.Join(segs, KeyDelimiter)
+	if r := strings.TrimSpace(raw); r == "null" || r == "~" {
+		return key, nil, nil
+	}
 	if t.Kind() == reflect.String {
 		return key, raw, nil
 	}
@@ -115,21 +136,67 @@ func parseSet(set string) (string, any, error) {
 	return key, value, nil
 }
 
-// resolvePluginPaths makes relative plugin binary paths relative to the
-// graph file's directory, so a graph works from any working directory.
-// Load does it before Validate: a validated config is never changed.
-func resolvePluginPaths(cfg *Config, dir string) {
-	fix := func(ref *string) {
+// applySet puts value at the key path segs of tree, replacing what was
+// there (a mapping or a list is replaced whole, not merged), or removes
+// the key when value is nil, so that its default applies. Keys are matched
+// without case, as viper matches them; missing mappings on the way are
+// made, and a scalar on the way is replaced by a mapping.
+func applySet(tree map[string]any, segs []string, value any) {
+	m := tree
+	for i, seg := range segs {
+		key := seg
+		for k := range m {
+			if strings.EqualFold(k, seg) {
+				key = k
+				break
+			}
+		}
+		if i == len(segs)-1 {
+			if value == nil {
+				delete(m, key)
+			} else {
+				m[key] = value
+			}
+			return
+		}
+		next, ok := m[key].(map[string]any)
+		if !ok {
+			if value == nil {
+				return // nothing there to remove
+			}
+			next = map[string]any{}
+			m[key] = next
+		}
+		m = next
+	}
+}
+
+// resolvePaths applies the one rule for relative paths in a graph (the
+// plugin binaries, dataset.path, the file of tracing.exporter: file:PATH):
+// a path written in the graph file is relative to the file's directory,
+// so a graph works from any working directory; a path given with --set is
+// relative to the working directory, where the shell that completed it
+// is. Load does it before Validate: a validated config is never changed.
+func resolvePaths(cfg *Config, src *Source, dir string) {
+	fix := func(key string, ref *string) {
 		if *ref == "" || strings.HasPrefix(*ref, builtinPrefix) || filepath.IsAbs(*ref) {
+			return
+		}
+		if _, fromSet := src.setFor(key); fromSet {
 			return
 		}
 		*ref = filepath.Join(dir, *ref)
 	}
-	fix(&cfg.Model.Plugin)
-	fix(&cfg.Kernel.Plugin)
-	fix(&cfg.Cache.Plugin)
+	fix("model::plugin", &cfg.Model.Plugin)
+	fix("kernel::plugin", &cfg.Kernel.Plugin)
+	fix("cache::plugin", &cfg.Cache.Plugin)
 	for name, d := range cfg.Devices {
-		fix(&d.Plugin)
+		fix(joinPath("devices", strings.ToLower(name), "plugin"), &d.Plugin)
 		cfg.Devices[name] = d
+	}
+	fix("dataset::path", &cfg.Dataset.Path)
+	if file, ok := strings.CutPrefix(cfg.Tracing.Exporter, "file:"); ok {
+		fix("tracing::exporter", &file)
+		cfg.Tracing.Exporter = "file:" + file
 	}
 }

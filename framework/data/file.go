@@ -419,6 +419,19 @@ func Open(path string, d config.Dataset) (*File, error) {
 	return fl, nil
 }
 
+// Epochs says how a run of d.Batches training batches uses the batch file
+// at d.Path: the training batches the file holds and the passes over them
+// the run makes (above 1, the file's training part repeats, see File).
+func Epochs(d config.Dataset) (fileBatches uint64, epochs float64, err error) {
+	fl, err := Open(d.Path, d)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer fl.Close()
+	n := fl.TrainBatches()
+	return n, float64(d.Batches) / float64(n), nil
+}
+
 // ReadHeader reads a batch file's header and checks its length.
 func ReadHeader(path string) (*Header, error) {
 	h, f, _, err := openHeader(path)

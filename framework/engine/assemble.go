@@ -78,7 +78,7 @@ func (r *run) summarize(cfg *config.Config, digest string, uses []results.Plugin
 		res.Cache = &results.Cache{
 			Plugin: cfg.Cache.Plugin, Rows: cfg.Cache.CacheRows(cfg.Dataset.Rows),
 			Hits: hits, Misses: misses, Evictions: int64(totals["cache.evictions"]),
-			HitRate: float64(hits) / float64(hits+misses),
+			HitRate: float64(hits) / float64(hits+misses), ProfileRows: r.profileRows,
 			LinkBytes: map[string]int64{
 				"to_device": int64(totals["link.bytes_to_device"]),
 				"to_host":   int64(totals["link.bytes_to_host"]),

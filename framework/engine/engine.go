@@ -121,10 +121,13 @@ type run struct {
 	shape   *Shape
 	plugins stage.Plugins
 	uses    []results.PluginUse
-	tables  *batch.Tables
-	storage *batch.Storage
-	mapper  region.Mapper
-	metrics *stage.Metrics
+	// profileRows are the distinct rows per table of the cache's warm-up
+	// profile (nil when it asked for none), for results' cache section.
+	profileRows []int64
+	tables      *batch.Tables
+	storage     *batch.Storage
+	mapper      region.Mapper
+	metrics     *stage.Metrics
 	// hazards is the run's hazard checker, nil unless asked for.
 	hazards *hazard.Checker
 

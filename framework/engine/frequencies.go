@@ -18,7 +18,7 @@ import (
 // (table, row, count) triples, table by table and rows ascending, into a
 // region the cache maps by name. The caller closes the region once the
 // cache is configured.
-func profileFrequencies(seed uint64, d config.Dataset, n int) (*region.Region, error) {
+func profileFrequencies(seed uint64, d config.Dataset, n int, rows *[]int64) (*region.Region, error) {
 	src, done, err := data.OpenSource(seed, d)
 	if err != nil {
 		return nil, err
@@ -42,8 +42,10 @@ func profileFrequencies(seed uint64, d config.Dataset, n int) (*region.Region, e
 		}
 	}
 	entries := 0
-	for _, c := range counts {
+	*rows = make([]int64, len(counts))
+	for t, c := range counts {
 		entries += len(c)
+		(*rows)[t] = int64(len(c))
 	}
 	r, err := region.Create("frequencies", int64(max(entries, 1))*24)
 	if err != nil {

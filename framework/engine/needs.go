@@ -56,14 +56,14 @@ func cacheNeeds(ctx context.Context, c cache.Cache, shape *Shape, runID string, 
 
 // withProfile adds to opts the warm-up profile the policy asked for
 // (Needs.ProfileBatches, at most the run's training batches) under
-// "frequencies", and returns what releases it once the cache is
-// configured.
-func withProfile(needs cache.Needs, cfg *config.Config, opts map[string]any) (func(), error) {
+// "frequencies", sets rows to the distinct rows it has per table, and
+// returns what releases it once the cache is configured.
+func withProfile(needs cache.Needs, cfg *config.Config, opts map[string]any, rows *[]int64) (func(), error) {
 	if needs.ProfileBatches <= 0 {
 		return func() {}, nil
 	}
 	n := min(needs.ProfileBatches, cfg.Dataset.Batches)
-	freq, err := profileFrequencies(cfg.Seed, cfg.Dataset, n)
+	freq, err := profileFrequencies(cfg.Seed, cfg.Dataset, n, rows)
 	if err != nil {
 		return nil, fmt.Errorf("cache frequencies (a warm-up pass over the first %d batches): %w", n, err)
 	}

@@ -123,5 +123,12 @@ func configure(ctx context.Context, p plugin.Base, ref pluginRef, shape *Shape, 
 		return results.PluginUse{}, fmt.Errorf("%s plugin %q: info: %w", ref.role, ref.ref, err)
 	}
 	r, _ := pluginhost.ParseRef(ref.ref) // the host has resolved it
-	return results.PluginUse{Kind: string(ref.kind), Role: ref.role, Ref: ref.ref, Name: info.Name, Remote: !r.Builtin}, nil
+	use := results.PluginUse{Kind: string(ref.kind), Role: ref.role, Ref: ref.ref, Name: info.Name, Remote: !r.Builtin}
+	if d, ok := p.(device.Device); ok {
+		// What the device models, for the summary: the hardware, not the plugin.
+		if prof, err := d.Profile(ctx); err == nil {
+			use.Profile = prof.Name
+		}
+	}
+	return use, nil
 }

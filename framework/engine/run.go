@@ -160,7 +160,7 @@ func (r *run) buildPlugins(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	release, err := withProfile(needs, g.Config, cacheOpts)
+	release, err := withProfile(needs, g.Config, cacheOpts, &r.profileRows)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"image/color"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,11 +22,11 @@ type hitSeries struct {
 	pts         plotter.XYs
 }
 
-// hitRates are the hit-rate figure's lines, and the graphs and other
-// sweep values that pick their style and colour.
+// hitRates are the hit-rate figure's lines, and the graphs that pick
+// their line style and marker.
 type hitRates struct {
-	all           []*hitSeries
-	graphs, rests []string
+	all    []*hitSeries
+	graphs []string
 }
 
 // find is the line of graph at rest, added when new.
@@ -39,9 +40,6 @@ func (h *hitRates) find(graph, rest string) *hitSeries {
 	h.all = append(h.all, s)
 	if !slices.Contains(h.graphs, graph) {
 		h.graphs = append(h.graphs, graph)
-	}
-	if !slices.Contains(h.rests, rest) {
-		h.rests = append(h.rests, rest)
 	}
 	return s
 }
@@ -85,9 +83,16 @@ func collectHitRates(benches []*bench.Comparison) (string, *hitRates) {
 	return xKey, h
 }
 
+// colour is a line's own colour: two lines never share one, also when
+// they are two graphs at the same point (their dashes and markers tell
+// the graphs apart as well).
+func (h *hitRates) colour(s *hitSeries) color.Color {
+	return palette(slices.Index(h.all, s))
+}
+
 // hitRateFigure draws hit rate against the swept cache size (or the first
-// numeric sweep key): a colour per value of the other sweep keys (e.g.
-// the locality), a line style and marker per graph.
+// numeric sweep key): a colour per line, a line style and marker per
+// graph; the x axis ends at the largest value swept.
 func hitRateFigure(benches []*bench.Comparison) (figure, bool) {
 	xKey, h := collectHitRates(benches)
 	if len(h.all) == 0 {
@@ -107,8 +112,8 @@ func hitRateFigure(benches []*bench.Comparison) (figure, bool) {
 		if err != nil {
 			continue
 		}
-		gi, ri := slices.Index(h.graphs, s.graph), slices.Index(h.rests, s.rest)
-		l.Color, pts.Color = palette(ri), palette(ri)
+		gi := slices.Index(h.graphs, s.graph)
+		l.Color, pts.Color = h.colour(s), h.colour(s)
 		l.Width = vg.Points(1.5)
 		if gi > 0 {
 			l.Dashes = []vg.Length{vg.Points(float64(2 + 2*gi)), vg.Points(3)}
@@ -121,9 +126,10 @@ func hitRateFigure(benches []*bench.Comparison) (figure, bool) {
 			maxX = max(maxX, pt.X)
 		}
 	}
-	// Room on the right for the legend.
-	p.X.Min, p.X.Max = 0, maxX*1.6
-	p.Legend.Top = true
+	// Hit rate grows with the cache: the bottom right is where the
+	// legend hides no line.
+	p.X.Min, p.X.Max = 0, maxX
+	p.Legend.Top = false
 	return figure{name: "hitrate", plots: []*plot.Plot{p}, w: 8 * vg.Inch, h: 5 * vg.Inch}, true
 }
 

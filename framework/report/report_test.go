@@ -172,3 +172,32 @@ func TestDrawNothing(t *testing.T) {
 		t.Errorf("err %v, want ErrNothingToDraw", err)
 	}
 }
+
+// The hit-rate figure gives every line its own colour (two graphs at the
+// same point used to share one) and ends its x axis at the largest size
+// swept.
+func TestHitRateFigureColoursAndAxis(t *testing.T) {
+	_, h := collectHitRates([]*bench.Comparison{fixedSweep()})
+	if len(h.all) != 2 {
+		t.Fatalf("%d lines, want 2", len(h.all))
+	}
+	if h.colour(h.all[0]) == h.colour(h.all[1]) {
+		t.Errorf("both lines %v", h.colour(h.all[0]))
+	}
+	fig, ok := hitRateFigure([]*bench.Comparison{fixedSweep()})
+	if !ok {
+		t.Fatal("no figure")
+	}
+	if x := fig.plots[0].X; x.Min != 0 || x.Max != 20 {
+		t.Errorf("x axis %g..%g, want 0..20 (the sweep's 0.05 and 0.2 in %%)", x.Min, x.Max)
+	}
+}
+
+// Speedup labels keep the digits that tell 1.01× from 1×.
+func TestSpeedupLabel(t *testing.T) {
+	for v, want := range map[float64]string{1.01: "1.01×", 1: "1.00×", 0.37: "0.37×", 12.34: "12.3×", 250.4: "250×"} {
+		if got := speedupLabel(v); got != want {
+			t.Errorf("speedupLabel(%g) = %q, want %q", v, got, want)
+		}
+	}
+}

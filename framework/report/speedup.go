@@ -84,7 +84,7 @@ func (s speedups) panel(title, ylabel string, value func(*bench.Speedup) float64
 				vals[i] = value(sp)
 				top = max(top, vals[i])
 				labels.XYs = append(labels.XYs, plotter.XY{X: float64(i), Y: vals[i]})
-				labels.Labels = append(labels.Labels, fmt.Sprintf("%.2g×", vals[i]))
+				labels.Labels = append(labels.Labels, speedupLabel(vals[i]))
 			}
 		}
 		bc, err := plotter.NewBarChart(vals, width)
@@ -114,4 +114,16 @@ func (s speedups) panel(title, ylabel string, value func(*bench.Speedup) float64
 	headroom(p, top)
 	nominalX(p, s.groups)
 	return p
+}
+
+// speedupLabel prints a speedup with two decimals below 10× (1.01×, not
+// %.2g's "1×", which hides a 1 % difference), one up to 100×, none above.
+func speedupLabel(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f×", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f×", v)
+	}
+	return fmt.Sprintf("%.2f×", v)
 }

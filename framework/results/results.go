@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,9 +26,12 @@ type Results struct {
 	Seed    uint64 `json:"seed"`
 	Batches int    `json:"batches"`
 	// EvalBatches are the held-out batches scored after training.
-	EvalBatches int            `json:"eval_batches"`
-	Config      map[string]any `json:"config,omitempty"`
-	Stages      []Stage        `json:"stages"`
+	EvalBatches int `json:"eval_batches"`
+	// Dataset says how the run used its batch file; nil for generated
+	// (synthetic) data, where no batch repeats.
+	Dataset *DatasetUse    `json:"dataset,omitempty"`
+	Config  map[string]any `json:"config,omitempty"`
+	Stages  []Stage        `json:"stages"`
 	// Digest is sha256 over every embedding row and every dense parameter
 	// (with optimizer state) at the end of the run, in canonical order.
 	Digest      string    `json:"digest"`
@@ -49,6 +53,19 @@ type Results struct {
 	Primitives []Primitives `json:"primitives,omitempty"`
 	WallMs     float64      `json:"wall_ms"`
 	Started    time.Time    `json:"started"`
+}
+
+// DatasetUse is how a run read a batch file (dataset.kind: file). A run
+// that asks for more training batches than the file holds goes around it
+// again: Epochs above 1 says the data was repeated.
+type DatasetUse struct {
+	Path string `json:"path"`
+	// FileBatches is the training batches the file holds at the run's
+	// batch size, after its held-out batches.
+	FileBatches int `json:"file_training_batches"`
+	// Epochs is the run's training batches over FileBatches: the passes
+	// over the file's training part.
+	Epochs float64 `json:"epochs"`
 }
 
 // Primitives is one stage's time per primitive, summed over the run's
@@ -118,6 +135,24 @@ type Cache struct {
 	Evictions int64            `json:"evictions"`
 	HitRate   float64          `json:"hit_rate"`
 	LinkBytes map[string]int64 `json:"bytes_per_link,omitempty"`
+	// ProfileRows are the distinct rows per table the warm-up profile saw,
+	// for a policy that asked for one (a static top-N cache): such a
+	// policy never holds more rows than its profile has, so a cache
+	// larger than them holds no more, and hits no more, than one of
+	// their size.
+	ProfileRows []int64 `json:"profile_rows_per_table,omitempty"`
+}
+
+// ProfileLimit reports the most distinct rows the warm-up profile saw in
+// any table, and whether that is fewer than the cache's rows per table:
+// the cache then held only what its profile saw, and a larger one would
+// hold, and hit, no more (the data, not a policy's bug).
+func (c *Cache) ProfileLimit() (rows int64, limited bool) {
+	if c == nil || len(c.ProfileRows) == 0 {
+		return 0, false
+	}
+	rows = slices.Max(c.ProfileRows)
+	return rows, rows < c.Rows
 }
 
 // Point is one value of a series at a batch.
@@ -182,6 +217,9 @@ type PluginUse struct {
 	Ref    string `json:"ref"`
 	Name   string `json:"name"`
 	Remote bool   `json:"out_of_process"`
+	// Profile is the hardware a device plugin models (its profile's name,
+	// e.g. "NVIDIA V100 32 GB HBM2, PCIe gen3 x16"); devices only.
+	Profile string `json:"profile,omitempty"`
 }
 
 // PercentilesOf summarises durations given in nanoseconds.
@@ -239,7 +277,7 @@ func (r *Results) Write(path string) error {
 
 // WriteJSON writes v as indented JSON to path atomically: into a temporary
 // file beside it, renamed over path once complete, so a reader never sees
-// half a file and a failure leaves no file behind.
+// half a file and a failure leaves no file behind. The file is 0644.
 func WriteJSON(path string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -247,6 +285,13 @@ func WriteJSON(path string, v any) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+"-*.json")
 	if err != nil {
+		return err
+	}
+	// CreateTemp makes the file 0600; results are for sharing (and for
+	// the figures another user draws), like any file a command writes.
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
 		return err
 	}
 	if _, err := tmp.Write(append(data, '\n')); err != nil {

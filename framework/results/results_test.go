@@ -59,3 +59,40 @@ func TestWriteIsAtomicAndReadable(t *testing.T) {
 		t.Fatal("write into a missing directory succeeded")
 	}
 }
+
+// ProfileLimit: a cache whose warm-up profile saw fewer distinct rows (in
+// every table) than it holds is limited by its data.
+func TestCacheProfileLimit(t *testing.T) {
+	for _, c := range []struct {
+		cache   *Cache
+		rows    int64
+		limited bool
+	}{
+		{nil, 0, false},
+		{&Cache{Rows: 100}, 0, false},
+		{&Cache{Rows: 100, ProfileRows: []int64{40, 90}}, 90, true},
+		{&Cache{Rows: 100, ProfileRows: []int64{40, 100}}, 100, false},
+		{&Cache{Rows: 100, ProfileRows: []int64{400, 90}}, 400, false},
+	} {
+		rows, limited := c.cache.ProfileLimit()
+		if rows != c.rows || limited != c.limited {
+			t.Errorf("%+v: ProfileLimit() = %d, %v, want %d, %v", c.cache, rows, limited, c.rows, c.limited)
+		}
+	}
+}
+
+// Results files are readable by others (0644), not the temporary file's
+// 0600.
+func TestWriteJSONMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.json")
+	if err := WriteJSON(path, map[string]int{"a": 1}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o644 {
+		t.Errorf("mode %v, want 0644", st.Mode().Perm())
+	}
+}

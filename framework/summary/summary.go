@@ -33,6 +33,7 @@ func Write(w io.Writer, r *results.Results) {
 		fmt.Fprintf(w, "%-12s %s\n", label, fmt.Sprintf(format, args...))
 	}
 	writeClocks(line, r)
+	writeModeled(line, r)
 	writePrimitives(line, r)
 	writeCache(line, r.Cache)
 	writeMetrics(line, r.Metrics)
@@ -53,7 +54,22 @@ func writeHead(w io.Writer, r *results.Results) {
 		head += "  file " + r.File
 	}
 	fmt.Fprintln(w, head)
-	fmt.Fprintf(w, "%s in %s wall\n\n", batchCounts(r), Ms(r.WallMs))
+	fmt.Fprintf(w, "%s in %s wall\n", batchCounts(r), Ms(r.WallMs))
+	if d := r.Dataset; d != nil {
+		fmt.Fprintln(w, datasetLine(d))
+	}
+	fmt.Fprintln(w)
+}
+
+// datasetLine says how many passes the run made over its batch file, and
+// says so loudly when the file's training part was repeated: a loss that
+// falls on repeated batches is not a model learning.
+func datasetLine(d *results.DatasetUse) string {
+	s := fmt.Sprintf("data: %s holds %d training batches: %.2f epochs", d.Path, d.FileBatches, d.Epochs)
+	if d.Epochs > 1 {
+		s += " (the data repeats: every batch was trained on more than once)"
+	}
+	return s
 }
 
 // writeStages writes the stage table; its modeled columns only when some
@@ -112,6 +128,26 @@ func writeClocks(line lineFunc, r *results.Results) {
 	line("throughput", "%s", thr)
 }
 
+// writeModeled names the hardware the modeled figures are of (each
+// device's profile, not its plugin) and says what they mean, since a
+// newcomer reads "modeled" beside "wall" as two measurements of one thing.
+func writeModeled(line lineFunc, r *results.Results) {
+	if r.IterationMs.Modeled <= 0 {
+		return
+	}
+	var parts []string
+	for _, p := range r.Plugins {
+		if p.Profile != "" {
+			parts = append(parts, fmt.Sprintf("%s = %s (%s)", strings.TrimPrefix(p.Role, "devices."), p.Profile, p.Ref))
+		}
+	}
+	if len(parts) > 0 {
+		line("modeled on", "%s", strings.Join(parts, "; "))
+	}
+	line("", "modeled: the time those devices would take for this run's work, by their cost models; wall: this machine, which does all the computing")
+	line("", "a modeled comparison of two graphs compares their designs on that hardware at this run's size; paper-scale figures: docs/benchmarks.md")
+}
+
 // writePrimitives writes each stage's modeled time per primitive, largest
 // first.
 func writePrimitives(line lineFunc, r *results.Results) {
@@ -143,6 +179,10 @@ func writeCache(line lineFunc, c *results.Cache) {
 			links = append(links, fmt.Sprintf("%s %s", strings.ReplaceAll(k, "_", " "), BytesIEC(c.LinkBytes[k])))
 		}
 		line("", "moved %s", strings.Join(links, ", "))
+	}
+	if rows, limited := c.ProfileLimit(); limited {
+		line("", "its warm-up profile saw at most %s distinct rows per table, fewer than its %s: it holds only those, so a larger cache hits no more (the data: profile longer batches)",
+			Thousands(float64(rows)), Thousands(float64(c.Rows)))
 	}
 }
 
@@ -186,11 +226,20 @@ func writeMemory(w io.Writer, line lineFunc, r *results.Results) {
 		if h.VirtualBytes > 0 {
 			virtual = "of " + BytesIEC(h.VirtualBytes)
 		}
-		m.Row(BytesIEC(h.PeakBytes), h.Device+"  "+shortWhat(h.What), virtual, h.Source)
+		what := h.Device + "  " + shortWhat(h.What)
+		if h.Device != standInHost {
+			// Held in this machine's memory in place of the device's.
+			what += " (stand-in: in host memory)"
+		}
+		m.Row(BytesIEC(h.PeakBytes), what, virtual, h.Source)
 	}
 	fmt.Fprintf(w, "%-12s ", "memory peak")
 	m.Write(w, strings.Repeat(" ", 13))
 }
+
+// standInHost is the device results.Memory names for this machine's own
+// memory; every other device's holders live in it as stand-ins.
+const standInHost = "host"
 
 // sortedKeysBy lists m's keys, largest value first (then by name).
 func sortedKeysBy(m map[string]float64) []string {

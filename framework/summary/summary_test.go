@@ -53,9 +53,11 @@ func fixedResults() *results.Results {
 			{Device: "host", What: "flowrun process: peak resident set (getrusage maxrss)", PeakBytes: 61681664, Source: results.MemoryMeasured},
 			{Device: "host", What: "host tables: allocated shared memory (file blocks)", PeakBytes: 25608192, VirtualBytes: 25600000, Source: results.MemoryMeasured},
 			{Device: "host", What: "batch pool (8 buffers): allocated shared memory (file blocks)", PeakBytes: 839680, VirtualBytes: 15475200, Source: results.MemoryMeasured},
+			{Device: "gpu", What: "Storage (device-side cache rows, held in host shared memory): allocated (file blocks)", PeakBytes: 819200, VirtualBytes: 819200, Source: results.MemoryMeasured},
 		},
 		Plugins: []results.PluginUse{
 			{Kind: "model", Role: "model", Ref: "builtin:logreg"},
+			{Kind: "device", Role: "devices.gpu", Ref: "builtin:hbm", Profile: "NVIDIA V100 32 GB HBM2, PCIe gen3 x16"},
 			{Kind: "cache", Role: "cache", Ref: "../bin/flowrun-cache-lru", Remote: true},
 		},
 		WallMs:  362.9,
@@ -199,5 +201,49 @@ func TestProgressOffTerminal(t *testing.T) {
 	}
 	if _, err := p.Write([]byte("warning\n")); err != nil || b.String() != "warning\n" {
 		t.Errorf("progress.Write off a terminal: %v, wrote %q", err, b.String())
+	}
+}
+
+// TestSummaryNamesModeledHardware: the summary names the hardware a device
+// models (its profile), not only its plugin, points at the paper-scale
+// figures, and marks memory held for another device as a stand-in in host
+// memory, and only that memory.
+func TestSummaryNamesModeledHardware(t *testing.T) {
+	var b bytes.Buffer
+	Write(&b, fixedResults())
+	out := b.String()
+	for _, want := range []string{"NVIDIA V100 32 GB HBM2, PCIe gen3 x16", "docs/benchmarks.md"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "stand-in") != strings.Contains(l, " gpu  Storage") {
+			t.Errorf("stand-in marks the wrong line: %q", l)
+		}
+	}
+	r := fixedResults()
+	r.IterationMs.Modeled = 0 // nothing modeled: nothing to explain
+	b.Reset()
+	Write(&b, r)
+	if strings.Contains(b.String(), "docs/benchmarks.md") {
+		t.Errorf("explains modeled figures of a run without any:\n%s", b.String())
+	}
+}
+
+// TestSummaryDatasetEpochs: a run on a batch file says how many epochs it
+// ran, and that the data repeats only when it did.
+func TestSummaryDatasetEpochs(t *testing.T) {
+	for _, c := range []struct {
+		epochs  float64
+		repeats bool
+	}{{2.5, true}, {1, false}, {0.5, false}} {
+		r := fixedResults()
+		r.Dataset = &results.DatasetUse{Path: "x.frb", FileBatches: 16, Epochs: c.epochs}
+		var b bytes.Buffer
+		Write(&b, r)
+		if !strings.Contains(b.String(), "epochs") || strings.Contains(b.String(), "repeats") != c.repeats {
+			t.Errorf("epochs %v: repeats said %v, want %v:\n%s", c.epochs, !c.repeats, c.repeats, b.String())
+		}
 	}
 }
