@@ -6,6 +6,7 @@ package main
 
 import (
 	"errors"
+	"github.com/flowrun/flowrun/framework/pluginhost"
 	"io"
 	"net"
 	"os/exec"
@@ -61,9 +62,10 @@ func TestRunWrongKindPlugin(t *testing.T) {
 	t.Parallel()
 	kernelBin := needBin(t, "flowrun-kernel-cpu")
 	r := flowrun(t, "run", "-q", "testdata/good.yaml", "--set", "model.plugin="+kernelBin)
-	want := `testdata/good.yaml: model::plugin: model plugin "` + kernelBin + `": the binary does not serve a model plugin`
-	if exitCode(r.err) != exitUsage || !strings.HasPrefix(r.err.Error(), want) || strings.Contains(r.err.Error(), "\n") {
-		t.Errorf("exit %d, %q; want exit %d and one line starting %q", exitCode(r.err), r.err, exitUsage, want)
+	want := `testdata/good.yaml: model::plugin: model plugin "` + kernelBin + `": `
+	if exitCode(r.err) != exitUsage || !strings.HasPrefix(r.err.Error(), want) || strings.Contains(r.err.Error(), "\n") ||
+		!errors.Is(r.err, pluginhost.ErrWrongKind) {
+		t.Errorf("exit %d, %q; want exit %d and one line starting %q, a pluginhost.ErrWrongKind", exitCode(r.err), r.err, exitUsage, want)
 	}
 }
 
