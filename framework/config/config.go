@@ -243,6 +243,15 @@ func (d Dataset) SumRows() int64 {
 	return n
 }
 
+// CacheCapacity is the capacity the cache policy gets: cache.size rows,
+// or a fraction of the largest table's rows (of every table's, when all
+// are the same size). A table of fewer rows gets only its own rows of it
+// (plankit.Capacity, Storage): one capacity crosses to the plugin, so a
+// fraction cannot apply to each table of different sizes separately.
+func (c *Config) CacheCapacity() int64 {
+	return min(c.Cache.CacheRows(c.Dataset.MaxRows()), c.Dataset.MaxRows())
+}
+
 // CacheRows is the number of rows per table the cache holds: a fraction of
 // tableRows (at least one row) or the row count itself. It expects a size
 // that passed Validate.

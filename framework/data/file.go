@@ -360,8 +360,17 @@ func Open(path string, d config.Dataset) (*File, error) {
 	if d.DenseFeatures != h.Dense {
 		mismatch("dense_features", int64(h.Dense), int64(d.DenseFeatures), "dense features")
 	}
-	if m := h.MaxRows(); d.Rows < m {
-		errs = append(errs, config.At("rows", fmt.Errorf("the file %s has tables of up to %d rows, more than the graph's %d", path, m, d.Rows)))
+	switch {
+	case len(d.TableRows) == 0 && d.Locality != config.CriteoKaggle:
+		if m := h.MaxRows(); d.Rows < m {
+			errs = append(errs, config.At("rows", fmt.Errorf("the file %s has tables of up to %d rows, more than the graph's %d", path, m, d.Rows)))
+		}
+	case len(h.Rows) == d.Tables:
+		for t, r := range h.Rows {
+			if want := d.RowsOf(t); want < r {
+				errs = append(errs, config.At("table_rows", fmt.Errorf("the file %s has %d rows in table %d, more than the graph's %d", path, r, t, want)))
+			}
+		}
 	}
 	eval := uint64(d.EvalBatches) * uint64(d.BatchSize)
 	var nTrain uint64
