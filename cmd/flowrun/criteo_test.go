@@ -1,0 +1,63 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flowrun/framework/bench"
+)
+
+// Criteo-shaped data (tables of different sizes) under every cached
+// design trains exactly what the no-cache baseline trains: the same model
+// digest, whether the sizes are Kaggle's (the criteo-kaggle locality) or
+// given by dataset.table_rows with tables smaller than the cache (Storage
+// and the policies give those only their own rows).
+func TestTableRowsDigestsEqual(t *testing.T) {
+	graphs := []string{filepath.Join(repoGraphs, "criteo-no-cache.yaml")}
+	for _, g := range []string{"no-cache", "static-cache", "strawman", "scratchpipe"} {
+		graphs = append(graphs, filepath.Join(repoGraphs, g+".yaml"))
+	}
+	small := []string{"--set", "dataset.batches=6", "--set", "dataset.eval_batches=0", "--set", "dataset.batch_size=128",
+		"--set", "dataset.tables=26", "--set", "dataset.lookups=1", "--set", "cache.size=1024"}
+	for name, sets := range map[string][]string{
+		"criteo-kaggle": {"--set", "dataset.locality=criteo-kaggle"},
+		"table_rows": {"--set", "dataset.locality=zipf", "--set", "dataset.tables=4", "--set", "dataset.lookups=2",
+			"--set", "dataset.table_rows=[3, 700, 1500, 90000]", "--set", "cache.size=2048"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "bench.json")
+			args := append(append([]string{"bench"}, graphs...), append(append(append([]string(nil), small...), sets...), "--out", out)...)
+			mustFlowrun(t, args...)
+			var rep bench.Comparison
+			if err := readBench(out, &rep); err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Runs) != len(graphs) || !rep.DigestsEqual {
+				t.Fatalf("digests differ: %+v", rep.Runs)
+			}
+			for _, r := range rep.Runs {
+				if r.Error != "" {
+					t.Errorf("%s: %s", r.Graph, r.Error)
+				}
+				if r.Results == nil || r.Results.Metrics.Extra["dsf_ratio"] <= 0 || r.Results.Metrics.Extra["dsf_ratio"] > 1 {
+					t.Errorf("%s: no dsf_ratio in the results", r.Graph)
+				}
+			}
+		})
+	}
+}
+
+// ScratchPipe's worst-case check is per table: a cache smaller than the
+// window is fine when every table is smaller still (each gets only its
+// own rows), and refused, naming the largest table's rows, when one is not.
+func TestTableRowsWorstCase(t *testing.T) {
+	graph := filepath.Join(repoGraphs, "scratchpipe.yaml")
+	sets := []string{"--set", "dataset.tables=4", "--set", "dataset.lookups=2", "--set", "dataset.batch_size=128", "--set", "cache.size=1024"}
+	// window: 2 lookups × 128 × 6 batches = 1536 rows per table
+	mustFlowrun(t, append([]string{"validate", graph, "--set", "dataset.table_rows=[3, 700, 1000, 1024]"}, sets...)...)
+	r := flowrun(t, append([]string{"validate", graph, "--set", "dataset.table_rows=[3, 700, 1000, 1500]"}, sets...)...)
+	if r.err == nil || !strings.Contains(r.err.Error(), "set cache.size ≥ 1500") {
+		t.Errorf("err %v, want the worst case of the 1500-row table", r.err)
+	}
+}
