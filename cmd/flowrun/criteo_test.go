@@ -57,7 +57,7 @@ func TestTableRowsWorstCase(t *testing.T) {
 	// window: 2 lookups × 128 × 6 batches = 1536 rows per table
 	mustFlowrun(t, append([]string{"validate", graph, "--set", "dataset.table_rows=[3, 700, 1000, 1024]"}, sets...)...)
 	r := flowrun(t, append([]string{"validate", graph, "--set", "dataset.table_rows=[3, 700, 1000, 1500]"}, sets...)...)
-	if r.err == nil || !strings.Contains(r.err.Error(), "set cache.size ≥ 1500") {
-		t.Errorf("err %v, want the worst case of the 1500-row table", r.err)
+	if r.err == nil || !strings.Contains(r.stderr+r.stdout, "set cache.size ≥ 1500") {
+		t.Errorf("err %v, want the worst case of the 1500-row table in:\n%s%s", r.err, r.stdout, r.stderr)
 	}
 }
