@@ -1,11 +1,16 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/bench"
+	"github.com/flowrun/flowrun/framework/data"
+	"github.com/flowrun/flowrun/framework/data/datatest"
 )
 
 // Criteo-shaped data (tables of different sizes) under every cached
@@ -59,5 +64,47 @@ func TestTableRowsWorstCase(t *testing.T) {
 	r := flowrun(t, append([]string{"validate", graph, "--set", "dataset.table_rows=[3, 700, 1000, 1500]"}, sets...)...)
 	if r.err == nil || !strings.Contains(r.stderr+r.stdout, "set cache.size ≥ 1500") {
 		t.Errorf("err %v, want the worst case of the 1500-row table in:\n%s%s", r.err, r.stdout, r.stderr)
+	}
+}
+
+// convert --categorify writes a table per field of its own size and says
+// the dataset.table_rows a graph reads it with; that graph trains on it.
+func TestConvertCategorifyAndTrain(t *testing.T) {
+	tsv := writeFixture(t, "train.txt", func(f *os.File) error { return datatest.CriteoTSV(f, 600, 4) })
+	frb := filepath.Join(filepath.Dir(tsv), "kaggle.frb")
+	r := mustFlowrun(t, "convert", "--format", "criteo", tsv, "--out", frb, "--categorify", "--min-count", "2")
+	h, err := data.ReadHeader(frb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Join(strings.Fields(fmt.Sprint(h.Rows)), ", ")
+	if !strings.Contains(r.stdout, "table_rows: "+rows) {
+		t.Fatalf("output without table_rows %s:\n%s", rows, r.stdout)
+	}
+	g := fmt.Sprintf(`seed: 3
+dataset: {kind: file, path: %s, batches: 20, batch_size: 25, eval_batches: 4, dim: 4,
+          tables: 26, lookups: 1, dense_features: 13, table_rows: %s}
+model: {plugin: builtin:logreg, options: {learning_rate: 0.05}}
+stages:
+  load: {kind: load, out: [batches]}
+  train: {kind: train, in: batches, learning_rate: 4}
+`, frb, rows)
+	path := filepath.Join(filepath.Dir(frb), "train.yaml")
+	if err := os.WriteFile(path, []byte(g), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := runResults(t, path)
+	if res.Digest == "" || res.Metrics.Extra["dsf_ratio"] <= 0 {
+		t.Errorf("results %+v", res.Metrics)
+	}
+	for _, bad := range [][]string{
+		{"--format", "movielens", tsv, "--out", frb, "--categorify"},
+		{"--format", "criteo", tsv, "--out", frb, "--min-count", "2"},
+		{"--format", "criteo", "-", "--out", frb, "--categorify", "--min-count", "2"},
+	} {
+		var ue usageError
+		if r := flowrun(t, append([]string{"convert"}, bad...)...); !errors.As(r.err, &ue) {
+			t.Errorf("convert %v: err %v, want a usage error", bad, r.err)
+		}
 	}
 }
