@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/config"
@@ -74,6 +75,12 @@ func TestConvertCriteoCategorify(t *testing.T) {
 			}
 		}
 		f.Close()
+		small := append([]int64(nil), h.Rows...)
+		small[5]--
+		d.TableRows = small
+		if _, err := Open(out, d); err == nil || !strings.Contains(err.Error(), "table_rows") || !strings.Contains(err.Error(), "in table 5") {
+			t.Errorf("a graph with fewer rows in table 5 than the file opened it: %v", err)
+		}
 		for tb, m := range rowOf {
 			if want := max(1, first+int64(len(m))); h.Rows[tb] != want {
 				t.Errorf("min count %d: table %d has %d rows, want %d", minCount, tb, h.Rows[tb], want)
