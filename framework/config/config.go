@@ -14,6 +14,8 @@
 // reference strings. It must not import other framework packages.
 package config
 
+import "slices"
+
 // Config is a whole graph.
 type Config struct {
 	// Name names the graph in results and traces; defaults to the file name.
@@ -204,14 +206,25 @@ var CriteoKaggleRows = []int64{
 	10131227, 11, 28, 634, 5653, 93146, 5461306, 16, 105, 1461, 5684, 142572, 7046547,
 }
 
-// RowsOf is the rows of table t: TableRows[t] when given, Kaggle's
-// cardinality with locality criteo-kaggle and no TableRows, else Rows.
-func (d Dataset) RowsOf(t int) int64 {
+// listedRows is the per-table row counts the dataset gives: TableRows,
+// or Kaggle's cardinalities with locality criteo-kaggle and no
+// TableRows; nil when every table has Rows rows.
+func (d Dataset) listedRows() []int64 {
 	switch {
 	case len(d.TableRows) > 0:
-		return d.TableRows[t]
-	case d.Locality == CriteoKaggle && t < len(CriteoKaggleRows):
-		return CriteoKaggleRows[t]
+		return d.TableRows
+	case d.Locality == CriteoKaggle:
+		return CriteoKaggleRows
+	}
+	return nil
+}
+
+// RowsOf is the rows of table t: TableRows[t] when given, Kaggle's
+// cardinality with locality criteo-kaggle and no TableRows, else Rows (as
+// for a table past the list's end, which Validate refuses).
+func (d Dataset) RowsOf(t int) int64 {
+	if l := d.listedRows(); t >= 0 && t < len(l) {
+		return l[t]
 	}
 	return d.Rows
 }
@@ -225,22 +238,21 @@ func (d Dataset) AllRows() []int64 {
 	return rows
 }
 
-// MaxRows is the rows of the largest table.
+// MaxRows is the rows of the largest table. It never walks more tables
+// than the list has, so a config with absurd tables is cheap to check.
 func (d Dataset) MaxRows() int64 {
+	l := d.listedRows()
+	if d.Tables > len(l) {
+		if l == nil {
+			return d.Rows
+		}
+		return max(d.Rows, slices.Max(l))
+	}
 	var m int64
-	for t := 0; t < d.Tables; t++ {
-		m = max(m, d.RowsOf(t))
+	for _, r := range l[:max(d.Tables, 0)] {
+		m = max(m, r)
 	}
 	return m
-}
-
-// SumRows is the rows of all tables together.
-func (d Dataset) SumRows() int64 {
-	var n int64
-	for t := 0; t < d.Tables; t++ {
-		n += d.RowsOf(t)
-	}
-	return n
 }
 
 // CacheCapacity is the capacity the cache policy gets: cache.size rows,

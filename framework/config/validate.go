@@ -173,12 +173,9 @@ func (d Dataset) Validate() error {
 	// Sizes only make sense once every factor is; the checks above
 	// already reported the factors that are not.
 	if d.Tables >= 1 && d.BatchSize >= 1 && d.Lookups >= 1 && d.Rows >= 1 && d.Dim >= 1 && d.DenseFeatures >= 0 && len(rowErrs) == 0 {
-		sizes := []struct {
-			what    string
-			factors []int64
-		}{
+		sizes := []sizeCheck{
 			{"tables × batch_size × lookups × 8 B of IDs per batch", []int64{int64(d.Tables), int64(d.BatchSize), int64(d.Lookups), 8}},
-			{"rows of all tables × dim × 4 B of embedding rows", []int64{d.SumRows(), int64(d.Dim), 4}},
+			d.rowBytes(),
 			{"batch_size × dense_features × 4 B of dense features per batch", []int64{int64(d.BatchSize), int64(d.DenseFeatures), 4}},
 		}
 		for _, s := range sizes {
@@ -213,6 +210,27 @@ func (d Dataset) validateTableRows() []error {
 		}
 	}
 	return errs
+}
+
+// sizeCheck is a size that must stay within MaxBytes: the product of
+// factors, what says what it is.
+type sizeCheck struct {
+	what    string
+	factors []int64
+}
+
+// rowBytes is the size check of all embedding rows; with per-table rows
+// it expects a list as long as tables (validateTableRows).
+func (d Dataset) rowBytes() sizeCheck {
+	l := d.listedRows()
+	if l == nil {
+		return sizeCheck{"tables × rows × dim × 4 B of embedding rows", []int64{int64(d.Tables), d.Rows, int64(d.Dim), 4}}
+	}
+	var n int64
+	for _, r := range l {
+		n += min(r, math.MaxInt64-n) // saturates: the check then fails, as it should
+	}
+	return sizeCheck{"the rows of all tables × dim × 4 B of embedding rows", []int64{n, int64(d.Dim), 4}}
 }
 
 // rowsKey names the key a table's rows come from, for messages.
