@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -40,8 +41,11 @@ criteo     Criteo Kaggle TSV (train.txt): label, 13 integer and 26 hex
            categorical features. Preprocessed as the DLRM reference does:
            missing → 0, negative integers → 0, dense = log(x+1); each
            categorical value hashed to its table as value mod --rows
-           (default 100000). 26 tables, 1 lookup, 13 dense features; samples
-           in file (time) order.
+           (default 100000), or, with --categorify, numbered densely per
+           field in order of first occurrence (each table as large as its
+           field has values; --min-count N sends values seen fewer than N
+           times to a shared row 0). 26 tables, 1 lookup, 13 dense
+           features; samples in file (time) order.
 movielens  MovieLens ratings (ratings.csv userId,movieId,rating,timestamp;
            ratings.dat with ::; u.data with tabs). Tables user and movie,
            numbered densely (folded mod --rows if there are more); label =
@@ -53,6 +57,7 @@ batches. A malformed line stops the conversion with FILE:LINE and what is
 wrong, and leaves no output file.
 
   flowrun convert --format criteo train.txt --out criteo.frb --rows 1000000
+  flowrun convert --format criteo train.txt --out kaggle.frb --categorify --min-count 2
   flowrun convert --format movielens ml-25m/ratings.csv --out ml.frb`,
 		Args: usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -67,24 +72,27 @@ wrong, and leaves no output file.
 			case opt.Rows < 0:
 				return usageError{fmt.Errorf("--rows must be ≥ 1, got %d", opt.Rows)}
 			}
-			in, name, size, closeIn, err := openInput(args[0], cmd.InOrStdin())
-			if err != nil {
-				return err
+			switch {
+			case (opt.Categorify || opt.MinCount > 0) && format != "criteo":
+				return usageError{errors.New("--categorify and --min-count are for --format criteo")}
+			case opt.MinCount > 0 && !opt.Categorify:
+				return usageError{errors.New("--min-count needs --categorify")}
+			case opt.MinCount > 1 && args[0] == "-":
+				return usageError{errors.New("--min-count reads the input twice (counts, then rows): give a file, not -")}
 			}
-			defer closeIn()
-			bar := newByteProgress(cmd.ErrOrStderr(), size, quiet)
-			r := io.Reader(&countingReader{r: in, add: bar.add})
-			if strings.HasSuffix(name, ".gz") {
-				zr, err := gzip.NewReader(r)
-				if err != nil {
-					return fmt.Errorf("%s: %w", name, err)
+			if opt.MinCount > 1 {
+				if _, err := readInput(cmd, args[0], quiet, func(r io.Reader, name string) (err error) {
+					opt.Counts, err = data.CountCriteo(r, name, opt.Limit)
+					return err
+				}); err != nil {
+					return err
 				}
-				defer zr.Close()
-				r = zr
 			}
-			h, err := conv(r, name, out, opt)
-			bar.finish()
-			if err != nil {
+			var h *data.Header
+			if _, err := readInput(cmd, args[0], quiet, func(r io.Reader, name string) (err error) {
+				h, err = conv(r, name, out, opt)
+				return err
+			}); err != nil {
 				return err
 			}
 			if !quiet {
@@ -97,8 +105,32 @@ wrong, and leaves no output file.
 	cmd.Flags().StringVar(&out, "out", "", "write the batch file to `FILE` (required)")
 	cmd.Flags().Int64Var(&opt.Rows, "rows", 0, "`N` rows per table: the hash modulus of criteo (default 100000), a cap for movielens (default: as many as users and movies)")
 	cmd.Flags().Uint64Var(&opt.Limit, "limit", 0, "convert at most `N` samples (0: all)")
+	cmd.Flags().BoolVar(&opt.Categorify, "categorify", false, "criteo: number each field's values densely in order of first occurrence (a table per field of its own size) instead of value mod --rows")
+	cmd.Flags().Uint64Var(&opt.MinCount, "min-count", 0, "criteo with --categorify: values seen fewer than `N` times share row 0 (reads the input twice)")
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "print nothing but errors")
 	return cmd
+}
+
+// readInput opens IN (a file, .gz, or - for stdin), hands it to read with
+// a progress bar, and closes it.
+func readInput(cmd *cobra.Command, path string, quiet bool, read func(io.Reader, string) error) (string, error) {
+	in, name, size, closeIn, err := openInput(path, cmd.InOrStdin())
+	if err != nil {
+		return "", err
+	}
+	defer closeIn()
+	bar := newByteProgress(cmd.ErrOrStderr(), size, quiet)
+	defer bar.finish()
+	r := io.Reader(&countingReader{r: in, add: bar.add})
+	if strings.HasSuffix(name, ".gz") {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return name, fmt.Errorf("%s: %w", name, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	return name, read(r, name)
 }
 
 // openInput opens IN ("-" is stdin) and returns its name for messages
@@ -127,8 +159,12 @@ func printBatchFile(w io.Writer, path string, h *data.Header) {
 	}
 	fmt.Fprintf(w, "wrote      %s: %d %s samples, %d tables × %d lookups, %d dense features%s\n",
 		path, h.Samples, h.Source, h.Tables, h.Lookups, h.Dense, size)
-	fmt.Fprintf(w, "dataset    kind: file, path: %s, tables: %d, lookups: %d, dense_features: %d, rows: %d\n",
-		path, h.Tables, h.Lookups, h.Dense, h.MaxRows())
+	rows := fmt.Sprintf("rows: %d", h.MaxRows())
+	if slices.Min(h.Rows) != h.MaxRows() {
+		rows = fmt.Sprintf("table_rows: %s", strings.Join(strings.Fields(fmt.Sprint(h.Rows)), ", "))
+	}
+	fmt.Fprintf(w, "dataset    kind: file, path: %s, tables: %d, lookups: %d, dense_features: %d, %s\n",
+		path, h.Tables, h.Lookups, h.Dense, rows)
 }
 
 // countingReader reports the bytes read through it.

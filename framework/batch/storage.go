@@ -24,25 +24,47 @@ import (
 // Storage does no locking: the stages that use it run only in sequential
 // graphs, one batch at a time.
 type Storage struct {
+	// Capacity is the slots of the largest table (every table's, when
+	// they are all the same); CapacityOf gives each table's.
 	Capacity int64
 	Dim      int
 	// Stride is the float32s per slot: Dim, then optimizer state.
 	Stride  int
 	regions []*region.Region
-	rowOf   [][]int64 // [table][slot]: resident row, or -1
+	rowOf   [][]int64 // [table][slot]: resident row, or -1; len is the table's slots
 }
 
 // NewStorage creates n tables of capacity zeroed, empty slots of stride
 // float32s (0 means dim: no optimizer state).
 func NewStorage(n int, capacity int64, dim, stride int) (*Storage, error) {
+	all := make([]int64, n)
+	for i := range all {
+		all[i] = capacity
+	}
+	return NewStorageSlots(all, dim, stride)
+}
+
+// NewStorageSlots creates one Storage table per entry of slots, table t of
+// slots[t] zeroed, empty slots: a cache of C rows over tables of different
+// sizes gives a table of r < C rows only r slots, as the cache policies cap
+// their capacity (plankit.Capacity).
+func NewStorageSlots(slots []int64, dim, stride int) (*Storage, error) {
 	if stride == 0 {
 		stride = dim
 	}
-	if capacity < 1 || dim < 1 || stride < dim {
-		return nil, fmt.Errorf("storage: capacity and dim must be ≥ 1 and stride ≥ dim, got %d×%d stride %d", capacity, dim, stride)
+	var most int64
+	for _, c := range slots {
+		if c < 1 {
+			most = c
+			break
+		}
+		most = max(most, c)
 	}
-	s := &Storage{Capacity: capacity, Dim: dim, Stride: stride}
-	for i := 0; i < n; i++ {
+	if most < 1 || dim < 1 || stride < dim {
+		return nil, fmt.Errorf("storage: capacity and dim must be ≥ 1 and stride ≥ dim, got %d×%d stride %d", most, dim, stride)
+	}
+	s := &Storage{Capacity: most, Dim: dim, Stride: stride}
+	for i, capacity := range slots {
 		r, err := region.Create(fmt.Sprintf("storage%d", i), capacity*int64(stride)*4)
 		if err != nil {
 			s.Close()
@@ -61,6 +83,9 @@ func NewStorage(n int, capacity int64, dim, stride int) (*Storage, error) {
 	return s, nil
 }
 
+// CapacityOf is the slots of table t.
+func (s *Storage) CapacityOf(table int) int64 { return int64(len(s.rowOf[table])) }
+
 // Len is the number of tables.
 func (s *Storage) Len() int { return len(s.regions) }
 
@@ -69,14 +94,14 @@ func (s *Storage) Len() int { return len(s.regions) }
 func (s *Storage) Kernel() []kernel.Table {
 	ks := make([]kernel.Table, len(s.regions))
 	for i, r := range s.regions {
-		ks[i] = kernel.Table{Data: r.Ref(), Rows: s.Capacity, Dim: s.Dim, Stride: s.Stride}
+		ks[i] = kernel.Table{Data: r.Ref(), Rows: s.CapacityOf(i), Dim: s.Dim, Stride: s.Stride}
 	}
 	return ks
 }
 
 // ValidSlot reports whether slot addresses a row of table.
 func (s *Storage) ValidSlot(table int, slot int64) bool {
-	return table >= 0 && table < len(s.regions) && slot >= 0 && slot < s.Capacity
+	return table >= 0 && table < len(s.regions) && slot >= 0 && slot < s.CapacityOf(table)
 }
 
 // Row returns the Stride floats in one slot (shared memory): the row's
@@ -126,8 +151,8 @@ func (s *Storage) Flush(t *Tables) (int64, error) {
 			if row < 0 {
 				continue
 			}
-			if row >= t.Rows {
-				return n, fmt.Errorf("storage flush: table %d slot %d holds row %d outside [0, %d)", table, slot, row, t.Rows)
+			if row >= t.RowsOf(table) {
+				return n, fmt.Errorf("storage flush: table %d slot %d holds row %d outside [0, %d)", table, slot, row, t.RowsOf(table))
 			}
 			copy(t.Row(table, row), s.Row(table, int64(slot)))
 			n++
@@ -138,7 +163,11 @@ func (s *Storage) Flush(t *Tables) (int64, error) {
 
 // VirtualBytes is the size of every Storage table.
 func (s *Storage) VirtualBytes() int64 {
-	return int64(len(s.regions)) * s.Capacity * int64(s.Stride) * 4
+	var n int64
+	for t := range s.rowOf {
+		n += s.CapacityOf(t)
+	}
+	return n * int64(s.Stride) * 4
 }
 
 // AllocatedBytes is the memory Storage's regions hold, measured as their

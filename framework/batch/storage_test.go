@@ -100,3 +100,38 @@ func TestStorageCarriesOptimizerState(t *testing.T) {
 		t.Error("flushed stride-8 slots into stride-4 rows")
 	}
 }
+
+// Tables and Storage of different sizes per table: IDs are checked
+// against their own table, a table gets only its own slots, and the
+// virtual sizes add up per table.
+func TestPerTableSizes(t *testing.T) {
+	tabs, err := NewTablesRows(1, []int64{3, 100}, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tabs.Close()
+	if tabs.Rows != 100 || tabs.RowsOf(0) != 3 || tabs.VirtualBytes() != 103*4*4 {
+		t.Fatalf("rows %d / %d, virtual %d", tabs.Rows, tabs.RowsOf(0), tabs.VirtualBytes())
+	}
+	if err := tabs.Touch(0, []int64{3}); err == nil {
+		t.Error("row 3 of a 3-row table touched")
+	}
+	if err := tabs.Touch(1, []int64{3, 99}); err != nil {
+		t.Error(err)
+	}
+	if k := tabs.Kernel(); k[0].Rows != 3 || k[1].Rows != 100 {
+		t.Errorf("kernel tables %d, %d rows", k[0].Rows, k[1].Rows)
+	}
+	st, err := NewStorageSlots([]int64{3, 8}, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if st.Capacity != 8 || st.CapacityOf(0) != 3 || st.ValidSlot(0, 3) || !st.ValidSlot(1, 7) || st.VirtualBytes() != 11*4*4 {
+		t.Errorf("capacity %d / %d, valid(0,3) %v", st.Capacity, st.CapacityOf(0), st.ValidSlot(0, 3))
+	}
+	st.Fill(1, 7, 99, tabs.Row(1, 99))
+	if n, err := st.Flush(tabs); err != nil || n != 1 {
+		t.Errorf("flush: %d rows, %v", n, err)
+	}
+}

@@ -61,6 +61,8 @@ import (
 // each newly touched row's pages are allocated with MADV_POPULATE_WRITE,
 // which reports the failure, before the row is written.
 type Tables struct {
+	// Rows is the rows of the largest table (every table's, when they are
+	// all the same size); RowsOf gives each table's.
 	Rows int64
 	// Dim is the float32 values per row.
 	Dim int
@@ -71,6 +73,7 @@ type Tables struct {
 	scale   float32
 	regions []*region.Region
 	tables  []*virtualTable
+	rows    []int64 // [table]: its rows
 }
 
 // virtualTable is one table's touch state.
@@ -89,16 +92,36 @@ type virtualTable struct {
 // stride float32s per row (0 means dim: no optimizer state). Nothing is
 // initialised yet: rows are, when first touched.
 func NewTables(seed uint64, n int, rows int64, dim, stride int) (*Tables, error) {
+	all := make([]int64, n)
+	for i := range all {
+		all[i] = rows
+	}
+	return NewTablesRows(seed, all, dim, stride)
+}
+
+// NewTablesRows creates one virtual host table per entry of rows, table t
+// of rows[t] rows (Criteo's fields differ by six orders of magnitude).
+// Only touched rows cost memory, so a large table that is hardly read
+// costs little.
+func NewTablesRows(seed uint64, rows []int64, dim, stride int) (*Tables, error) {
 	if stride == 0 {
 		stride = dim
 	}
-	if rows < 1 || dim < 1 || stride < dim {
-		return nil, fmt.Errorf("host tables: need rows ≥ 1, dim ≥ 1 and stride ≥ dim, got %d×%d stride %d", rows, dim, stride)
+	var most, all int64
+	for _, r := range rows {
+		if r < 1 {
+			return nil, fmt.Errorf("host tables: need rows ≥ 1, dim ≥ 1 and stride ≥ dim, got %d×%d stride %d", r, dim, stride)
+		}
+		most, all = max(most, r), all+r
 	}
-	t := &Tables{Rows: rows, Dim: dim, Stride: stride, seed: seed, scale: float32(1 / math.Sqrt(float64(dim)))}
-	huge := hugePagesPay(int64(n) * rows * int64(stride) * 4)
-	for i := 0; i < n; i++ {
-		r, err := region.Create(fmt.Sprintf("table%d", i), rows*int64(stride)*4)
+	if most < 1 || dim < 1 || stride < dim {
+		return nil, fmt.Errorf("host tables: need rows ≥ 1, dim ≥ 1 and stride ≥ dim, got %d×%d stride %d", most, dim, stride)
+	}
+	t := &Tables{Rows: most, Dim: dim, Stride: stride, seed: seed, scale: float32(1 / math.Sqrt(float64(dim))),
+		rows: append([]int64(nil), rows...)}
+	huge := hugePagesPay(all * int64(stride) * 4)
+	for i, n := range rows {
+		r, err := region.Create(fmt.Sprintf("table%d", i), n*int64(stride)*4)
 		if err != nil {
 			t.Close()
 			return nil, fmt.Errorf("host table %d: %w", i, err)
@@ -108,13 +131,16 @@ func NewTables(seed uint64, n int, rows int64, dim, stride int) (*Tables, error)
 			adviseHugePages(r)
 		}
 		t.tables = append(t.tables, &virtualTable{
-			bits: make([]atomic.Uint64, (rows+63)/64),
+			bits: make([]atomic.Uint64, (n+63)/64),
 			data: region.Float32s(r.Bytes()),
 			mem:  r.Bytes(),
 		})
 	}
 	return t, nil
 }
+
+// RowsOf is the rows of table t.
+func (t *Tables) RowsOf(table int) int64 { return t.rows[table] }
 
 // hugePagesPay reports whether transparent huge pages suit tables of this
 // many bytes in all. A touched row costs its page: 4 KiB normally, 2 MiB
@@ -158,7 +184,7 @@ func SplitMix64(x uint64) uint64 {
 func (t *Tables) Kernel() []kernel.Table {
 	ks := make([]kernel.Table, len(t.regions))
 	for i, r := range t.regions {
-		ks[i] = kernel.Table{Data: r.Ref(), Rows: t.Rows, Dim: t.Dim, Stride: t.Stride}
+		ks[i] = kernel.Table{Data: r.Ref(), Rows: t.rows[i], Dim: t.Dim, Stride: t.Stride}
 	}
 	return ks
 }
@@ -178,7 +204,7 @@ func (t *Tables) Touch(table int, ids []int64) error {
 	vt := t.tables[table]
 	var bad []int64
 	for _, id := range ids {
-		if uint64(id) >= uint64(t.Rows) {
+		if uint64(id) >= uint64(t.rows[table]) {
 			bad = append(bad[:0], id)
 			continue
 		}
@@ -190,7 +216,7 @@ func (t *Tables) Touch(table int, ids []int64) error {
 		}
 	}
 	if bad != nil {
-		return fmt.Errorf("host table %d: row %d outside [0, %d)", table, bad[0], t.Rows)
+		return fmt.Errorf("host table %d: row %d outside [0, %d)", table, bad[0], t.rows[table])
 	}
 	return nil
 }
@@ -284,7 +310,11 @@ func (t *Tables) TouchedBytes() int64 {
 
 // VirtualBytes is the size of every table, touched or not.
 func (t *Tables) VirtualBytes() int64 {
-	return int64(len(t.regions)) * t.Rows * int64(t.Stride) * 4
+	var n int64
+	for _, r := range t.rows {
+		n += r
+	}
+	return n * int64(t.Stride) * 4
 }
 
 // AllocatedBytes is the memory the tables' regions hold, measured as the

@@ -14,6 +14,8 @@
 // reference strings. It must not import other framework packages.
 package config
 
+import "slices"
+
 // Config is a whole graph.
 type Config struct {
 	// Name names the graph in results and traces; defaults to the file name.
@@ -68,14 +70,20 @@ type Dataset struct {
 	BatchSize int `mapstructure:"batch_size"`
 	// Tables is the number of embedding tables.
 	Tables int `mapstructure:"tables"`
-	// Rows is the number of rows per table.
+	// Rows is the number of rows per table, unless TableRows gives each
+	// table its own.
 	Rows int64 `mapstructure:"rows"`
+	// TableRows, when set, is the rows of each table (one entry per
+	// table) and replaces Rows: Criteo's 26 fields run from 4 to 10
+	// million rows. Empty: every table has Rows rows, or, with locality
+	// criteo-kaggle, Kaggle's cardinalities (CriteoKaggleRows).
+	TableRows []int64 `mapstructure:"table_rows"`
 	// Dim is the embedding dimension.
 	Dim int `mapstructure:"dim"`
 	// Lookups is the number of IDs per sample per table (the bag size).
 	Lookups int `mapstructure:"lookups"`
 	// Locality is the access distribution of synthetic IDs: random, low,
-	// medium, high, zipf or uniform (framework/data/README.md).
+	// medium, high, zipf, uniform or criteo-kaggle (framework/data/README.md).
 	Locality string `mapstructure:"locality"`
 	// ZipfS is the Zipf exponent when Locality is zipf.
 	ZipfS float64 `mapstructure:"zipf_s"`
@@ -190,6 +198,77 @@ func Default() *Config {
 		Tracing: Tracing{Exporter: "none"},
 		NATS:    NATS{URL: "", Credits: 2},
 	}
+}
+
+// CriteoKaggle is the locality that shapes synthetic data like Criteo
+// Kaggle (framework/data/README.md): 26 tables of one lookup, each of its
+// field's cardinality.
+const CriteoKaggle = "criteo-kaggle"
+
+// CriteoKaggleRows are the cardinalities of Criteo Kaggle's 26 categorical
+// fields C1–C26, as the mixed-precision paper's Table 1 lists them (the
+// counts the DLRM reference prints for the 7-day set; 33,762,591 rows).
+var CriteoKaggleRows = []int64{
+	4, 18, 306, 2173, 12518, 286181, 8351593, 4, 24, 584, 3195, 14993, 2202608,
+	10131227, 11, 28, 634, 5653, 93146, 5461306, 16, 105, 1461, 5684, 142572, 7046547,
+}
+
+// listedRows is the per-table row counts the dataset gives: TableRows,
+// or Kaggle's cardinalities with locality criteo-kaggle and no
+// TableRows; nil when every table has Rows rows.
+func (d Dataset) listedRows() []int64 {
+	switch {
+	case len(d.TableRows) > 0:
+		return d.TableRows
+	case d.Locality == CriteoKaggle:
+		return CriteoKaggleRows
+	}
+	return nil
+}
+
+// RowsOf is the rows of table t: TableRows[t] when given, Kaggle's
+// cardinality with locality criteo-kaggle and no TableRows, else Rows (as
+// for a table past the list's end, which Validate refuses).
+func (d Dataset) RowsOf(t int) int64 {
+	if l := d.listedRows(); t >= 0 && t < len(l) {
+		return l[t]
+	}
+	return d.Rows
+}
+
+// AllRows is RowsOf of every table.
+func (d Dataset) AllRows() []int64 {
+	rows := make([]int64, max(d.Tables, 0))
+	for t := range rows {
+		rows[t] = d.RowsOf(t)
+	}
+	return rows
+}
+
+// MaxRows is the rows of the largest table. It never walks more tables
+// than the list has, so a config with absurd tables is cheap to check.
+func (d Dataset) MaxRows() int64 {
+	l := d.listedRows()
+	if d.Tables > len(l) {
+		if l == nil {
+			return d.Rows
+		}
+		return max(d.Rows, slices.Max(l))
+	}
+	var m int64
+	for _, r := range l[:max(d.Tables, 0)] {
+		m = max(m, r)
+	}
+	return m
+}
+
+// CacheCapacity is the capacity the cache policy gets: cache.size rows,
+// or a fraction of the largest table's rows (of every table's, when all
+// are the same size). A table of fewer rows gets only its own rows of it
+// (plankit.Capacity, Storage): one capacity crosses to the plugin, so a
+// fraction cannot apply to each table of different sizes separately.
+func (c *Config) CacheCapacity() int64 {
+	return min(c.Cache.CacheRows(c.Dataset.MaxRows()), c.Dataset.MaxRows())
 }
 
 // CacheRows is the number of rows per table the cache holds: a fraction of

@@ -23,7 +23,7 @@ var (
 	DatasetKinds = []string{"synthetic", "file"}
 	// Localities are the synthetic access distributions (ScratchPipe Sec. V,
 	// Tensor Casting Fig. 5, plus Zipf and uniform).
-	Localities = []string{"random", "low", "medium", "high", "zipf", "uniform"}
+	Localities = []string{"random", "low", "medium", "high", "zipf", "uniform", CriteoKaggle}
 	// EmbeddingOptimizers are the sparse optimizers for embedding rows.
 	EmbeddingOptimizers = []string{"sgd", "adagrad", "rowwise_adagrad"}
 )
@@ -124,11 +124,15 @@ func (c *Config) validateAcross() []error {
 				fmt.Errorf("stage name %q: use lower-case letters, digits, '_', '-' and '.'", name)))
 		}
 	}
-	// A row count must fit in a table; fractions always do.
-	if s := c.Cache.Size; s >= 1 && s == math.Trunc(s) && c.Dataset.Rows >= 1 && s > float64(c.Dataset.Rows) {
-		errs = append(errs, At("cache::size",
-			fmt.Errorf("a cache of %.0f rows is larger than a table (dataset.rows = %d); use at most %d rows or a fraction below 1",
-				s, c.Dataset.Rows, c.Dataset.Rows)))
+	// A row count must fit in a table; fractions always do. With tables
+	// of different sizes it must fit the largest: each table gets at most
+	// its own rows of it (dataset.table_rows).
+	if rows := c.Dataset.MaxRows(); rows >= 1 {
+		if s := c.Cache.Size; s >= 1 && s == math.Trunc(s) && s > float64(rows) {
+			errs = append(errs, At("cache::size",
+				fmt.Errorf("a cache of %.0f rows is larger than a table (%s = %d); use at most %d rows or a fraction below 1",
+					s, c.Dataset.rowsKey(), rows, rows)))
+		}
 	}
 	return errs
 }
@@ -166,15 +170,14 @@ func (d Dataset) Validate() error {
 	if d.Locality == "zipf" && !(d.ZipfS > 0 && !math.IsInf(d.ZipfS, 0)) {
 		add("zipf_s", fmt.Errorf("must be a finite number > 0 when locality is zipf, got %g", d.ZipfS))
 	}
+	rowErrs := d.validateTableRows()
+	errs = append(errs, rowErrs...)
 	// Sizes only make sense once every factor is; the checks above
 	// already reported the factors that are not.
-	if d.Tables >= 1 && d.BatchSize >= 1 && d.Lookups >= 1 && d.Rows >= 1 && d.Dim >= 1 && d.DenseFeatures >= 0 {
-		sizes := []struct {
-			what    string
-			factors []int64
-		}{
+	if d.Tables >= 1 && d.BatchSize >= 1 && d.Lookups >= 1 && d.Rows >= 1 && d.Dim >= 1 && d.DenseFeatures >= 0 && len(rowErrs) == 0 {
+		sizes := []sizeCheck{
 			{"tables × batch_size × lookups × 8 B of IDs per batch", []int64{int64(d.Tables), int64(d.BatchSize), int64(d.Lookups), 8}},
-			{"tables × rows × dim × 4 B of embedding rows", []int64{int64(d.Tables), d.Rows, int64(d.Dim), 4}},
+			d.rowBytes(),
 			{"batch_size × dense_features × 4 B of dense features per batch", []int64{int64(d.BatchSize), int64(d.DenseFeatures), 4}},
 		}
 		for _, s := range sizes {
@@ -185,6 +188,62 @@ func (d Dataset) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateTableRows checks dataset.table_rows (one row count ≥ 1 per
+// table) and the shape the criteo-kaggle locality was fitted on (26
+// tables, one lookup each).
+func (d Dataset) validateTableRows() []error {
+	var errs []error
+	if n := len(d.TableRows); n > 0 && n != d.Tables {
+		errs = append(errs, At("table_rows", fmt.Errorf("has %d entries for %d tables (dataset.tables); give one row count per table", n, d.Tables)))
+	}
+	for i, r := range d.TableRows {
+		if r < 1 {
+			errs = append(errs, At("table_rows", fmt.Errorf("entry %d (table %d) must be ≥ 1, got %d", i, i, r)))
+		}
+	}
+	if d.Locality == CriteoKaggle {
+		if d.Tables != len(CriteoKaggleRows) {
+			errs = append(errs, At("tables", fmt.Errorf("must be %d with locality %s (Criteo Kaggle's categorical fields), got %d", len(CriteoKaggleRows), CriteoKaggle, d.Tables)))
+		}
+		if d.Lookups != 1 {
+			errs = append(errs, At("lookups", fmt.Errorf("must be 1 with locality %s (one value per field and sample), got %d", CriteoKaggle, d.Lookups)))
+		}
+	}
+	return errs
+}
+
+// sizeCheck is a size that must stay within MaxBytes: the product of
+// factors, what says what it is.
+type sizeCheck struct {
+	what    string
+	factors []int64
+}
+
+// rowBytes is the size check of all embedding rows; with per-table rows
+// it expects a list as long as tables (validateTableRows).
+func (d Dataset) rowBytes() sizeCheck {
+	l := d.listedRows()
+	if l == nil {
+		return sizeCheck{"tables × rows × dim × 4 B of embedding rows", []int64{int64(d.Tables), d.Rows, int64(d.Dim), 4}}
+	}
+	var n int64
+	for _, r := range l {
+		n += min(r, math.MaxInt64-n) // saturates: the check then fails, as it should
+	}
+	return sizeCheck{"the rows of all tables × dim × 4 B of embedding rows", []int64{n, int64(d.Dim), 4}}
+}
+
+// rowsKey names the key a table's rows come from, for messages.
+func (d Dataset) rowsKey() string {
+	switch {
+	case len(d.TableRows) > 0:
+		return "the largest of dataset.table_rows"
+	case d.Locality == CriteoKaggle:
+		return "the largest Criteo Kaggle table"
+	}
+	return "dataset.rows"
 }
 
 // Validate checks the optimizer's name and its epsilon.

@@ -236,6 +236,18 @@ type ConvertOptions struct {
 	Rows int64
 	// Limit stops after this many samples (0: all of them).
 	Limit uint64
+	// Categorify numbers each Criteo field's values densely, in order of
+	// first occurrence, instead of hashing them mod Rows: a table has as
+	// many rows as its field has values (Kaggle's cardinalities), and the
+	// header records each. Rows is then unused.
+	Categorify bool
+	// MinCount, with Categorify and Counts, sends every value seen fewer
+	// than MinCount times (in Counts) to row 0, shared by the rare values;
+	// the others are numbered from 1. ≤ 1: every value has its own row.
+	MinCount uint64
+	// Counts is each field's value counts (CountCriteo over the same
+	// input), read when MinCount > 1.
+	Counts []map[uint64]uint64
 }
 
 // DefaultCriteoRows is the rows per table of a Criteo conversion that
@@ -254,6 +266,14 @@ func ConvertCriteo(r io.Reader, name, out string, opt ConvertOptions) (*Header, 
 	}
 	if rows < 1 {
 		return nil, fmt.Errorf("rows must be ≥ 1, got %d", rows)
+	}
+	var dict *categories
+	if opt.Categorify {
+		var err error
+		if dict, err = newCategories(opt); err != nil {
+			return nil, err
+		}
+		rows = math.MaxUint32 + 1 // the widest 4-byte IDs; SetRows gives the counts
 	}
 	h := Header{Source: "criteo", Tables: CriteoTables, Lookups: 1, Dense: CriteoDense, Rows: make([]int64, CriteoTables)}
 	for t := range h.Rows {
@@ -274,7 +294,11 @@ func ConvertCriteo(r io.Reader, name, out string, opt ConvertOptions) (*Header, 
 			return nil, err
 		}
 		for t, v := range s.Cat {
-			ids[t] = int64(v % uint64(rows))
+			if dict != nil {
+				ids[t] = dict.id(t, v)
+			} else {
+				ids[t] = int64(v % uint64(rows))
+			}
 		}
 		if err := w.Append(s.Label, s.Dense[:], ids); err != nil {
 			w.Abort()
@@ -285,9 +309,85 @@ func ConvertCriteo(r io.Reader, name, out string, opt ConvertOptions) (*Header, 
 		w.Abort()
 		return nil, fmt.Errorf("%s: no samples", name)
 	}
+	if dict != nil {
+		h.Rows = dict.rows()
+		if err := w.SetRows(h.Rows); err != nil {
+			w.Abort()
+			return nil, err
+		}
+	}
 	if err := w.Close(); err != nil {
 		return nil, err
 	}
 	h.Samples = w.Samples()
 	return &h, nil
+}
+
+// categories is a categorified conversion's dense dictionary per field:
+// value → row, rows numbered in order of first occurrence (from 1 when
+// row 0 holds the rare values).
+type categories struct {
+	ids      []map[uint64]int64
+	counts   []map[uint64]uint64
+	minCount uint64
+	first    int64 // 1 when row 0 is the rare values' row
+}
+
+func newCategories(opt ConvertOptions) (*categories, error) {
+	c := &categories{ids: make([]map[uint64]int64, CriteoTables)}
+	for t := range c.ids {
+		c.ids[t] = make(map[uint64]int64)
+	}
+	if opt.MinCount > 1 {
+		if len(opt.Counts) != CriteoTables {
+			return nil, fmt.Errorf("a minimum count needs each field's value counts (%d fields, got %d)", CriteoTables, len(opt.Counts))
+		}
+		c.counts, c.minCount, c.first = opt.Counts, opt.MinCount, 1
+	}
+	return c, nil
+}
+
+// id is the row of value v of field t.
+func (c *categories) id(t int, v uint64) int64 {
+	if c.counts != nil && c.counts[t][v] < c.minCount {
+		return 0
+	}
+	id, ok := c.ids[t][v]
+	if !ok {
+		id = c.first + int64(len(c.ids[t]))
+		c.ids[t][v] = id
+	}
+	return id
+}
+
+// rows is each table's rows: its values (and the rare values' row).
+func (c *categories) rows() []int64 {
+	rows := make([]int64, len(c.ids))
+	for t, m := range c.ids {
+		rows[t] = max(1, c.first+int64(len(m)))
+	}
+	return rows
+}
+
+// CountCriteo counts each field's values over the first limit samples of
+// Criteo Kaggle TSV (0: all): the first pass of a categorified conversion
+// with a minimum count.
+func CountCriteo(r io.Reader, name string, limit uint64) ([]map[uint64]uint64, error) {
+	counts := make([]map[uint64]uint64, CriteoTables)
+	for t := range counts {
+		counts[t] = make(map[uint64]uint64)
+	}
+	cr := NewCriteoReader(r, name)
+	var s CriteoSample
+	for n := uint64(0); limit == 0 || n < limit; n++ {
+		if err := cr.Next(&s); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		for t, v := range s.Cat {
+			counts[t][v]++
+		}
+	}
+	return counts, nil
 }

@@ -251,6 +251,7 @@ type Writer struct {
 	idB   int
 	wrote uint64
 	err   error
+	maxID []int64 // [table]: the largest ID appended, -1 before any
 }
 
 // Create starts a batch file at path with h's shape (h.Samples is
@@ -266,7 +267,10 @@ func Create(path string, h Header) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{h: h, path: path, f: f, w: bufio.NewWriterSize(f, 1<<20), rec: make([]byte, h.RecordSize()),
-		le: binary.LittleEndian, idB: h.idBytes()}
+		le: binary.LittleEndian, idB: h.idBytes(), maxID: make([]int64, h.Tables)}
+	for t := range w.maxID {
+		w.maxID[t] = -1
+	}
 	if _, err := w.w.Write(h.marshal()); err != nil {
 		w.Abort()
 		return nil, err
@@ -302,6 +306,7 @@ func (w *Writer) Append(label float32, dense []float32, ids []int64) error {
 		if id < 0 || id >= h.Rows[t] {
 			return fmt.Errorf("%s: sample %d: table %d ID %d is not in [0, %d)", w.path, w.wrote, t, id, h.Rows[t])
 		}
+		w.maxID[t] = max(w.maxID[t], id)
 		if w.idB == 4 {
 			w.le.PutUint32(b[p:], uint32(id))
 		} else {
@@ -315,6 +320,28 @@ func (w *Writer) Append(label float32, dense []float32, ids []int64) error {
 		return err
 	}
 	w.wrote++
+	return nil
+}
+
+// SetRows replaces the header's row counts before Close, for a writer
+// that learns them only at the end (a categorified conversion numbers each
+// field's values as it meets them). Each must hold every ID appended to
+// its table and be at most what Create was given, in IDs of the same width.
+func (w *Writer) SetRows(rows []int64) error {
+	if len(rows) != w.h.Tables {
+		return fmt.Errorf("%s: %d row counts for %d tables", w.path, len(rows), w.h.Tables)
+	}
+	h := w.h
+	h.Rows = append([]int64(nil), rows...)
+	for t, r := range rows {
+		if r <= w.maxID[t] || r < 1 || r > w.h.Rows[t] {
+			return fmt.Errorf("%s: table %d: %d rows do not hold ID %d or exceed the %d it was created with", w.path, t, r, w.maxID[t], w.h.Rows[t])
+		}
+	}
+	if h.idBytes() != w.idB {
+		return fmt.Errorf("%s: %d rows change the IDs' width", w.path, h.MaxRows())
+	}
+	w.h.Rows = h.Rows
 	return nil
 }
 
@@ -398,8 +425,17 @@ func Open(path string, d config.Dataset) (*File, error) {
 	if d.DenseFeatures != h.Dense {
 		mismatch("dense_features", int64(h.Dense), int64(d.DenseFeatures), "dense features")
 	}
-	if m := h.MaxRows(); d.Rows < m {
-		errs = append(errs, config.At("rows", fmt.Errorf("the file %s has tables of up to %d rows, more than the graph's %d", path, m, d.Rows)))
+	switch {
+	case len(d.TableRows) == 0 && d.Locality != config.CriteoKaggle:
+		if m := h.MaxRows(); d.Rows < m {
+			errs = append(errs, config.At("rows", fmt.Errorf("the file %s has tables of up to %d rows, more than the graph's %d", path, m, d.Rows)))
+		}
+	case len(h.Rows) == d.Tables:
+		for t, r := range h.Rows {
+			if want := d.RowsOf(t); want < r {
+				errs = append(errs, config.At("table_rows", fmt.Errorf("the file %s has %d rows in table %d, more than the graph's %d", path, r, t, want)))
+			}
+		}
 	}
 	eval := uint64(d.EvalBatches) * uint64(d.BatchSize)
 	var nTrain uint64

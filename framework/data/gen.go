@@ -18,10 +18,7 @@ func WriteSynthetic(path string, seed uint64, d config.Dataset, progress func(do
 		return nil, err
 	}
 	h := Header{Source: "synthetic", Seed: seed, Tables: d.Tables, Lookups: d.Lookups, Dense: d.DenseFeatures,
-		Rows: make([]int64, d.Tables)}
-	for t := range h.Rows {
-		h.Rows[t] = d.Rows
-	}
+		Rows: d.AllRows()}
 	w, err := Create(path, h)
 	if err != nil {
 		return nil, err

@@ -51,7 +51,7 @@ func measureShares(t *testing.T, locality string, rows int64, batches int, tops 
 		counts[tb] = make([]int, rows)
 		rankOf[tb] = make([]int64, rows)
 		for r := uint64(0); r < uint64(rows); r++ {
-			rankOf[tb][s.permute(r, s.permAdd[tb])] = int64(r)
+			rankOf[tb][s.permute(tb, r)] = int64(r)
 		}
 	}
 	a := NewArrays(d)
@@ -230,7 +230,7 @@ func TestPermuteIsABijection(t *testing.T) {
 	}
 	seen := make([]bool, d.Rows)
 	for r := uint64(0); r < uint64(d.Rows); r++ {
-		row := s.permute(r, s.permAdd[1])
+		row := s.permute(1, r)
 		if seen[row] {
 			t.Fatalf("row %d reached twice", row)
 		}
@@ -241,10 +241,10 @@ func TestPermuteIsABijection(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range []uint64{0, 1, 1 << 39, 1<<40 + 6} {
-		want := new(big.Int).Mul(new(big.Int).SetUint64(r), new(big.Int).SetUint64(s.permMul))
+		want := new(big.Int).Mul(new(big.Int).SetUint64(r), new(big.Int).SetUint64(s.permMul[0]))
 		want.Add(want, new(big.Int).SetUint64(s.permAdd[0]))
 		want.Mod(want, big.NewInt(d.Rows))
-		if got := s.permute(r, s.permAdd[0]); got != want.Uint64() {
+		if got := s.permute(0, r); got != want.Uint64() {
 			t.Errorf("rank %d: row %d, want %d", r, got, want)
 		}
 	}

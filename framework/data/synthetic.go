@@ -34,53 +34,84 @@ type Source interface {
 type Synthetic struct {
 	d    config.Dataset
 	seed uint64
-	// ranks draws popularity ranks (nil: uniform over the rows).
-	ranks *rankSampler
-	// A rank r is row (r·permMul + permAdd[t]) mod rows of table t, so hot
-	// rows are spread over each table, at other places in each.
-	permMul uint64
+	// rows, ranks, permMul and permAdd are per table. ranks draws
+	// popularity ranks (nil: uniform over the rows); a rank r is row
+	// (r·permMul + permAdd) mod rows, so hot rows are spread over each
+	// table, at other places in each.
+	rows    []uint64
+	ranks   []*rankSampler
+	permMul []uint64
 	permAdd []uint64
 }
 
 // NewSynthetic returns a generator; d must be valid (config.Validate).
-// The access PDF is tabulated here, once.
+// The access PDF of each table size is tabulated here, once.
 func NewSynthetic(seed uint64, d config.Dataset) (*Synthetic, error) {
-	if d.Rows < 1 || d.Tables < 1 || d.BatchSize < 1 || d.Lookups < 1 || d.DenseFeatures < 0 {
+	if d.Rows < 1 || d.Tables < 1 || d.BatchSize < 1 || d.Lookups < 1 || d.DenseFeatures < 0 || d.MaxRows() < 1 {
 		return nil, fmt.Errorf("dataset: invalid shape (tables %d, rows %d, batch_size %d, lookups %d, dense_features %d)",
 			d.Tables, d.Rows, d.BatchSize, d.Lookups, d.DenseFeatures)
 	}
 	s := &Synthetic{d: d, seed: seed}
+	sampler, err := newSamplerFor(d)
+	if err != nil {
+		return nil, err
+	}
+	byRows := map[int64]*rankSampler{}
+	for t := 0; t < d.Tables; t++ {
+		n := d.RowsOf(t)
+		if n < 1 {
+			return nil, fmt.Errorf("dataset: table %d has %d rows", t, n)
+		}
+		r, ok := byRows[n]
+		if !ok && sampler != nil {
+			r = sampler(n)
+			byRows[n] = r
+		}
+		rows := uint64(n)
+		s.rows = append(s.rows, rows)
+		s.ranks = append(s.ranks, r)
+		s.permMul = append(s.permMul, coprimeMul(rows))
+		s.permAdd = append(s.permAdd, splitmix(seed^uint64(t)<<40)%rows)
+	}
+	return s, nil
+}
+
+// newSamplerFor returns the tabulation of d's access PDF for a table of a
+// given size, or nil for uniform draws.
+func newSamplerFor(d config.Dataset) (func(rows int64) *rankSampler, error) {
 	switch d.Locality {
 	case "random", "uniform":
+		return nil, nil
 	case "zipf":
 		if !(d.ZipfS > 0) || math.IsInf(d.ZipfS, 0) {
 			return nil, fmt.Errorf("dataset: zipf_s must be a finite number > 0, got %g", d.ZipfS)
 		}
-		s.ranks = newZipfSampler(d.ZipfS, d.Rows)
-	default:
-		p, ok := Localities[d.Locality]
-		if !ok {
-			return nil, fmt.Errorf("dataset: unknown locality %q", d.Locality)
-		}
-		if err := p.check(); err != nil {
-			return nil, err
-		}
-		s.ranks = newLocalitySampler(p, d.Rows)
+		return func(rows int64) *rankSampler { return newZipfSampler(d.ZipfS, rows) }, nil
+	case config.CriteoKaggle:
+		return func(rows int64) *rankSampler { return newZipfSampler(CriteoKaggleZipfS, rows) }, nil
 	}
-	rows := uint64(d.Rows)
-	s.permMul = 0x9e3779b97f4a7c15 % rows
-	for s.permMul < 2 || gcd(s.permMul, rows) != 1 {
-		s.permMul++
-		if s.permMul >= rows {
-			s.permMul = 1
-			break
+	p, ok := Localities[d.Locality]
+	if !ok {
+		return nil, fmt.Errorf("dataset: unknown locality %q", d.Locality)
+	}
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	return func(rows int64) *rankSampler { return newLocalitySampler(p, rows) }, nil
+}
+
+// coprimeMul is the multiplier of the rank-to-row bijection of a table of
+// rows rows: the golden-ratio constant mod rows, moved up to the next
+// number ≥ 2 coprime to rows (1 for a table too small to have one).
+func coprimeMul(rows uint64) uint64 {
+	m := 0x9e3779b97f4a7c15 % rows
+	for m < 2 || gcd(m, rows) != 1 {
+		m++
+		if m >= rows {
+			return 1
 		}
 	}
-	s.permAdd = make([]uint64, d.Tables)
-	for t := range s.permAdd {
-		s.permAdd[t] = splitmix(seed^uint64(t)<<40) % rows
-	}
-	return s, nil
+	return m
 }
 
 func gcd(a, b uint64) uint64 {
@@ -149,7 +180,6 @@ func (s *Synthetic) Fill(seq uint64, eval bool, a Arrays) error {
 		stream = splitmix(seq | 1<<63)
 	}
 	perTable := d.BatchSize * d.Lookups
-	rows := uint64(d.Rows)
 	score := make([]float64, d.BatchSize)
 	norm := 1 / math.Sqrt(float64(d.Tables*d.Lookups))
 	var g rand.PCG
@@ -157,15 +187,15 @@ func (s *Synthetic) Fill(seq uint64, eval bool, a Arrays) error {
 		g.Seed(s.seed, splitmix(stream+uint64(t)+1))
 		ids := a.IDs[t*perTable : (t+1)*perTable]
 		off := a.Offsets[t*(d.BatchSize+1) : (t+1)*(d.BatchSize+1)]
-		add := s.permAdd[t]
+		rows, ranks := s.rows[t], s.ranks[t]
 		for i := range ids {
 			var rank uint64
-			if s.ranks != nil {
-				rank = s.ranks.rank(g.Uint64())
+			if ranks != nil {
+				rank = ranks.rank(g.Uint64())
 			} else {
 				rank = uniformRank(g.Uint64(), rows)
 			}
-			ids[i] = int64(s.permute(rank, add))
+			ids[i] = int64(s.permute(t, rank))
 		}
 		for i := 0; i < d.BatchSize; i++ {
 			off[i] = int64(i * d.Lookups)
@@ -195,14 +225,14 @@ func (s *Synthetic) Fill(seq uint64, eval bool, a Arrays) error {
 	return nil
 }
 
-// permute maps a popularity rank to a row: (rank·permMul + add) mod rows,
-// a bijection because permMul is coprime to rows.
-func (s *Synthetic) permute(rank, add uint64) uint64 {
-	rows := uint64(s.d.Rows)
+// permute maps a popularity rank of table t to a row: (rank·permMul +
+// add) mod rows, a bijection because permMul is coprime to rows.
+func (s *Synthetic) permute(t int, rank uint64) uint64 {
+	rows, mul, add := s.rows[t], s.permMul[t], s.permAdd[t]
 	if rows <= 1<<32 {
-		return (rank*s.permMul + add) % rows
+		return (rank*mul + add) % rows
 	}
-	hi, lo := bits.Mul64(rank, s.permMul)
+	hi, lo := bits.Mul64(rank, mul)
 	lo, c := bits.Add64(lo, add, 0)
 	return bits.Rem64(hi+c, lo, rows)
 }

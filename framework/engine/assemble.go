@@ -76,7 +76,7 @@ func (r *run) summarize(cfg *config.Config, digest string, uses []results.Plugin
 	hits, misses := int64(totals["cache.hits"]), int64(totals["cache.misses"])
 	if hits+misses > 0 {
 		res.Cache = &results.Cache{
-			Plugin: cfg.Cache.Plugin, Rows: cfg.Cache.CacheRows(cfg.Dataset.Rows),
+			Plugin: cfg.Cache.Plugin, Rows: cfg.CacheCapacity(),
 			Hits: hits, Misses: misses, Evictions: int64(totals["cache.evictions"]),
 			HitRate: float64(hits) / float64(hits+misses), ProfileRows: r.profileRows,
 			LinkBytes: map[string]int64{

@@ -28,7 +28,7 @@ func cacheSetupOptions(g *graph.Graph) map[string]any {
 	if future > 0 {
 		opts["future"] = future
 	}
-	opts["capacity"] = cfg.Cache.CacheRows(cfg.Dataset.Rows)
+	opts["capacity"] = cfg.CacheCapacity()
 	return opts
 }
 

@@ -377,6 +377,5 @@ func newStorage(g *graph.Graph, shape *Shape) (*batch.Storage, error) {
 	if !g.UsesStorage() {
 		return nil, nil
 	}
-	d := g.Config.Dataset
-	return shape.NewStorage(min(g.Config.Cache.CacheRows(d.Rows), d.Rows))
+	return shape.NewStorage(g.Config.CacheCapacity())
 }

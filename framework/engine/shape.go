@@ -63,7 +63,7 @@ func (s *Shape) Setup(runID string, options map[string]any) (plugin.Setup, error
 	d := s.Config.Dataset
 	tables := make([]plugin.Table, d.Tables)
 	for i := range tables {
-		tables[i] = plugin.Table{Rows: d.Rows, Dim: d.Dim}
+		tables[i] = plugin.Table{Rows: d.RowsOf(i), Dim: d.Dim}
 	}
 	return plugin.Setup{
 		RunID: runID, Seed: s.Config.Seed, Tables: tables, BatchSize: d.BatchSize,
@@ -74,12 +74,17 @@ func (s *Shape) Setup(runID string, options map[string]any) (plugin.Setup, error
 // NewTables creates the host embedding tables, initialised from the seed.
 func (s *Shape) NewTables() (*batch.Tables, error) {
 	d := s.Config.Dataset
-	return batch.NewTables(s.Config.Seed, d.Tables, d.Rows, d.Dim, s.Stride)
+	return batch.NewTablesRows(s.Config.Seed, d.AllRows(), d.Dim, s.Stride)
 }
 
 // NewStorage creates ScratchPipe's Storage: one table of rows slots per
-// embedding table.
+// embedding table, capped at the table's own rows (a cache policy caps its
+// capacity the same way, plankit.Capacity).
 func (s *Shape) NewStorage(rows int64) (*batch.Storage, error) {
 	d := s.Config.Dataset
-	return batch.NewStorage(d.Tables, rows, d.Dim, s.Stride)
+	slots := d.AllRows()
+	for t := range slots {
+		slots[t] = min(slots[t], rows)
+	}
+	return batch.NewStorageSlots(slots, d.Dim, s.Stride)
 }

@@ -48,15 +48,19 @@ func CheckCache(g *Graph, needs cache.Needs) error {
 // window, with the paper's formula in the message.
 func checkWorstCase(cfg *config.Config, past, future int) error {
 	d := cfg.Dataset
-	w := WorstCase{Tables: d.Tables, Lookups: d.Lookups, BatchSize: d.BatchSize, Dim: d.Dim, Past: past, Future: future, TableRows: d.Rows}
-	if d.Tables < 1 || d.Lookups < 1 || d.BatchSize < 1 || d.Rows < 1 || !(cfg.Cache.Size > 0) {
+	// With tables of different sizes (dataset.table_rows) every table gets
+	// min(capacity, its rows) slots and needs min(worst case, its rows):
+	// the largest table is the one that can fall short.
+	rows := d.MaxRows()
+	w := WorstCase{Tables: d.Tables, Lookups: d.Lookups, BatchSize: d.BatchSize, Dim: d.Dim, Past: past, Future: future, TableRows: rows}
+	if d.Tables < 1 || d.Lookups < 1 || d.BatchSize < 1 || rows < 1 || !(cfg.Cache.Size > 0) {
 		return nil // config.Validate reported it
 	}
-	have := min(cfg.Cache.CacheRows(d.Rows), d.Rows)
+	have := cfg.CacheCapacity()
 	need := w.Rows()
 	if have >= need {
 		return nil
 	}
 	return config.At("cache::size", fmt.Errorf("%s holds %d rows per table, less than the worst case of ScratchPipe's window: tables × lookups × batch × dim × 4 B × batches in window = %s, %d rows per table (lookups %d × batch_size %d × (past_window %d + 1 + future_window %d)); set cache.size ≥ %d (%s of dataset.rows %d)",
-		sizeText(cfg.Cache.Size), have, w.Formula(), need, d.Lookups, d.BatchSize, past, future, need, percent(need, d.Rows), d.Rows))
+		sizeText(cfg.Cache.Size), have, w.Formula(), need, d.Lookups, d.BatchSize, past, future, need, percent(need, rows), rows))
 }

@@ -145,8 +145,8 @@ var Lookups, UniqueRows = batch.NewStat("cast_lookups"), batch.NewStat("unique_r
 // (11-bit digits: 2²² rows take two).
 func (c *caster) sortPasses() int {
 	rows := int64(1 << 22)
-	if c.set.Graph != nil && c.set.Graph.Dataset.Rows > 0 {
-		rows = c.set.Graph.Dataset.Rows
+	if c.set.Graph != nil && c.set.Graph.Dataset.MaxRows() > 0 {
+		rows = c.set.Graph.Dataset.MaxRows()
 	}
 	return kernel.SortPasses(rows)
 }

@@ -6,6 +6,7 @@ package load
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/data"
@@ -18,11 +19,13 @@ type loader struct {
 	train, eval uint64
 	tables      *batch.Tables
 	layout      *batch.Layout
+	metrics     *stage.Metrics
+	dsf         dsfCounts
 }
 
 func newLoader(set stage.Settings, cfg *Config) (*loader, error) {
 	d := set.Graph.Dataset
-	l := &loader{train: uint64(d.Batches), tables: set.Tables, layout: set.Layout}
+	l := &loader{train: uint64(d.Batches), tables: set.Tables, layout: set.Layout, metrics: set.Metrics}
 	var err error
 	if l.src, l.done, err = data.OpenSource(set.Graph.Seed, d); err != nil {
 		return nil, err
@@ -64,40 +67,115 @@ func (l *loader) Next(_ context.Context, b *batch.Batch) error {
 	if err := l.src.Fill(b.Seq, b.Eval, a); err != nil {
 		return fmt.Errorf("load: %w", err)
 	}
-	if err := l.touch(a.IDs, a.Offsets); err != nil {
+	perTable, err := l.bags(a.IDs, a.Offsets)
+	if err != nil {
 		return fmt.Errorf("load: %w", err)
+	}
+	if l.tables != nil {
+		if err := l.tables.TouchTables(perTable); err != nil {
+			return fmt.Errorf("load: %w", err)
+		}
 	}
 	Samples.Set(b, int64(len(a.Labels)))
 	Lookups.Set(b, int64(len(a.IDs)))
+	unique, lookups := l.dsf.count(perTable, !b.Eval)
+	DSFUnique.Set(b, unique)
+	DSFLookups.Set(b, lookups)
 	return nil
 }
 
-// touch initialises the host rows of the batch's IDs that no batch named
-// before (the host tables are virtual: a row is initialised on first
-// touch). It runs as soon as the batch is filled, before any later stage
-// sees it, and that makes it safe under pipelining: every earlier batch
-// touched its rows when it was loaded, so a row untouched so far is named
-// by no batch in flight and no kernel is reading or writing it; a row that
-// is touched keeps its values, which may have trained. Initial values
-// depend only on (seed, table, row), so the order of first touches changes
-// nothing.
-func (l *loader) touch(ids, offsets []int64) error {
-	if l.tables == nil {
-		return nil
-	}
-	// Only the IDs inside the bags: the rest of the array is left over
-	// from whichever batch used the buffer before, and touching it would
-	// make the touched set depend on the pool.
+// bags is each table's IDs inside its bags. Only those: the rest of the
+// array is left over from whichever batch used the buffer before.
+//
+// The load stage touches them: it initialises the host rows of the
+// batch's IDs that no batch named before (the host tables are virtual: a
+// row is initialised on first touch). It does so as soon as the batch is
+// filled, before any later stage sees it, and that makes it safe under
+// pipelining: every earlier batch touched its rows when it was loaded, so
+// a row untouched so far is named by no batch in flight and no kernel is
+// reading or writing it; a row that is touched keeps its values, which may
+// have trained. Initial values depend only on (seed, table, row), so the
+// order of first touches changes nothing. Touching the leftover IDs would
+// make the touched set depend on the pool.
+func (l *loader) bags(ids, offsets []int64) ([][]int64, error) {
 	B := int64(l.layout.BatchSize)
 	perTable := make([][]int64, l.layout.Tables)
 	for t, start := range l.layout.IndexStart()[:l.layout.Tables] {
 		off := offsets[int64(t)*(B+1) : int64(t+1)*(B+1)]
 		if off[0] < 0 || off[B] < off[0] || start+off[B] > int64(len(ids)) {
-			return fmt.Errorf("table %d: bag offsets [%d, %d) outside the batch", t, off[0], off[B])
+			return nil, fmt.Errorf("table %d: bag offsets [%d, %d) outside the batch", t, off[0], off[B])
 		}
 		perTable[t] = ids[start+off[0] : start+off[B]]
 	}
-	return l.tables.TouchTables(perTable)
+	return perTable, nil
+}
+
+// Finish reports DSF's retention over the training batches as run
+// metrics (results.json metrics.extra): dsf_ratio, unique rows over
+// lookups summed over every batch and table, and dsf_ratio.tN per table.
+func (l *loader) Finish(context.Context) error {
+	if l.metrics == nil {
+		return nil
+	}
+	for name, v := range l.dsf.ratios() {
+		l.metrics.Set(name, v)
+	}
+	return nil
+}
+
+// dsfCounts is HECA's DSF (Sec. 5.2) measured at load: the distinct IDs
+// of each table of a batch against its lookups. Downstream stages already
+// move each distinct missed row once per batch (collect), so this counts
+// what DSF keeps; it does not change what they move.
+type dsfCounts struct {
+	mu      sync.Mutex
+	seen    map[int64]struct{}
+	unique  []int64 // [table]: Σ distinct IDs over training batches
+	lookups []int64 // [table]: Σ lookups over training batches
+}
+
+// count returns the batch's distinct IDs (per table, summed) and its
+// lookups, and adds them to the run's totals when train is set.
+func (c *dsfCounts) count(perTable [][]int64, train bool) (unique, lookups int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = make(map[int64]struct{})
+		c.unique, c.lookups = make([]int64, len(perTable)), make([]int64, len(perTable))
+	}
+	for t, ids := range perTable {
+		clear(c.seen)
+		for _, id := range ids {
+			c.seen[id] = struct{}{}
+		}
+		u, n := int64(len(c.seen)), int64(len(ids))
+		unique, lookups = unique+u, lookups+n
+		if train {
+			c.unique[t] += u
+			c.lookups[t] += n
+		}
+	}
+	return unique, lookups
+}
+
+// ratios is dsf_ratio overall and per table; empty before any training
+// batch.
+func (c *dsfCounts) ratios() map[string]float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var u, n int64
+	out := map[string]float64{}
+	for t := range c.lookups {
+		if c.lookups[t] > 0 {
+			out[fmt.Sprintf("dsf_ratio.t%d", t)] = float64(c.unique[t]) / float64(c.lookups[t])
+		}
+		u, n = u+c.unique[t], n+c.lookups[t]
+	}
+	if n == 0 {
+		return nil
+	}
+	out["dsf_ratio"] = float64(u) / float64(n)
+	return out
 }
 
 // Close releases the data source (closes the batch file, if any).

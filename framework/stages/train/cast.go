@@ -329,8 +329,8 @@ func total(counts []int64) int64 {
 // expand-coalesce's sort is the same sort.
 func (t *trainer) sortPasses() int {
 	rows := int64(1 << 22)
-	if t.set.Graph != nil && t.set.Graph.Dataset.Rows > 0 {
-		rows = t.set.Graph.Dataset.Rows
+	if t.set.Graph != nil && t.set.Graph.Dataset.MaxRows() > 0 {
+		rows = t.set.Graph.Dataset.MaxRows()
 	}
 	return kernel.SortPasses(rows)
 }
