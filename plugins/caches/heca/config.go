@@ -78,7 +78,7 @@ func (c Config) coverage() float64 {
 
 // hostProfiles reports whether the options ask for the host's frequencies
 // without giving them (Needs.ProfileBatches).
-func (c Config) hostProfiles() bool {
+func (c Config) HostProfiles() bool {
 	return c.Profile == ProfileFrequencies && c.Frequencies == nil
 }
 
@@ -86,6 +86,13 @@ func (c Config) hostProfiles() bool {
 // batch CB and the next batch NB) covers the host's windows: no past
 // batch in flight, at most one future batch (README, "Windows").
 func (c Config) holdsWindows() bool { return c.Past == 0 && c.Future <= 1 }
+
+// ProfileBatches is how many training batches the host profiles.
+func (c Config) ProfileBatches() int { return c.WarmupBatches }
+
+// ValidateBeforeProfile checks the options as they stand before the host
+// has profiled (Needs).
+func (c Config) ValidateBeforeProfile() error { return c.validate(true) }
 
 // Validate checks the options once the host has filled the frequencies.
 func (c Config) Validate() error { return c.validate(false) }
@@ -131,7 +138,7 @@ func (c Config) validateProfile(errs *plugin.FieldErrors, beforeProfile bool) {
 		}
 	case ProfileFrequencies:
 		switch {
-		case beforeProfile && c.hostProfiles():
+		case beforeProfile && c.HostProfiles():
 			if c.WarmupBatches < 1 {
 				errs.Add("warmup_batches", "must be ≥ 1, got %d", c.WarmupBatches)
 			}

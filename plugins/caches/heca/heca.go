@@ -59,20 +59,7 @@ func (p *Policy) Info(context.Context) (plugin.Info, error) {
 // (Config.holdsWindows; README, "Windows"). It may bypass.
 func (p *Policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
 	cfg := defaultConfig()
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return cache.Needs{}, err
-	}
-	if err := cfg.validate(true); err != nil {
-		return cache.Needs{}, err
-	}
-	if err := plankit.CheckTables(setup.Tables); err != nil {
-		return cache.Needs{}, err
-	}
-	needs := cache.Needs{HoldsWindows: cfg.holdsWindows()}
-	if cfg.hostProfiles() {
-		needs.ProfileBatches = cfg.WarmupBatches
-	}
-	return needs, nil
+	return plankit.NeedsOfProfiled(setup, &cfg, func() bool { return cfg.holdsWindows() })
 }
 
 func (p *Policy) Configure(_ context.Context, setup plugin.Setup) error {

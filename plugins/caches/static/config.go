@@ -54,9 +54,16 @@ func (c Config) profile() string {
 // hostProfiles reports whether the options ask for the host's frequencies
 // without giving them: the host then profiles the first WarmupBatches
 // training batches and fills Frequencies before Configure (Needs).
-func (c Config) hostProfiles() bool {
+func (c Config) HostProfiles() bool {
 	return c.Profile == ProfileFrequencies && c.Frequencies == nil
 }
+
+// ProfileBatches is how many training batches the host profiles.
+func (c Config) ProfileBatches() int { return c.WarmupBatches }
+
+// ValidateBeforeProfile checks the options as they stand before the host
+// has profiled (Needs).
+func (c Config) ValidateBeforeProfile() error { return c.validate(true) }
 
 // Validate checks the options, joining every error.
 func (c Config) Validate() error { return c.validate(false) }
@@ -83,7 +90,7 @@ func (c Config) validate(beforeProfile bool) error {
 			errs.Add("profile", "%s needs a sequential graph (the host's past window is %d: warm-up batches in flight would still train hot rows on the host when they are filled); pass the host's frequencies instead", ProfileFirstBatches, c.Past)
 		}
 	case ProfileFrequencies:
-		if beforeProfile && c.hostProfiles() {
+		if beforeProfile && c.HostProfiles() {
 			if c.WarmupBatches < 1 {
 				errs.Add("warmup_batches", "must be ≥ 1, got %d", c.WarmupBatches)
 			}

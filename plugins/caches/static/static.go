@@ -79,20 +79,7 @@ func (p *policy) Info(context.Context) (plugin.Info, error) {
 // as Configure will once the host has filled the frequencies.
 func (p *policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
 	cfg := defaultConfig()
-	if err := plugin.DecodeOptions(setup.Options, &cfg); err != nil {
-		return cache.Needs{}, err
-	}
-	if err := cfg.validate(true); err != nil {
-		return cache.Needs{}, err
-	}
-	if err := plankit.CheckTables(setup.Tables); err != nil {
-		return cache.Needs{}, err
-	}
-	needs := cache.Needs{HoldsWindows: true}
-	if cfg.hostProfiles() {
-		needs.ProfileBatches = cfg.WarmupBatches
-	}
-	return needs, nil
+	return plankit.NeedsOfProfiled(setup, &cfg, func() bool { return true })
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {

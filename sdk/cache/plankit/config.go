@@ -25,6 +25,43 @@ func Decode(setup plugin.Setup, cfg Validator) error {
 	return CheckTables(setup.Tables)
 }
 
+// Profiled is the typed options of a policy that ranks rows by a
+// frequency profile the host may fill before Configure (static top-N,
+// HECA's hot part): Needs checks them as they stand before the host has
+// profiled, when the frequencies it will fill are not yet there.
+type Profiled interface {
+	Validator
+	// ValidateBeforeProfile is Validate without the frequencies.
+	ValidateBeforeProfile() error
+	// HostProfiles reports whether the options ask for the host's
+	// frequencies without giving them; ProfileBatches is then how many
+	// training batches the host profiles.
+	HostProfiles() bool
+	ProfileBatches() int
+}
+
+// NeedsOfProfiled is the Needs of a Profiled policy under setup, decoded
+// over cfg (the defaults): holds says whether it holds the host's windows,
+// and the warm-up profile is asked for when its options want the host's
+// frequencies (uncapped: Setup does not say how many training batches the
+// run has; the host caps it). A bad option is a *plugin.FieldError.
+func NeedsOfProfiled(setup plugin.Setup, cfg Profiled, holds func() bool) (cache.Needs, error) {
+	if err := plugin.DecodeOptions(setup.Options, cfg); err != nil {
+		return cache.Needs{}, err
+	}
+	if err := cfg.ValidateBeforeProfile(); err != nil {
+		return cache.Needs{}, err
+	}
+	if err := CheckTables(setup.Tables); err != nil {
+		return cache.Needs{}, err
+	}
+	needs := cache.Needs{HoldsWindows: holds()}
+	if cfg.HostProfiles() {
+		needs.ProfileBatches = cfg.ProfileBatches()
+	}
+	return needs, nil
+}
+
 // CheckTables rejects a Setup whose tables cannot hold rows.
 func CheckTables(tables []plugin.Table) error {
 	for t, tab := range tables {
