@@ -33,6 +33,35 @@ var (
 // of int fields far from overflow everywhere they are used.
 const MaxBytes = 1 << 40
 
+// Sense limits: values beyond them are typing errors or would exhaust any
+// machine long before the memory budget (framework/resources) could say
+// so, or overflow an index the code sizes for them. Each is refused at
+// its key with the figure.
+const (
+	// MaxCredits bounds nats.credits: every credit is a batch buffer per
+	// stage (the pool grows by one per credit) and a queued message per
+	// edge; beyond a few the pipeline overlaps no more.
+	MaxCredits = 1024
+	// MaxBatchSize bounds dataset.batch_size (2^24 samples): a batch's
+	// arrays are sized by it, and its IDs' positions must stay well
+	// inside 32 bits (MaxIDsPerBatch).
+	MaxBatchSize = 1 << 24
+	// MaxIDsPerBatch bounds tables × batch_size × lookups: stage kinds
+	// index a batch's IDs with 32-bit positions.
+	MaxIDsPerBatch = 1<<31 - 1
+	// MaxTables bounds dataset.tables: each table is a mapped region in
+	// the host tables and another in Storage, and Linux allows 65,530
+	// mappings per process (vm.max_map_count).
+	MaxTables = 4096
+	// MaxRows bounds the rows of one table (2^40): the host tables keep a
+	// bitmap of rows/8 bytes per table in memory.
+	MaxRows = 1 << 40
+	// MaxDim bounds dataset.dim, and MaxLookups dataset.lookups (the bag
+	// size).
+	MaxDim     = 1 << 16
+	MaxLookups = 1 << 16
+)
+
 // validator is implemented by every part of the config that checks itself.
 type validator interface{ Validate() error }
 
@@ -151,17 +180,33 @@ func (d Dataset) Validate() error {
 	case d.Kind != "file" && d.Path != "":
 		add("path", fmt.Errorf("is read only when kind is file, not %s (remove path, or set kind: file)", d.Kind))
 	}
+	// A factor out of its range is reported at its key; the sizes it is
+	// a factor of are then not (a product of a wrong figure says nothing
+	// more).
+	factorsOK := true
 	atLeast := func(key string, v int64, min int64) {
 		if v < min {
 			add(key, fmt.Errorf("must be ≥ %d, got %d", min, v))
+			factorsOK = false
+		}
+	}
+	atMost := func(key string, v, max int64, why string) {
+		if v > max {
+			add(key, fmt.Errorf("must be ≤ %d (%s), got %d", max, why, v))
+			factorsOK = false
 		}
 	}
 	atLeast("batches", int64(d.Batches), 1)
 	atLeast("batch_size", int64(d.BatchSize), 1)
+	atMost("batch_size", int64(d.BatchSize), MaxBatchSize, "2^24 samples")
 	atLeast("tables", int64(d.Tables), 1)
+	atMost("tables", int64(d.Tables), MaxTables, "each table is a mapped region")
 	atLeast("rows", d.Rows, 1)
+	atMost("rows", d.Rows, MaxRows, "2^40 rows per table")
 	atLeast("dim", int64(d.Dim), 1)
+	atMost("dim", int64(d.Dim), MaxDim, "2^16 values per row")
 	atLeast("lookups", int64(d.Lookups), 1)
+	atMost("lookups", int64(d.Lookups), MaxLookups, "2^16 IDs per sample and table")
 	atLeast("dense_features", int64(d.DenseFeatures), 0)
 	atLeast("eval_batches", int64(d.EvalBatches), 0)
 	if !slices.Contains(Localities, d.Locality) {
@@ -174,11 +219,14 @@ func (d Dataset) Validate() error {
 	errs = append(errs, rowErrs...)
 	// Sizes only make sense once every factor is; the checks above
 	// already reported the factors that are not.
-	if d.Tables >= 1 && d.BatchSize >= 1 && d.Lookups >= 1 && d.Rows >= 1 && d.Dim >= 1 && d.DenseFeatures >= 0 && len(rowErrs) == 0 {
+	if factorsOK && len(rowErrs) == 0 {
 		sizes := []sizeCheck{
 			{"tables × batch_size × lookups × 8 B of IDs per batch", []int64{int64(d.Tables), int64(d.BatchSize), int64(d.Lookups), 8}},
 			d.rowBytes(),
 			{"batch_size × dense_features × 4 B of dense features per batch", []int64{int64(d.BatchSize), int64(d.DenseFeatures), 4}},
+		}
+		if ids := product(sizes[0].factors[:3]); ids.Cmp(big.NewInt(MaxIDsPerBatch)) > 0 {
+			errs = append(errs, fmt.Errorf("tables × batch_size × lookups = %s IDs per batch is more than %d (their positions are 32-bit)", ids, MaxIDsPerBatch))
 		}
 		for _, s := range sizes {
 			if n := product(s.factors); n.Cmp(big.NewInt(MaxBytes)) > 0 {
@@ -199,8 +247,11 @@ func (d Dataset) validateTableRows() []error {
 		errs = append(errs, At("table_rows", fmt.Errorf("has %d entries for %d tables (dataset.tables); give one row count per table", n, d.Tables)))
 	}
 	for i, r := range d.TableRows {
-		if r < 1 {
+		switch {
+		case r < 1:
 			errs = append(errs, At("table_rows", fmt.Errorf("entry %d (table %d) must be ≥ 1, got %d", i, i, r)))
+		case r > MaxRows:
+			errs = append(errs, At("table_rows", fmt.Errorf("entry %d (table %d) must be ≤ %d (2^40 rows per table), got %d", i, i, int64(MaxRows), r)))
 		}
 	}
 	if d.Locality == CriteoKaggle {
@@ -417,8 +468,11 @@ func (n NATS) Validate() error {
 	// 0 is a hand-off: a batch is acknowledged only when the next stage
 	// takes it, so every stage works on its own batch in lockstep
 	// (ScratchPipe's pipeline, whose windows assume exactly that).
-	if n.Credits < 0 {
+	switch {
+	case n.Credits < 0:
 		errs = append(errs, At("credits", fmt.Errorf("must be ≥ 0 (0: each batch is handed straight to the next stage, no queue), got %d", n.Credits)))
+	case n.Credits > MaxCredits:
+		errs = append(errs, At("credits", fmt.Errorf("must be ≤ %d (each credit adds a batch buffer and a queued message per stage; a few already keep every stage busy), got %d", MaxCredits, n.Credits)))
 	}
 	return errors.Join(errs...)
 }

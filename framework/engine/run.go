@@ -18,6 +18,7 @@ import (
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/framework/resources"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/telemetry"
@@ -126,6 +127,9 @@ func (r *run) build(ctx context.Context) error {
 	g := r.opts.Graph
 	var err error
 	if r.shape, err = NewShape(g); err != nil {
+		return err
+	}
+	if err := CheckResources(g, r.shape, resources.Machine()); err != nil {
 		return err
 	}
 	if err := r.buildPlugins(ctx); err != nil {

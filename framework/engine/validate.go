@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/framework/resources"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -25,8 +26,9 @@ type SetupChecker interface {
 // decode and check its options, and the graph is checked against them
 // (graph.CheckCache); when host is also a SetupChecker, the built-in
 // model, kernel and devices try their options. No data is read (no
-// warm-up profile), and no table, Storage or region is created. Errors
-// are located with config.At: an option's at its key when the plugin
+// warm-up profile), and no table, Storage or region is created. What a
+// run will need is checked against the machine (CheckResources), as Run
+// does before it builds. Errors are located with config.At: an option's at its key when the plugin
 // names it (plugin.FieldError), else at the plugin's options.
 func Validate(ctx context.Context, g *graph.Graph, host PluginOpener) error {
 	shape, err := NewShape(g)
@@ -35,7 +37,7 @@ func Validate(ctx context.Context, g *graph.Graph, host PluginOpener) error {
 	}
 	runID := NewRunID()
 	checker, _ := host.(SetupChecker)
-	var errs []error
+	errs := []error{CheckResources(g, shape, resources.Machine())}
 	for _, p := range pluginRefs(g.Config) {
 		if p.kind == plugin.KindCache {
 			errs = append(errs, validateCache(ctx, g, host, shape, runID))
