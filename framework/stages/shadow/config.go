@@ -1,0 +1,42 @@
+package shadow
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/config"
+)
+
+// Config is the shadow stage's options.
+type Config struct {
+	// Policies are the what-if policies, each as the graph's cache section
+	// names one (plugin, size, options; sha256 pins a binary).
+	Policies []config.Cache `mapstructure:"policies"`
+	// Device names the device whose link the shadows' traffic is costed
+	// on (exchange's device); empty costs nothing.
+	Device string `mapstructure:"device"`
+}
+
+// Validate checks every policy, each under its index.
+func (c *Config) Validate() error {
+	if len(c.Policies) == 0 {
+		return config.At("policies", errors.New("name at least one policy (plugin and size)"))
+	}
+	var errs []error
+	for i, p := range c.Policies {
+		errs = append(errs, config.At(fmt.Sprintf("policies%s%d", config.KeyDelimiter, i), p.Validate()))
+	}
+	return errors.Join(errs...)
+}
+
+// DeviceNames lists the device the stage costs on, for the graph's checks.
+func (c *Config) DeviceNames() []string {
+	if c.Device == "" {
+		return nil
+	}
+	return []string{c.Device}
+}
+
+// ModeledResources is empty: a shadow occupies no device on the run's
+// modeled clock; its modeled time is a what-if, reported apart.
+func (c *Config) ModeledResources() []string { return nil }
