@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flowrun/framework/results"
+)
+
+// shadowPolicies are every built-in policy, at the demo's size and one
+// other, as a shadow stage lists them.
+var shadowPolicies = []struct {
+	plugin string
+	size   float64
+}{
+	{"builtin:lru", 0.05}, {"builtin:lru", 0.1}, {"builtin:lfu", 0.05}, {"builtin:belady", 0.05},
+	{"builtin:belady", 0.02}, {"builtin:static", 0.05}, {"builtin:heca", 0.05},
+	{"builtin:scratchpipe", 0.05}, {"builtin:none", 0.05},
+}
+
+// withShadows writes graph src with a shadow stage fed by load beside plan,
+// listing policies, and returns its path.
+func withShadows(t *testing.T, src string, policies string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "    kind: load\n    out: [batches]", "    kind: load\n    out: [batches, shadowed]", 1)
+	s = strings.Replace(s, "\nstages:\n", "\nstages:\n  shadow:\n    kind: shadow\n    in: shadowed\n    device: gpu\n    policies:\n"+policies, 1)
+	path := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestShadowsEqualFullRuns: one run of the demo with a shadow of every
+// built-in policy (Belady's upper bound included) ends with the digest of
+// the run without shadows, and each shadow's hits, misses and evictions
+// equal those of a full run serving that policy and size on the same seed.
+func TestShadowsEqualFullRuns(t *testing.T) {
+	var list strings.Builder
+	for _, p := range shadowPolicies {
+		fmt.Fprintf(&list, "      - {plugin: %q, size: %g}\n", p.plugin, p.size)
+	}
+	kinds, b := stages(), builtins()
+	plain, err := runIn(t, kinds, b, demo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shadowed, err := runIn(t, kinds, b, withShadows(t, demo, list.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shadowed.Digest != plain.Digest {
+		t.Errorf("digest with shadows %s, without %s", shadowed.Digest, plain.Digest)
+	}
+	if sc, pc := shadowed.Cache, plain.Cache; sc.Hits != pc.Hits || sc.Misses != pc.Misses || sc.Evictions != pc.Evictions {
+		t.Errorf("serving cache with shadows %+v, without %+v", shadowed.Cache, plain.Cache)
+	}
+	if len(shadowed.Shadows) != len(shadowPolicies) {
+		t.Fatalf("%d shadows reported, want %d", len(shadowed.Shadows), len(shadowPolicies))
+	}
+	for i, p := range shadowPolicies {
+		got := shadowed.Shadows[i]
+		full, err := runIn(t, kinds, b, demo, "cache.plugin="+p.plugin, fmt.Sprintf("cache.size=%g", p.size))
+		if err != nil {
+			t.Fatalf("%s at %g: %v", p.plugin, p.size, err)
+		}
+		var want results.Cache
+		if full.Cache != nil {
+			want = *full.Cache
+		}
+		if got.Plugin != p.plugin || got.Hits != want.Hits || got.Misses != want.Misses || got.Evictions != want.Evictions || got.Rows != want.Rows {
+			t.Errorf("shadow %s at %g: hits %d misses %d evictions %d rows %d; the full run: %d %d %d %d",
+				p.plugin, p.size, got.Hits, got.Misses, got.Evictions, got.Rows, want.Hits, want.Misses, want.Evictions, want.Rows)
+		}
+		if got.Batches != shadowed.Batches+shadowed.EvalBatches {
+			t.Errorf("shadow %s planned %d batches, the run has %d", p.plugin, got.Batches, shadowed.Batches+shadowed.EvalBatches)
+		}
+	}
+}
