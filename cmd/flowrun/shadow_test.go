@@ -84,3 +84,54 @@ func TestShadowsEqualFullRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestShadowsInAStorageGraph: in graphs/heca.yaml (sequential, with
+// Storage and collect) each shadow's counts and the bytes it would send
+// each way equal those of a full run of its policy; in the pipelined
+// graphs/scratchpipe.yaml a shadow that holds no window is refused as the
+// serving cache would be.
+func TestShadowsInAStorageGraph(t *testing.T) {
+	small := []string{"dataset.batches=12", "dataset.eval_batches=2", "dataset.rows=50000", "dataset.batch_size=64"}
+	heca := "{profile: frequencies, warmup_batches: 16, hot_max_fraction: 0.5, hash: mix64}"
+	policies := []struct{ plugin, options string }{
+		{"builtin:lru", "null"}, {"builtin:lfu", "null"}, {"builtin:belady", "null"},
+		{"builtin:heca", heca}, {"builtin:scratchpipe", "null"}, {"builtin:static", "null"},
+	}
+	var list strings.Builder
+	for _, p := range policies {
+		opts := ""
+		if p.options != "null" {
+			opts = ", options: " + p.options
+		}
+		fmt.Fprintf(&list, "      - {plugin: %q, size: 0.05%s}\n", p.plugin, opts)
+	}
+	kinds, b := stages(), builtins()
+	graph := filepath.Join(repoGraphs, "heca.yaml")
+	plain, err := runIn(t, kinds, b, graph, small...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shadowed, err := runIn(t, kinds, b, withShadows(t, graph, list.String()), small...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shadowed.Digest != plain.Digest {
+		t.Errorf("digest with shadows %s, without %s", shadowed.Digest, plain.Digest)
+	}
+	for i, p := range policies {
+		got := shadowed.Shadows[i]
+		full, err := runIn(t, kinds, b, graph, append([]string{"cache.plugin=" + p.plugin, "cache.options=" + p.options}, small...)...)
+		if err != nil {
+			t.Fatalf("%s: %v", p.plugin, err)
+		}
+		want := full.Cache
+		if got.Hits != want.Hits || got.Misses != want.Misses || got.Evictions != want.Evictions ||
+			got.LinkBytes["to_device"] != want.LinkBytes["to_device"] || got.LinkBytes["to_host"] != want.LinkBytes["to_host"] {
+			t.Errorf("shadow %s: %+v; the full run: %+v", p.plugin, got, want)
+		}
+	}
+	_, err = runIn(t, kinds, b, withShadows(t, filepath.Join(repoGraphs, "scratchpipe.yaml"), "      - {plugin: builtin:lru, size: 0.05}\n"), append(small, "cache.size=0.1")...)
+	if err == nil || !strings.Contains(err.Error(), "holds no pipeline window") {
+		t.Errorf("a windowless shadow in a pipelined graph with Storage: %v, want it refused", err)
+	}
+}
