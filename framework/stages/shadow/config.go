@@ -15,7 +15,15 @@ type Config struct {
 	// Device names the device whose link the shadows' traffic is costed
 	// on (exchange's device); empty costs nothing.
 	Device string `mapstructure:"device"`
+	// Backlog is how many batches the shadows may fall behind the serving
+	// path before the stage holds its producer back: their IDs wait in
+	// the stage's own memory (8 B per ID each), not in the batch pool.
+	Backlog int `mapstructure:"backlog"`
 }
+
+// DefaultBacklog lets shadows slower than the serving path catch up at
+// the end of a short run without holding it back.
+const DefaultBacklog = 32
 
 // Validate checks every policy, each under its index.
 func (c *Config) Validate() error {
@@ -23,6 +31,9 @@ func (c *Config) Validate() error {
 		return config.At("policies", errors.New("name at least one policy (plugin and size)"))
 	}
 	var errs []error
+	if c.Backlog < 0 {
+		errs = append(errs, config.At("backlog", fmt.Errorf("must be ≥ 0, got %d", c.Backlog)))
+	}
 	for i, p := range c.Policies {
 		errs = append(errs, config.At(fmt.Sprintf("policies%s%d", config.KeyDelimiter, i), p.Validate()))
 	}

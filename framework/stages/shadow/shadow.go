@@ -10,9 +10,11 @@
 // A shadow stage reads the batches plan reads, beside it: the stage that
 // feeds plan publishes a second subject the shadow consumes (a fan-out),
 // so the serving path never waits for a shadow's plan. It copies each
-// batch's IDs and releases the batch at once; it plans batch b once the
-// future window after b has arrived, or at Finish for the run's last
-// batches, as plan's lookahead does.
+// batch's IDs into its own ring and releases the batch at once; its
+// planner goroutine plans batch b once the future window after b has
+// arrived (the last batches with what is left of theirs, as plan's
+// lookahead does), up to backlog batches behind the serving path, and
+// Finish waits for it.
 //
 // It imports stage, batch, config, results and the SDK, never another
 // stage kind, the graph or the engine; its policies come from the
@@ -23,6 +25,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowrun/flowrun/framework/batch"
@@ -66,17 +70,24 @@ type shadower struct {
 	n        int64 // IDs per batch
 	offsets  []int64
 	mem      *region.Region
-	ring     []int64 // future+1 batches' IDs
-	queue    []pending
-	arrived  int
+	ring     []int64 // backlog+future+1 batches' IDs
+	free     chan int
+	arrivals chan pending
+	done     chan struct{}
+	failed   atomic.Pointer[error]
+	stop     sync.Once
 	stamp    uint32
 	rowBytes int64
 	policies []*policy
 }
 
-// Process copies b's IDs into the ring and plans the oldest batch whose
-// future window is complete.
+// Process copies b's IDs into a free place of the ring and hands them to
+// the shadows' planner, which works beside the serving path: Process
+// waits only when the shadows are a whole backlog behind.
 func (s *shadower) Process(ctx context.Context, b *batch.Batch) error {
+	if err := s.failed.Load(); err != nil {
+		return *err
+	}
 	ids, err := batch.IDs.View(b)
 	if err != nil {
 		return err
@@ -84,23 +95,56 @@ func (s *shadower) Process(ctx context.Context, b *batch.Batch) error {
 	if int64(len(ids)) != s.n {
 		return fmt.Errorf("batch %d has %d IDs, the layout %d", b.Seq, len(ids), s.n)
 	}
-	k := s.arrived % (s.future + 1)
-	s.arrived++
-	copy(s.ring[int64(k)*s.n:int64(k+1)*s.n], ids)
-	s.queue = append(s.queue, pending{seq: b.Seq, eval: b.Eval, slot: k})
-	if len(s.queue) > s.future {
-		return s.planHead(ctx)
+	var k int
+	select {
+	case k = <-s.free:
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+	copy(s.ring[int64(k)*s.n:int64(k+1)*s.n], ids)
+	s.arrivals <- pending{seq: b.Seq, eval: b.Eval, slot: k}
 	return nil
 }
 
-// Finish plans the last batches with what is left of their windows, as
-// plan does at the end of the run, and records every policy's figures.
-func (s *shadower) Finish(ctx context.Context) error {
-	for len(s.queue) > 0 {
-		if err := s.planHead(ctx); err != nil {
-			return err
+// plan is the planner: it plans the oldest batch once its future window
+// has arrived, and the last ones with what is left of theirs when the
+// arrivals end, as plan does at the end of the run. After an error it
+// only frees what arrives.
+func (s *shadower) plan(ctx context.Context) {
+	defer close(s.done)
+	var queue []pending
+	head := func() {
+		if s.failed.Load() == nil {
+			if err := s.planHead(ctx, queue); err != nil {
+				s.failed.Store(&err)
+			}
 		}
+		s.free <- queue[0].slot
+		queue = queue[1:]
+	}
+	for p := range s.arrivals {
+		queue = append(queue, p)
+		if len(queue) > s.future {
+			head()
+		}
+	}
+	for len(queue) > 0 {
+		head()
+	}
+}
+
+// end closes the arrivals once and waits for the planner.
+func (s *shadower) end() {
+	s.stop.Do(func() { close(s.arrivals) })
+	<-s.done
+}
+
+// Finish waits for the shadows to plan every batch and records every
+// policy's figures.
+func (s *shadower) Finish(context.Context) error {
+	s.end()
+	if err := s.failed.Load(); err != nil {
+		return *err
 	}
 	for _, p := range s.policies {
 		r := p.res
@@ -114,11 +158,9 @@ func (s *shadower) Finish(ctx context.Context) error {
 	return nil
 }
 
-// Close releases the ring and the policies' arrays.
+// Close stops the planner and releases the ring and the policies' arrays.
 func (s *shadower) Close(context.Context) error {
-	if s.mem == nil {
-		return nil
-	}
+	s.end()
 	return s.mem.Close()
 }
 
@@ -128,10 +170,10 @@ func (s *shadower) ringRef(k int) region.Ref {
 
 // planHead sends the oldest queued batch, with the queued batches after it
 // as its future window, to every policy.
-func (s *shadower) planHead(ctx context.Context) error {
-	head := s.queue[0]
+func (s *shadower) planHead(ctx context.Context, queue []pending) error {
+	head := queue[0]
 	req := cache.PlanRequest{Seq: head.seq, IDs: s.ringRef(head.slot), TableOffsets: s.offsets}
-	for _, w := range s.queue[1:] {
+	for _, w := range queue[1:] {
 		req.Future = append(req.Future, cache.Window{Seq: w.seq, IDs: s.ringRef(w.slot)})
 	}
 	s.stamp++
@@ -150,7 +192,6 @@ func (s *shadower) planHead(ctx context.Context) error {
 			}
 		}
 	}
-	s.queue = s.queue[1:]
 	return nil
 }
 
@@ -239,13 +280,24 @@ func create(ctx context.Context, set stage.Settings, c *Config) (any, error) {
 			res: results.Shadow{Stage: set.Name, Plugin: pc.Plugin, Size: pc.Size, Rows: rows, Link: c.Device,
 				LinkBytes: map[string]int64{"to_device": 0, "to_host": 0}}})
 	}
-	return s, s.layout()
+	if err := s.layout(); err != nil {
+		return nil, err
+	}
+	slots := c.Backlog + s.future + 1
+	s.free, s.arrivals, s.done = make(chan int, slots), make(chan pending, slots), make(chan struct{})
+	for k := range slots {
+		s.free <- k
+	}
+	// The planner outlives the build's context only as the run does: it
+	// ends when Finish or Close ends the arrivals.
+	go s.plan(context.WithoutCancel(ctx))
+	return s, nil
 }
 
-// layout makes the region: the ring of future+1 batches' IDs, then each
+// layout makes the region: the ring of backlog+future+1 batches' IDs, then each
 // policy's slots, victims (a triple per ID) and hits.
 func (s *shadower) layout() error {
-	ringBytes := int64(s.future+1) * s.n * 8
+	ringBytes := int64(s.cfg.Backlog+s.future+1) * s.n * 8
 	perPolicy := s.n*8 + 3*s.n*8 + (s.n+7)/8*8
 	var err error
 	if s.mem, err = region.Create("shadow-"+s.set.Name, ringBytes+int64(len(s.policies))*perPolicy); err != nil {
