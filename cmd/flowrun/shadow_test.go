@@ -89,7 +89,7 @@ func TestShadowsEqualFullRuns(t *testing.T) {
 // Storage and collect) each shadow's counts and the bytes it would send
 // each way equal those of a full run of its policy; in the pipelined
 // graphs/scratchpipe.yaml a shadow that holds no window is refused as the
-// serving cache would be.
+// serving cache would be, by flowrun validate at the policy's key.
 func TestShadowsInAStorageGraph(t *testing.T) {
 	small := []string{"dataset.batches=12", "dataset.eval_batches=2", "dataset.rows=50000", "dataset.batch_size=64"}
 	heca := "{profile: frequencies, warmup_batches: 16, hot_max_fraction: 0.5, hash: mix64}"
@@ -131,7 +131,7 @@ func TestShadowsInAStorageGraph(t *testing.T) {
 		}
 	}
 	_, err = runIn(t, kinds, b, withShadows(t, filepath.Join(repoGraphs, "scratchpipe.yaml"), "      - {plugin: builtin:lru, size: 0.05}\n"), append(small, "cache.size=0.1")...)
-	if err == nil || !strings.Contains(err.Error(), "holds no pipeline window") {
+	if err == nil || !strings.Contains(err.Error(), "stages::shadow::policies::0::plugin") || !strings.Contains(err.Error(), "holds no pipeline window") {
 		t.Errorf("a windowless shadow in a pipelined graph with Storage: %v, want it refused", err)
 	}
 }

@@ -77,6 +77,15 @@ type Settings struct {
 	OpenCache CacheOpener
 }
 
+// CacheUser is implemented by a decoded Config whose stage opens cache
+// policies beside the run's (stage.Settings.OpenCache): flowrun validate
+// checks each as it checks the graph's cache, at its key under the stage.
+type CacheUser interface {
+	// CachePolicies lists the policies, each at its key path relative to
+	// the stage (policies::0, ...).
+	CachePolicies() (keys []string, policies []config.Cache)
+}
+
 // CacheOpener opens and configures cache policy c (its plugin, size and
 // options) as the runtime configures the run's own: the same host options
 // (the pipeline's windows), the graph's checks against its Needs, and the

@@ -40,6 +40,14 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// CachePolicies lists the policies for flowrun validate (stage.CacheUser).
+func (c *Config) CachePolicies() (keys []string, policies []config.Cache) {
+	for i := range c.Policies {
+		keys = append(keys, fmt.Sprintf("policies%s%d", config.KeyDelimiter, i))
+	}
+	return keys, c.Policies
+}
+
 // DeviceNames lists the device the stage costs on, for the graph's checks.
 func (c *Config) DeviceNames() []string {
 	if c.Device == "" {
