@@ -135,3 +135,27 @@ func TestShadowsInAStorageGraph(t *testing.T) {
 		t.Errorf("a windowless shadow in a pipelined graph with Storage: %v, want it refused", err)
 	}
 }
+
+// TestShadowOutOfProcess: a shadow policy served by its binary, written
+// relative to the graph file as every plugin reference is, reports what
+// the same policy built in reports.
+func TestShadowOutOfProcess(t *testing.T) {
+	bin := needBins(t, "flowrun-cache-lfu")[0]
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Dir(bin), filepath.Join(dir, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	g := withShadows(t, demo, "      - {plugin: builtin:lfu, size: 0.05}\n      - {plugin: bin/flowrun-cache-lfu, size: 0.05}\n")
+	path := filepath.Join(dir, "demo-shadow.yaml")
+	if err := os.Rename(g, path); err != nil {
+		t.Fatal(err)
+	}
+	res, err := runIn(t, stages(), builtins(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := res.Shadows[0], res.Shadows[1]
+	if in.Hits != out.Hits || in.Misses != out.Misses || in.Evictions != out.Evictions || in.LinkBytes["to_device"] != out.LinkBytes["to_device"] {
+		t.Errorf("built in %+v, out of process %+v", in, out)
+	}
+}
