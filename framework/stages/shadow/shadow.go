@@ -177,22 +177,35 @@ func (s *shadower) planHead(ctx context.Context, queue []pending) error {
 		req.Future = append(req.Future, cache.Window{Seq: w.seq, IDs: s.ringRef(w.slot)})
 	}
 	s.stamp++
-	for _, p := range s.policies {
-		req.Slots, req.Hits, req.Victims = p.slotsRef, p.hitsRef, p.victimsRef
-		start := time.Now()
-		res, err := p.c.Plan(ctx, &req)
-		p.wall += time.Since(start)
-		if err != nil {
-			return fmt.Errorf("shadow %s: plan batch %d: %w", p.cfg.Plugin, head.seq, err)
-		}
-		p.res.Batches++
-		if !head.eval {
-			if err := s.tally(ctx, p, head.seq, res); err != nil {
-				return err
-			}
-		}
+	// The policies are independent (each its own instance, arrays and
+	// tallies; the request's inputs are only read): one goroutine each.
+	errs := make([]error, len(s.policies))
+	var wg sync.WaitGroup
+	for i, p := range s.policies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.planOne(ctx, p, req, head)
+		}()
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// planOne plans head on policy p and tallies it.
+func (s *shadower) planOne(ctx context.Context, p *policy, req cache.PlanRequest, head pending) error {
+	req.Slots, req.Hits, req.Victims = p.slotsRef, p.hitsRef, p.victimsRef
+	start := time.Now()
+	res, err := p.c.Plan(ctx, &req)
+	p.wall += time.Since(start)
+	if err != nil {
+		return fmt.Errorf("shadow %s: plan batch %d: %w", p.cfg.Plugin, head.seq, err)
+	}
+	p.res.Batches++
+	if head.eval {
+		return nil
+	}
+	return s.tally(ctx, p, head.seq, res)
 }
 
 // tally adds a training batch's outcome to p: its counts, the rows that
