@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flowrun/framework/stages/load"
 	"github.com/flowrun/flowrun/framework/stages/plan"
 	"github.com/flowrun/flowrun/framework/stages/score"
+	"github.com/flowrun/flowrun/framework/stages/shadow"
 	"github.com/flowrun/flowrun/framework/stages/train"
 	"github.com/flowrun/flowrun/plugins/caches/belady"
 	"github.com/flowrun/flowrun/plugins/caches/heca"
@@ -43,6 +44,7 @@ func stages() stage.Registry {
 		cast.NewFactory(),
 		score.NewFactory(),
 		filter.NewFactory(),
+		shadow.NewFactory(),
 	)
 	if err != nil {
 		panic(err) // a programming error in this list, caught by every test

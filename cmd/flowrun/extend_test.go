@@ -164,6 +164,13 @@ func demoWithTally(t *testing.T, before bool) string {
 func runExtended(t *testing.T, path string, sets ...string) (*results.Results, error) {
 	t.Helper()
 	kinds, builtins := extended(t)
+	return runIn(t, kinds, builtins, path, sets...)
+}
+
+// runIn loads, builds, validates and runs path with the given lists, in
+// process, as flowrun run does.
+func runIn(t *testing.T, kinds stage.Registry, builtins pluginhost.Builtins, path string, sets ...string) (*results.Results, error) {
+	t.Helper()
 	host, err := pluginhost.New(pluginhost.Settings{Builtins: builtins})
 	if err != nil {
 		t.Fatal(err)

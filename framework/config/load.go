@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
@@ -171,6 +172,28 @@ func applySet(tree map[string]any, segs []string, value any) {
 	}
 }
 
+// fixStagePlugins applies fix to every "plugin" key, at any depth, of a
+// stage's options (a stage that opens plugins of its own, a shadow's
+// cache policies): a plugin reference follows the one rule wherever it
+// is written.
+func fixStagePlugins(path string, v any, fix func(key string, ref *string)) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && strings.EqualFold(k, "plugin") {
+				fix(joinPath(path, strings.ToLower(k)), &s)
+				v[k] = s
+				continue
+			}
+			fixStagePlugins(joinPath(path, strings.ToLower(k)), x, fix)
+		}
+	case []any:
+		for i, x := range v {
+			fixStagePlugins(joinPath(path, strconv.Itoa(i)), x, fix)
+		}
+	}
+}
+
 // resolvePaths applies the one rule for relative paths in a graph (the
 // plugin binaries, dataset.path, the file of tracing.exporter: file:PATH):
 // a path written in the graph file is relative to the file's directory,
@@ -193,6 +216,9 @@ func resolvePaths(cfg *Config, src *Source, dir string) {
 	for name, d := range cfg.Devices {
 		fix(joinPath("devices", strings.ToLower(name), "plugin"), &d.Plugin)
 		cfg.Devices[name] = d
+	}
+	for name, st := range cfg.Stages {
+		fixStagePlugins(joinPath("stages", strings.ToLower(name)), st.Options, fix)
 	}
 	fix("dataset::path", &cfg.Dataset.Path)
 	if file, ok := strings.CutPrefix(cfg.Tracing.Exporter, "file:"); ok {

@@ -85,6 +85,7 @@ func (r *run) summarize(cfg *config.Config, digest string, uses []results.Plugin
 			},
 		}
 	}
+	res.Shadows = r.metrics.Shadows()
 	return res
 }
 

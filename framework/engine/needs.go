@@ -18,9 +18,15 @@ import (
 // future batches — and capacity from cache.size. The warm-up profile the
 // policy may ask for comes later (withProfile).
 func cacheSetupOptions(g *graph.Graph) map[string]any {
+	return cacheSetupOptionsFor(g, g.Config.Cache)
+}
+
+// cacheSetupOptionsFor is cacheSetupOptions for policy c in g's run (a
+// shadow's): c's options and capacity, the run's windows.
+func cacheSetupOptionsFor(g *graph.Graph, c config.Cache) map[string]any {
 	cfg := g.Config
-	opts := make(map[string]any, len(cfg.Cache.Options)+3)
-	maps.Copy(opts, cfg.Cache.Options)
+	opts := make(map[string]any, len(c.Options)+3)
+	maps.Copy(opts, c.Options)
 	past, future := g.Windows()
 	if cfg.Pipeline == config.Pipelined && g.UsesStorage() && past > 0 {
 		opts["past"] = past
@@ -28,8 +34,46 @@ func cacheSetupOptions(g *graph.Graph) map[string]any {
 	if future > 0 {
 		opts["future"] = future
 	}
-	opts["capacity"] = cfg.CacheCapacity()
+	opts["capacity"] = min(c.CacheRows(cfg.Dataset.MaxRows()), cfg.Dataset.MaxRows())
 	return opts
+}
+
+// openCache opens policy c beside the run's cache (stage.CacheOpener):
+// configured with the host options the run's cache gets, checked as the
+// graph's cache would be were it c, with the warm-up profile it asks for.
+func (r *run) openCache(ctx context.Context, c config.Cache) (cache.Cache, int, error) {
+	g := r.opts.Graph
+	cc, err := r.opts.Plugins.Cache(ctx, c.Plugin)
+	if err != nil {
+		return nil, 0, err
+	}
+	opts := cacheSetupOptionsFor(g, c)
+	needs, err := cacheNeeds(ctx, cc, r.shape, r.id, opts)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cache plugin %q: %w", c.Plugin, err)
+	}
+	as := *g.Config
+	as.Cache = c
+	ag := *g
+	ag.Config = &as
+	if err := graph.CheckCache(&ag, needs); err != nil {
+		return nil, 0, fmt.Errorf("cache plugin %q: %w", c.Plugin, err)
+	}
+	var rows []int64
+	release, err := withProfile(needs, g.Config, opts, &rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer release()
+	setup, err := r.shape.Setup(r.id, opts)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cache plugin %q: %w", c.Plugin, err)
+	}
+	if err := cc.Configure(ctx, setup); err != nil {
+		return nil, 0, fmt.Errorf("cache plugin %q: configure: %w", c.Plugin, err)
+	}
+	future, _ := opts["future"].(int)
+	return cc, future, nil
 }
 
 // askNeeds asks the cache what it needs under opts, the options a run

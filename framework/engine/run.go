@@ -188,6 +188,7 @@ func (r *run) createStages(ctx context.Context) error {
 		set := stage.Settings{
 			Name: gn.Name, Graph: g.Config, Tables: r.tables, Layout: r.shape.Layout, Storage: r.storage, Plugins: r.plugins,
 			TracerProvider: r.tp, Logger: r.log.With("stage", gn.Name), Metrics: r.metrics, Hazards: r.hazards,
+			OpenCache: r.openCache,
 		}
 		st, err := f.Create(ctx, set, scfg)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/resources"
+	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -51,6 +52,32 @@ func Validate(ctx context.Context, g *graph.Graph, host PluginOpener) error {
 			err = checker.CheckSetup(ctx, p.kind, p.ref, setup)
 		}
 		errs = append(errs, p.optionErrors(err))
+	}
+	errs = append(errs, validateStageCaches(ctx, g, host, shape, runID))
+	return errors.Join(errs...)
+}
+
+// validateStageCaches checks the policies stages open beside the run's
+// cache (stage.CacheUser) as validateCache checks the graph's, each as if
+// it were the graph's cache, at its key under the stage.
+func validateStageCaches(ctx context.Context, g *graph.Graph, host PluginOpener, shape *Shape, runID string) error {
+	var errs []error
+	for _, n := range g.Nodes {
+		u, ok := n.Options.(stage.CacheUser)
+		if !ok || host == nil {
+			continue
+		}
+		keys, policies := u.CachePolicies()
+		for i, c := range policies {
+			as := *g.Config
+			as.Cache = c
+			ag := *g
+			ag.Config = &as
+			at := "stages" + config.KeyDelimiter + n.Name + config.KeyDelimiter + keys[i] + config.KeyDelimiter + "plugin"
+			if err := validateCache(ctx, &ag, host, shape, runID); err != nil {
+				errs = append(errs, config.At(at, fmt.Errorf("as the graph's cache: %s", strings.ReplaceAll(err.Error(), "\n", "; "))))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -42,7 +42,10 @@ type Results struct {
 	ModeledClock *clock.Summary `json:"modeled_clock,omitempty"`
 	Throughput   Throughput     `json:"throughput"`
 	Cache        *Cache         `json:"cache,omitempty"`
-	Metrics      Metrics        `json:"metrics"`
+	// Shadows are the shadow policies' what-ifs on the run's plan
+	// requests, in the order the graph names them.
+	Shadows []Shadow `json:"shadows,omitempty"`
+	Metrics Metrics  `json:"metrics"`
 	// HostRSSPeakBytes is the flowrun process's peak resident set
 	// (getrusage: maxrss), measured; Memory breaks the run's memory down.
 	HostRSSPeakBytes int64       `json:"host_rss_peak_bytes,omitempty"`

@@ -1,6 +1,10 @@
 package stage
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/flowrun/flowrun/framework/results"
+)
 
 // Metrics collects the figures stages report during a run: named series
 // (one value per batch, e.g. the training loss) and named totals (hits,
@@ -10,6 +14,21 @@ type Metrics struct {
 	series map[string][]Point
 	totals map[string]float64
 	values map[string]float64
+	shadow []results.Shadow
+}
+
+// AddShadow records a shadow policy's what-if (results.json's shadows).
+func (m *Metrics) AddShadow(s results.Shadow) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.shadow = append(m.shadow, s)
+}
+
+// Shadows returns a copy of the shadows recorded, in the order added.
+func (m *Metrics) Shadows() []results.Shadow {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]results.Shadow(nil), m.shadow...)
 }
 
 // Point is one value of a series, at a batch.

@@ -72,7 +72,27 @@ type Settings struct {
 	// host rows against it; the runtime retires the writes after each
 	// stage's Process and when a batch leaves the graph.
 	Hazards *hazard.Checker
+	// OpenCache opens another cache policy beside the run's (a shadow
+	// stage's what-if policies), nil where the runtime offers none.
+	OpenCache CacheOpener
 }
+
+// CacheUser is implemented by a decoded Config whose stage opens cache
+// policies beside the run's (stage.Settings.OpenCache): flowrun validate
+// checks each as it checks the graph's cache, at its key under the stage.
+type CacheUser interface {
+	// CachePolicies lists the policies, each at its key path relative to
+	// the stage (policies::0, ...).
+	CachePolicies() (keys []string, policies []config.Cache)
+}
+
+// CacheOpener opens and configures cache policy c (its plugin, size and
+// options) as the runtime configures the run's own: the same host options
+// (the pipeline's windows), the graph's checks against its Needs, and the
+// warm-up profile it asks for. future is the window it was configured
+// with (cache.Options.Future), which its caller must send with every
+// request as the plan stage does. The plugin host closes it with the run.
+type CacheOpener func(ctx context.Context, c config.Cache) (policy cache.Cache, future int, err error)
 
 // ID is the stage's component id, "kind/name".
 func (s Settings) ID(k Kind) string { return fmt.Sprintf("%s/%s", k, s.Name) }

@@ -36,6 +36,7 @@ func Write(w io.Writer, r *results.Results) {
 	writeModeled(line, r)
 	writePrimitives(line, r)
 	writeCache(line, r.Cache)
+	writeShadows(w, r)
 	writeMetrics(line, r.Metrics)
 	writeMemory(w, line, r)
 	if p := pluginsLine(r.Plugins); p != "" {

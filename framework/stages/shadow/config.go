@@ -1,0 +1,61 @@
+package shadow
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/config"
+)
+
+// Config is the shadow stage's options.
+type Config struct {
+	// Policies are the what-if policies, each as the graph's cache section
+	// names one (plugin, size, options; sha256 pins a binary).
+	Policies []config.Cache `mapstructure:"policies"`
+	// Device names the device whose link the shadows' traffic is costed
+	// on (exchange's device); empty costs nothing.
+	Device string `mapstructure:"device"`
+	// Backlog is how many batches the shadows may fall behind the serving
+	// path before the stage holds its producer back: their IDs wait in
+	// the stage's own memory (8 B per ID each), not in the batch pool.
+	Backlog int `mapstructure:"backlog"`
+}
+
+// DefaultBacklog lets shadows slower than the serving path catch up at
+// the end of a short run without holding it back.
+const DefaultBacklog = 32
+
+// Validate checks every policy, each under its index.
+func (c *Config) Validate() error {
+	if len(c.Policies) == 0 {
+		return config.At("policies", errors.New("name at least one policy (plugin and size)"))
+	}
+	var errs []error
+	if c.Backlog < 0 {
+		errs = append(errs, config.At("backlog", fmt.Errorf("must be ≥ 0, got %d", c.Backlog)))
+	}
+	for i, p := range c.Policies {
+		errs = append(errs, config.At(fmt.Sprintf("policies%s%d", config.KeyDelimiter, i), p.Validate()))
+	}
+	return errors.Join(errs...)
+}
+
+// CachePolicies lists the policies for flowrun validate (stage.CacheUser).
+func (c *Config) CachePolicies() (keys []string, policies []config.Cache) {
+	for i := range c.Policies {
+		keys = append(keys, fmt.Sprintf("policies%s%d", config.KeyDelimiter, i))
+	}
+	return keys, c.Policies
+}
+
+// DeviceNames lists the device the stage costs on, for the graph's checks.
+func (c *Config) DeviceNames() []string {
+	if c.Device == "" {
+		return nil
+	}
+	return []string{c.Device}
+}
+
+// ModeledResources is empty: a shadow occupies no device on the run's
+// modeled clock; its modeled time is a what-if, reported apart.
+func (c *Config) ModeledResources() []string { return nil }
