@@ -1,0 +1,27 @@
+//go:build amd64 && !purego
+
+package gemm
+
+import "golang.org/x/sys/cpu"
+
+// useAsm reports whether the AVX2/FMA kernel can run here (x/sys/cpu
+// checks that the OS saves the YMM registers).
+var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// kern6x16 is implemented in kernel_amd64.s.
+//
+//go:noescape
+func kern6x16(k int, a, b, c *float32, ldc int, load bool)
+
+// kernel computes one mr×nr tile of C; see kernelGo for its contract.
+func kernel(k int, a, b, c []float32, ldc int, load bool) {
+	if !useAsm {
+		kernelGo(k, a, b, c, ldc, load)
+		return
+	}
+	// The bounds the assembly relies on.
+	_ = a[k*mr-1]
+	_ = b[k*nr-1]
+	_ = c[(mr-1)*ldc+nr-1]
+	kern6x16(k, &a[0], &b[0], &c[0], ldc, load)
+}

@@ -1,0 +1,9 @@
+//go:build !amd64 || purego
+
+package gemm
+
+const useAsm = false
+
+func kernel(k int, a, b, c []float32, ldc int, load bool) {
+	kernelGo(k, a, b, c, ldc, load)
+}
