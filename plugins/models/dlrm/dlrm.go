@@ -10,12 +10,13 @@
 // presets.go and the README.
 //
 // Results are deterministic: parameters start from a counter-based stream
-// of Setup.Seed, every sum runs in a fixed order (see layer for gonum's
-// Sgemm), and products outside Sgemm are rounded explicitly so they cannot
-// fuse into FMAs. The same seed and batches give the same Digest however
-// many threads run the products.
+// of Setup.Seed, every sum runs in a fixed order (the matrix products are
+// sdk/model/gemm's chains of fused multiply-adds, see layer), and products
+// outside them are rounded explicitly so they cannot fuse into FMAs. The
+// same seed and batches give the same Digest however many threads run the
+// products, on any machine.
 //
-// It imports only sdk/ (no internal/ package) and gonum.
+// It imports only sdk/ (no internal/ package).
 package dlrm
 
 import (

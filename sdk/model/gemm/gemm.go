@@ -194,14 +194,16 @@ func (p *problem) packA(dst []float32, i0, rows, p0, kcb int) {
 		if n < mr {
 			clear(panel)
 		}
+		if p.transA {
+			// op(A)'s column is A's row: mr contiguous floats per k.
+			for q := range kcb {
+				at := (p0+q)*p.lda + i0 + ir
+				copy(panel[q*mr:q*mr+n], p.a[at:at+n])
+			}
+			continue
+		}
 		for r := range n {
 			i := i0 + ir + r
-			if p.transA {
-				for q := range kcb {
-					panel[q*mr+r] = p.a[(p0+q)*p.lda+i]
-				}
-				continue
-			}
 			row := p.a[i*p.lda+p0 : i*p.lda+p0+kcb]
 			for q, v := range row {
 				panel[q*mr+r] = v
