@@ -38,8 +38,6 @@ func newLayer(in, out int, relu, adagrad bool) *layer {
 	return l
 }
 
-
-
 // forward writes y [B][out] = act(x [B][in] · Wᵀ + b). Each row of y starts
 // as b and the product is added to it, so b comes first in every sum.
 func (l *layer) forward(B int, x, y []float32) {
