@@ -20,7 +20,7 @@ gcc -O2 -o "$tmp/openblas" bench/peer/sgemm_openblas.c -lopenblas
 go test -c -o "$tmp/gemm.test" ./sdk/model/gemm
 for r in $(seq "$rounds"); do
 	OPENBLAS_NUM_THREADS=1 "$tmp/openblas" 0.2 | sed 's/^/openblas /' >>"$tmp/out"
-	"$tmp/gemm.test" -test.run '^$' -test.bench 'DLRM/.*/gemm$' -test.cpu 1 -test.benchtime 0.2s |
+	"$tmp/gemm.test" -test.run '^$' -test.bench 'DLRM/.*/.*/.*/.*/gemm$' -test.cpu 1 -test.benchtime 0.2s |
 		awk '/GFLOP/ { n = $1; sub(/^BenchmarkDLRM\//, "", n); sub(/\/gemm$/, "", n); print "gemm", n, $(NF-1) }' >>"$tmp/out"
 	echo "round $r done" >&2
 done

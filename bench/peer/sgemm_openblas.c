@@ -49,9 +49,9 @@ int main(int argc, char **argv) {
 	double min_s = argc > 1 ? atof(argv[1]) : 0.3;
 	const int sb[] = {13, 64, 32, 16}, st[] = {52, 128, 128, 64, 32, 1};
 	const int pb[] = {13, 512, 256, 128}, pt[] = {164, 1024, 1024, 512, 256, 1};
-	layers("small", 512, sb, 4, min_s);
-	layers("small", 512, st, 6, min_s);
-	layers("scratchpipe", 2048, pb, 4, min_s);
-	layers("scratchpipe", 2048, pt, 6, min_s);
+	layers("small-bot", 512, sb, 4, min_s);
+	layers("small-top", 512, st, 6, min_s);
+	layers("scratchpipe-bot", 2048, pb, 4, min_s);
+	layers("scratchpipe-top", 2048, pt, 6, min_s);
 	return 0;
 }

@@ -26,10 +26,10 @@ func dlrmShapes() []layerShape {
 			out = append(out, layerShape{model, widths[i-1], widths[i], rows})
 		}
 	}
-	add("small", 512, 13, 64, 32, 16)
-	add("small", 512, 52, 128, 128, 64, 32, 1)
-	add("scratchpipe", 2048, 13, 512, 256, 128)
-	add("scratchpipe", 2048, 164, 1024, 1024, 512, 256, 1)
+	add("small-bot", 512, 13, 64, 32, 16)
+	add("small-top", 512, 52, 128, 128, 64, 32, 1)
+	add("scratchpipe-bot", 2048, 13, 512, 256, 128)
+	add("scratchpipe-top", 2048, 164, 1024, 1024, 512, 256, 1)
 	return out
 }
 
