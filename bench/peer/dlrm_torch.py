@@ -51,10 +51,13 @@ class DLRM(nn.Module):
         return torch.cat([x, z[:, self.li, self.lj]], dim=1)
 
 
-def zipf_indices(rng, rows, s, n):
+def zipf_cdf(rows, s):
     cdf = np.cumsum(1.0 / np.arange(1, rows + 1) ** s)
-    cdf /= cdf[-1]
-    return np.minimum(np.searchsorted(cdf, rng.random(n)), rows - 1)
+    return cdf / cdf[-1]
+
+
+def zipf_indices(rng, cdf, n):
+    return np.minimum(np.searchsorted(cdf, rng.random(n)), len(cdf) - 1)
 
 
 def main():
@@ -85,10 +88,11 @@ def main():
     loss_fn = nn.BCEWithLogitsLoss()
     B, L = a.batch, a.lookups
     offsets = torch.arange(0, B * L, L)
+    cdf = zipf_cdf(a.rows, a.zipf)
     data = []
     for _ in range(a.batches + a.warmup):
         x = torch.from_numpy(rng.standard_normal((B, a.dense), dtype=np.float32))
-        idx = [torch.from_numpy(zipf_indices(rng, a.rows, a.zipf, B * L)) for _ in range(a.tables)]
+        idx = [torch.from_numpy(zipf_indices(rng, cdf, B * L)) for _ in range(a.tables)]
         y = torch.from_numpy((rng.random(B) < 0.5).astype(np.float32))
         data.append((x, idx, y))
     step, gather, dense, update, losses = [], [], [], [], []

@@ -11,8 +11,11 @@
 #                  52-128-128-64-32-1 (default)
 #     scratchpipe  the scratchpipe preset: dim 128, 20 lookups, batch 2048,
 #                  bottom 13-512-256-128, top 164-1024-1024-512-256-1
-#     THREADS      GOMAXPROCS for flowrun, torch.set_num_threads and
-#                  OMP/OpenBLAS threads for torch (default 1)
+#     THREADS      the model's and the kernel's threads (the dlrm plugin's
+#                  threads and the cpu kernel's workers options,
+#                  with GOMAXPROCS one more, for the load stage that makes
+#                  the data), torch.set_num_threads and OMP/OpenBLAS
+#                  threads for torch (default 1)
 #     PAIRS        alternations (default 5); BATCHES per run (default 50)
 #   FLOWRUN_PEER_INSTALL=1   apt-get install -y python3-torch first
 #   FLOWRUN_PEER_ROWS=N      rows per table in both (default 500 000)
@@ -41,7 +44,8 @@ if [[ -z $flowrun ]]; then
 	go build -o "$tmp/flowrun" ./cmd/flowrun
 	flowrun=$tmp/flowrun
 fi
-sets=(--set "dataset.batches=$batches" --set dataset.eval_batches=0 --set "dataset.rows=$rows")
+sets=(--set "dataset.batches=$batches" --set dataset.eval_batches=0 --set "dataset.rows=$rows"
+	--set "model.options.threads=$threads" --set "kernel.options.workers=$threads")
 targs=(--batches "$batches" --rows "$rows" --threads "$threads")
 case $config in
 small) ;;
@@ -56,7 +60,7 @@ scratchpipe)
 esac
 printf '%-5s %10s %10s %6s   %-26s %s\n' pair flowrun_ms torch_ms ratio "flowrun gather/mlp/scatter" "torch gather/dense/update"
 for p in $(seq "$pairs"); do
-	GOMAXPROCS=$threads "$flowrun" run graphs/no-cache.yaml "${sets[@]}" --json >"$tmp/f.json" 2>/dev/null
+	GOMAXPROCS=$((threads + 1)) "$flowrun" run graphs/no-cache.yaml "${sets[@]}" --json >"$tmp/f.json" 2>/dev/null
 	OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads \
 		"$py" bench/peer/dlrm_torch.py "${targs[@]}" >"$tmp/t.json"
 	"$py" - "$p" "$tmp/f.json" "$tmp/t.json" <<'PY' | tee -a "$tmp/pairs"

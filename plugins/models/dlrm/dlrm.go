@@ -99,13 +99,13 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 	var bottom, top []*layer
 	in := setup.DenseFeatures
 	for _, out := range shape.BottomMLP {
-		bottom = append(bottom, newLayer(in, out, true, adagrad))
+		bottom = append(bottom, newLayer(in, out, true, adagrad, cfg.Threads))
 		in = out
 	}
 	inter := dotInteraction{tables: len(setup.Tables), dim: dim}
 	in = inter.width()
 	for i, out := range shape.TopMLP {
-		top = append(top, newLayer(in, out, i < len(shape.TopMLP)-1, adagrad))
+		top = append(top, newLayer(in, out, i < len(shape.TopMLP)-1, adagrad, cfg.Threads))
 		in = out
 	}
 	initParams(setup.Seed, append(append([]*layer(nil), bottom...), top...))

@@ -2,6 +2,7 @@ package dlrm
 
 import (
 	"math"
+	"runtime"
 
 	"github.com/flowrun/flowrun/sdk/model/gemm"
 )
@@ -24,11 +25,13 @@ type layer struct {
 	gw, gb []float32
 	// accW, accB are Adagrad's G (sum of squared gradients); nil for SGD.
 	accW, accB []float32
+	// threads caps each product's goroutines (0: GOMAXPROCS).
+	threads int
 }
 
-func newLayer(in, out int, relu, adagrad bool) *layer {
+func newLayer(in, out int, relu, adagrad bool, threads int) *layer {
 	l := &layer{
-		in: in, out: out, relu: relu,
+		in: in, out: out, relu: relu, threads: threads,
 		w: make([]float32, out*in), b: make([]float32, out),
 		gw: make([]float32, out*in), gb: make([]float32, out),
 	}
@@ -45,7 +48,7 @@ func (l *layer) forward(B int, x, y []float32) {
 	for s := range B {
 		copy(y[s*l.out:(s+1)*l.out], l.b)
 	}
-	gemm.Sgemm(false, true, B, l.out, l.in, x, l.in, l.w, l.in, true, y, l.out)
+	l.sgemm(false, true, B, l.out, l.in, x, l.in, l.w, l.in, true, y, l.out)
 	if l.relu {
 		for i, v := range y {
 			if v < 0 {
@@ -79,7 +82,7 @@ func (l *layer) backward(B int, x, y, dy, dx []float32) {
 			}
 		}
 	}
-	gemm.Sgemm(true, false, l.out, l.in, B, dy, l.out, x, l.in, false, l.gw, l.in)
+	l.sgemm(true, false, l.out, l.in, B, dy, l.out, x, l.in, false, l.gw, l.in)
 	clear(l.gb)
 	for s := range B {
 		row := dy[s*l.out : (s+1)*l.out]
@@ -88,7 +91,7 @@ func (l *layer) backward(B int, x, y, dy, dx []float32) {
 		}
 	}
 	if dx != nil {
-		gemm.Sgemm(false, false, B, l.in, l.out, dy, l.out, l.w, l.in, false, dx, l.in)
+		l.sgemm(false, false, B, l.in, l.out, dy, l.out, l.w, l.in, false, dx, l.in)
 	}
 }
 
@@ -102,6 +105,15 @@ func (l *layer) backwardFLOPs(B int, withDX bool) int64 {
 		f += mac
 	}
 	return f
+}
+
+// sgemm runs one product on the layer's goroutine budget.
+func (l *layer) sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+	threads := l.threads
+	if threads == 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	gemm.SgemmThreads(threads, transA, transB, m, n, k, a, lda, b, ldb, acc, c, ldc)
 }
 
 // params is the number of parameters (weights and biases).
