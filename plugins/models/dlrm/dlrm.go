@@ -28,6 +28,7 @@ import (
 	"sync"
 
 	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/model/gemm"
 	"github.com/flowrun/flowrun/sdk/model/modelmath"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
@@ -57,7 +58,7 @@ func New() model.Model { return &dlrm{} }
 
 func (m *dlrm) Info(context.Context) (plugin.Info, error) {
 	return model.NewInfo(Name, Version,
-		"DLRM: bottom MLP, dot interaction with the pooled embeddings, top MLP, sigmoid + BCE; SGD or Adagrad; the papers' presets",
+		"DLRM: bottom MLP, dot interaction with the pooled embeddings, top MLP, sigmoid + BCE; SGD or Adagrad; the papers' presets; matrix products on sdk/model/gemm's "+gemm.Kernel()+" kernel",
 		fields()), nil
 }
 
