@@ -50,11 +50,7 @@ func (l *layer) forward(B int, x, y []float32) {
 	}
 	l.sgemm(false, true, B, l.out, l.in, x, l.in, l.w, l.in, true, y, l.out)
 	if l.relu {
-		for i, v := range y {
-			if v < 0 {
-				y[i] = 0
-			}
-		}
+		gemm.ReLU(y)
 	}
 }
 
@@ -76,19 +72,12 @@ func (l *layer) backward(B int, x, y, dy, dx []float32) {
 	dy = dy[:B*l.out]
 	if l.relu {
 		// ReLU's derivative is taken as 0 at 0, as PyTorch does.
-		for i, v := range y[:B*l.out] {
-			if !(v > 0) {
-				dy[i] = 0
-			}
-		}
+		gemm.ReLUGrad(dy, y)
 	}
 	l.sgemm(true, false, l.out, l.in, B, dy, l.out, x, l.in, false, l.gw, l.in)
 	clear(l.gb)
 	for s := range B {
-		row := dy[s*l.out : (s+1)*l.out]
-		for o, g := range row {
-			l.gb[o] += g
-		}
+		gemm.AddTo(l.gb, dy[s*l.out:(s+1)*l.out])
 	}
 	if dx != nil {
 		l.sgemm(false, false, B, l.in, l.out, dy, l.out, l.w, l.in, false, dx, l.in)

@@ -94,3 +94,14 @@ func BenchmarkDLRM(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkKernel is the micro-kernel alone on L1-resident panels (k =
+// kc): its rate is the ceiling of Sgemm's.
+func BenchmarkKernel(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	a, bp, c := fill(rng, kc*mr), fill(rng, kc*nr), make([]float32, mr*nr)
+	for b.Loop() {
+		kernel(kc, a, bp, c, nr, true)
+	}
+	b.ReportMetric(2*mr*nr*kc*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

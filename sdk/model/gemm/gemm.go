@@ -202,6 +202,10 @@ func (p *problem) packA(dst []float32, i0, rows, p0, kcb int) {
 			}
 			continue
 		}
+		if n == mr {
+			p.packAFull(panel, i0+ir, p0, kcb)
+			continue
+		}
 		for r := range n {
 			i := i0 + ir + r
 			row := p.a[i*p.lda+p0 : i*p.lda+p0+kcb]
@@ -209,6 +213,23 @@ func (p *problem) packA(dst []float32, i0, rows, p0, kcb int) {
 				panel[q*mr+r] = v
 			}
 		}
+	}
+}
+
+// packAFull packs one whole panel of mr rows of an untransposed A, the six
+// rows read side by side so that the panel is written in order.
+func (p *problem) packAFull(panel []float32, i, p0, kcb int) {
+	at := i*p.lda + p0
+	r0 := p.a[at : at+kcb]
+	r1 := p.a[at+p.lda : at+p.lda+kcb]
+	r2 := p.a[at+2*p.lda : at+2*p.lda+kcb]
+	r3 := p.a[at+3*p.lda : at+3*p.lda+kcb]
+	r4 := p.a[at+4*p.lda : at+4*p.lda+kcb]
+	r5 := p.a[at+5*p.lda : at+5*p.lda+kcb]
+	panel = panel[:kcb*mr]
+	for q := range kcb {
+		d := panel[q*mr : q*mr+mr : q*mr+mr]
+		d[0], d[1], d[2], d[3], d[4], d[5] = r0[q], r1[q], r2[q], r3[q], r4[q], r5[q]
 	}
 }
 

@@ -13,6 +13,17 @@ var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func kern6x16(k int, a, b, c *float32, ldc int, load bool)
 
+// The element-wise passes of vec.go; n is a positive multiple of 8.
+//
+//go:noescape
+func addToAVX(dst, src *float32, n int)
+
+//go:noescape
+func reluAVX(x *float32, n int)
+
+//go:noescape
+func reluGradAVX(dy, y *float32, n int)
+
 // kernel computes one mr×nr tile of C; see kernelGo for its contract.
 func kernel(k int, a, b, c []float32, ldc int, load bool) {
 	if !useAsm {
