@@ -198,6 +198,11 @@ func (p *problem) packA(dst []float32, i0, rows, p0, kcb int) {
 			// op(A)'s column is A's row: mr contiguous floats per k.
 			for q := range kcb {
 				at := (p0+q)*p.lda + i0 + ir
+				if n == mr {
+					// An array copy: a few moves, no memmove call.
+					*(*[mr]float32)(panel[q*mr:]) = *(*[mr]float32)(p.a[at:])
+					continue
+				}
 				copy(panel[q*mr:q*mr+n], p.a[at:at+n])
 			}
 			continue
@@ -245,6 +250,10 @@ func (p *problem) packB(dst []float32, p0, kcb, j0, cols int) {
 		if !p.transB {
 			for q := range kcb {
 				at := (p0+q)*p.ldb + j0 + jr
+				if n == nr {
+					*(*[nr]float32)(panel[q*nr:]) = *(*[nr]float32)(p.b[at:])
+					continue
+				}
 				copy(panel[q*nr:q*nr+n], p.b[at:at+n])
 			}
 			continue
