@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-3}
 if [[ ${FLOWRUN_PEER_INSTALL:-0} == 1 ]]; then
-	apt-get install -y gcc libopenblas-dev >/dev/null
+	DEBIAN_FRONTEND=noninteractive apt-get install -y gcc libopenblas-dev >/dev/null
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
