@@ -8,12 +8,9 @@ package gemm
 // bias gradient is AddTo of every sample's output gradient, in sample order.
 func AddTo(dst, src []float32) {
 	dst = dst[:len(src)]
-	n := 0
-	if useAsm {
-		n = len(src) &^ 7
-		if n > 0 {
-			addToAVX(&dst[0], &src[0], n)
-		}
+	n := asmPrefix(len(src))
+	if n > 0 {
+		addToAVX(&dst[0], &src[0], n)
 	}
 	for i := n; i < len(src); i++ {
 		dst[i] += src[i]
@@ -22,12 +19,9 @@ func AddTo(dst, src []float32) {
 
 // ReLU sets every x[i] < 0 to +0, leaving NaN and -0 as they are.
 func ReLU(x []float32) {
-	n := 0
-	if useAsm {
-		n = len(x) &^ 7
-		if n > 0 {
-			reluAVX(&x[0], n)
-		}
+	n := asmPrefix(len(x))
+	if n > 0 {
+		reluAVX(&x[0], n)
 	}
 	for i := n; i < len(x); i++ {
 		if x[i] < 0 {
@@ -40,16 +34,22 @@ func ReLU(x []float32) {
 // as 0 at 0, as PyTorch does), len(y) ≥ len(dy).
 func ReLUGrad(dy, y []float32) {
 	y = y[:len(dy)]
-	n := 0
-	if useAsm {
-		n = len(dy) &^ 7
-		if n > 0 {
-			reluGradAVX(&dy[0], &y[0], n)
-		}
+	n := asmPrefix(len(dy))
+	if n > 0 {
+		reluGradAVX(&dy[0], &y[0], n)
 	}
 	for i := n; i < len(dy); i++ {
 		if !(y[i] > 0) {
 			dy[i] = 0
 		}
 	}
+}
+
+// asmPrefix is how many leading elements of an n-long pass the AVX2 loop
+// takes: n rounded down to a multiple of 8, or 0 without the assembly.
+func asmPrefix(n int) int {
+	if !useAsm {
+		return 0
+	}
+	return n &^ 7
 }
