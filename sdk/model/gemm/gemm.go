@@ -21,6 +21,7 @@ package gemm
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 // Micro-tile and cache-block sizes. mr×nr is the register tile of the
@@ -50,8 +51,8 @@ func Kernel() string {
 // where op(A) is m×k and op(B) is k×n. A is stored row-major with row
 // stride lda: m×k when transA is false, k×m when it is true; likewise B is
 // k×n (transB false) or n×k (transB true) with stride ldb, and C is m×n
-// with stride ldc. Large products are split by rows (or columns) of C
-// across up to GOMAXPROCS goroutines.
+// with stride ldc. Large products are split by row blocks of C across up
+// to GOMAXPROCS goroutines.
 func Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
 	SgemmThreads(runtime.GOMAXPROCS(0), transA, transB, m, n, k, a, lda, b, ldb, acc, c, ldc)
 }
@@ -71,48 +72,20 @@ func SgemmThreads(threads int, transA, transB bool, m, n, k int, a []float32, ld
 		return
 	}
 	p := problem{transA: transA, transB: transB, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, k: k, acc: acc}
-	w := workers(threads, m, n, k)
-	if w <= 1 {
-		p.run(0, m, 0, n)
+	if w := workers(threads, m, n, k); w > 1 {
+		p.parallel(m, n, w)
 		return
 	}
-	var wg sync.WaitGroup
-	// Split the longer side of C in whole tiles, so that no tile is cut.
-	if m >= n {
-		parts := split(m, mr, w)
-		for i := 1; i < len(parts)-1; i++ {
-			wg.Go(func() { p.run(parts[i], parts[i+1], 0, n) })
-		}
-		p.run(parts[0], parts[1], 0, n)
-	} else {
-		parts := split(n, nr, w)
-		for j := 1; j < len(parts)-1; j++ {
-			wg.Go(func() { p.run(0, m, parts[j], parts[j+1]) })
-		}
-		p.run(0, m, parts[0], parts[1])
-	}
-	wg.Wait()
+	p.run(0, m, 0, n)
 }
 
-// workers is how many goroutines a product of this size uses.
+// workers is how many goroutines a product of this size uses: at most one
+// per mc-row block of C.
 func workers(threads, m, n, k int) int {
 	if threads <= 1 || 2*int64(m)*int64(n)*int64(k) < parallelFLOPs {
 		return 1
 	}
-	tiles := max((m+mr-1)/mr, (n+nr-1)/nr)
-	return min(threads, tiles)
-}
-
-// split cuts [0, size) into w contiguous parts whose inner boundaries are
-// multiples of unit; it returns the w+1 boundaries.
-func split(size, unit, w int) []int {
-	units := (size + unit - 1) / unit
-	out := make([]int, w+1)
-	for i := 1; i < w; i++ {
-		out[i] = min(size, units*i/w*unit)
-	}
-	out[w] = size
-	return out
+	return min(threads, (m+mc-1)/mc)
 }
 
 // problem is one call's operands.
@@ -150,8 +123,46 @@ func (p *problem) run(i0, i1, j0, j1 int) {
 			for ic := i0; ic < i1; ic += mc {
 				mcb := min(mc, i1-ic)
 				p.packA(buf.a, ic, mcb, pc, kcb)
-				p.tiles(buf, ic, mcb, jc, ncb, kcb, load)
+				p.tiles(buf, buf.b, ic, mcb, jc, ncb, kcb, load)
 			}
+		}
+	}
+}
+
+// parallel computes all of C with w goroutines. Each block of B is packed
+// once and shared; the goroutines take mc-row blocks of C from a counter
+// as they free up, so a core slowed by other work takes fewer blocks
+// instead of holding the rest up. Which goroutine computes a block changes
+// nothing in its bits.
+func (p *problem) parallel(m, n, w int) {
+	own := pool.Get().(*buffers)
+	defer pool.Put(own)
+	blocks := (m + mc - 1) / mc
+	for jc := 0; jc < n; jc += nc {
+		ncb := min(nc, n-jc)
+		for pc := 0; pc < p.k; pc += kc {
+			kcb := min(kc, p.k-pc)
+			p.packB(own.b, pc, kcb, jc, ncb)
+			load := p.acc || pc > 0
+			var next atomic.Int64
+			work := func(buf *buffers) {
+				for ib := int(next.Add(1) - 1); ib < blocks; ib = int(next.Add(1) - 1) {
+					ic := ib * mc
+					mcb := min(mc, m-ic)
+					p.packA(buf.a, ic, mcb, pc, kcb)
+					p.tiles(buf, own.b, ic, mcb, jc, ncb, kcb, load)
+				}
+			}
+			var wg sync.WaitGroup
+			for range w - 1 {
+				wg.Go(func() {
+					buf := pool.Get().(*buffers)
+					defer pool.Put(buf)
+					work(buf)
+				})
+			}
+			work(own)
+			wg.Wait()
 		}
 	}
 }
@@ -159,10 +170,10 @@ func (p *problem) run(i0, i1, j0, j1 int) {
 // tiles runs the micro-kernel over one packed mcb×kcb block of A and
 // kcb×ncb block of B. A partial edge tile goes through buf.tile, a full
 // mr×nr tile in which only the edge's elements are read and written back.
-func (p *problem) tiles(buf *buffers, ic, mcb, jc, ncb, kcb int, load bool) {
+func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, kcb int, load bool) {
 	for jr := 0; jr < ncb; jr += nr {
 		cols := min(nr, ncb-jr)
-		bp := buf.b[jr*kcb : (jr+nr)*kcb]
+		bp := packedB[jr*kcb : (jr+nr)*kcb]
 		for ir := 0; ir < mcb; ir += mr {
 			rows := min(mr, mcb-ir)
 			ap := buf.a[ir*kcb : (ir+mr)*kcb]
