@@ -4,12 +4,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/flowrun/flowrun/sdk/model/gemm"
 	"github.com/flowrun/flowrun/sdk/region/regiontest"
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
 )
 
-// BenchmarkSgemm is the dense kernel on its own: C [2048×256] = A [2048×512]
+// BenchmarkSgemm is the dense kernel on its own (sdk/model/gemm's
+// BenchmarkDLRM has every layer's three products, against gonum): C [2048×256] = A [2048×512]
 // · Bᵀ, the shape of a 512→256 layer's forward at batch 2048 (the
 // scratchpipe preset's second bottom layer).
 func BenchmarkSgemm(b *testing.B) {
@@ -22,9 +22,9 @@ func BenchmarkSgemm(b *testing.B) {
 		}
 		return xs
 	}
-	A, B, C := general(m, k, fill(m*k)), general(n, k, fill(n*k)), general(m, n, make([]float32, m*n))
+	A, B, C := fill(m*k), fill(n*k), make([]float32, m*n)
 	for b.Loop() {
-		blas32.Gemm(blas.NoTrans, blas.Trans, 1, A, B, 0, C)
+		gemm.Sgemm(false, true, m, n, k, A, k, B, k, false, C, n)
 	}
 	b.ReportMetric(2*m*n*k*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 }

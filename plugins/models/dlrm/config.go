@@ -35,6 +35,12 @@ type Config struct {
 	LearningRate float64 `json:"learning_rate"`
 	// Epsilon is Adagrad's ε in w -= lr·g/(sqrt(G)+ε) (unused by SGD).
 	Epsilon float64 `json:"epsilon"`
+	// Threads caps the goroutines of each matrix product; 0 means
+	// GOMAXPROCS. The result is the same for every value (sdk/model/gemm
+	// splits only rows or columns of the output); it exists to pin the
+	// model to a core count, e.g. against a peer framework held to one
+	// thread while the graph's other stages run on another core.
+	Threads int `json:"threads"`
 }
 
 // The defaults: DLRM's reference runs on Criteo (bench/dlrm_s_criteo_
@@ -100,6 +106,9 @@ func (c Config) Validate() error {
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
 		bad("epsilon: must be a positive number, got %v", c.Epsilon)
 	}
+	if c.Threads < 0 {
+		bad("threads: must be ≥ 0 (0 = GOMAXPROCS), got %d", c.Threads)
+	}
 	return errors.Join(errs...)
 }
 
@@ -125,5 +134,6 @@ func fields() []plugin.Field {
 		{Name: "optimizer", Type: "string", Default: defaultOptimizer, Description: "dense optimizer: sgd or adagrad"},
 		{Name: "learning_rate", Type: "float", Default: fmt.Sprint(defaultLearningRate), Description: "dense optimizer step size"},
 		{Name: "epsilon", Type: "float", Default: fmt.Sprint(defaultEpsilon), Description: "Adagrad's ε: w -= lr·g/(sqrt(G)+ε)"},
+		{Name: "threads", Type: "int", Default: "0", Description: "goroutines per matrix product, 0 = GOMAXPROCS; the result is the same for every value"},
 	}
 }

@@ -10,12 +10,13 @@
 // presets.go and the README.
 //
 // Results are deterministic: parameters start from a counter-based stream
-// of Setup.Seed, every sum runs in a fixed order (see layer for gonum's
-// Sgemm), and products outside Sgemm are rounded explicitly so they cannot
-// fuse into FMAs. The same seed and batches give the same Digest however
-// many threads run the products.
+// of Setup.Seed, every sum runs in a fixed order (the matrix products are
+// sdk/model/gemm's chains of fused multiply-adds, see layer), and products
+// outside them are rounded explicitly so they cannot fuse into FMAs. The
+// same seed and batches give the same Digest however many threads run the
+// products, on any machine.
 //
-// It imports only sdk/ (no internal/ package) and gonum.
+// It imports only sdk/ (no internal/ package).
 package dlrm
 
 import (
@@ -27,6 +28,7 @@ import (
 	"sync"
 
 	"github.com/flowrun/flowrun/sdk/model"
+	"github.com/flowrun/flowrun/sdk/model/gemm"
 	"github.com/flowrun/flowrun/sdk/model/modelmath"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
@@ -56,7 +58,7 @@ func New() model.Model { return &dlrm{} }
 
 func (m *dlrm) Info(context.Context) (plugin.Info, error) {
 	return model.NewInfo(Name, Version,
-		"DLRM: bottom MLP, dot interaction with the pooled embeddings, top MLP, sigmoid + BCE; SGD or Adagrad; the papers' presets",
+		"DLRM: bottom MLP, dot interaction with the pooled embeddings, top MLP, sigmoid + BCE; SGD or Adagrad; the papers' presets; matrix products on sdk/model/gemm's "+gemm.Kernel()+" kernel",
 		fields()), nil
 }
 
@@ -98,13 +100,13 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 	var bottom, top []*layer
 	in := setup.DenseFeatures
 	for _, out := range shape.BottomMLP {
-		bottom = append(bottom, newLayer(in, out, true, adagrad))
+		bottom = append(bottom, newLayer(in, out, true, adagrad, cfg.Threads))
 		in = out
 	}
 	inter := dotInteraction{tables: len(setup.Tables), dim: dim}
 	in = inter.width()
 	for i, out := range shape.TopMLP {
-		top = append(top, newLayer(in, out, i < len(shape.TopMLP)-1, adagrad))
+		top = append(top, newLayer(in, out, i < len(shape.TopMLP)-1, adagrad, cfg.Threads))
 		in = out
 	}
 	initParams(setup.Seed, append(append([]*layer(nil), bottom...), top...))

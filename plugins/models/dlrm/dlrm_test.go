@@ -465,6 +465,7 @@ func TestRejects(t *testing.T) {
 		`{"top_mlp": [-1, 1]}`, `{"interaction": "cat"}`, `{"optimizer": "adam"}`, `{"learning_rate": 0}`,
 		`{"learning_rate": -0.1}`, `{"epsilon": 0}`, `{"momentum": 0.9}`, `{"bottom_mlp": "64-3"}`,
 		`{"bottom_mlp": [5.5, 3]}`, `{"preset": ""}`, `{"preset": "", "bottom_mlp": [5, 3]}`,
+		`{"threads": -1}`,
 	} {
 		err := New().Configure(ctx, tiny.setup(1, opts))
 		if !errors.Is(err, plugin.ErrInvalidConfig) {
@@ -582,16 +583,20 @@ func TestInit(t *testing.T) {
 	}
 }
 
-// TestDeterministicAcrossThreads trains with shapes large enough for gonum
-// to split the products across goroutines, once on one thread and once on
-// several: the digests must be identical.
+// TestDeterministicAcrossThreads trains with shapes large enough for
+// sdk/model/gemm to split the products across goroutines, on GOMAXPROCS 1,
+// 2 and 4: the digests must be identical.
 func TestDeterministicAcrossThreads(t *testing.T) {
 	sh := shape{tables: 4, dim: 64, dense: 96, batch: 256}
 	opts := `{"bottom_mlp": [192, 64], "top_mlp": [160, 1], "optimizer": "adagrad", "learning_rate": 0.01}`
 	tc := newTeacher(sh, rand.New(rand.NewPCG(1, 2)))
-	train := func(procs int, seed uint64) []byte {
+	train := func(procs int, seed uint64, extra ...string) []byte {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
-		m := configured(t, sh, seed, opts)
+		o := opts
+		for _, e := range extra {
+			o = strings.TrimSuffix(o, "}") + ", " + e + "}"
+		}
+		m := configured(t, sh, seed, o)
 		rng := rand.New(rand.NewPCG(3, 4))
 		for range 3 {
 			runStep(t, m, tc.batch(sh, rng).request(regiontest.New(t, 1<<21), true))
@@ -599,8 +604,16 @@ func TestDeterministicAcrossThreads(t *testing.T) {
 		return digest(t, m)
 	}
 	one := train(1, 5)
-	if many := train(max(4, runtime.NumCPU()), 5); !bytes.Equal(one, many) {
-		t.Fatal("one thread and several give different digests")
+	for _, procs := range []int{2, 4} {
+		if many := train(procs, 5); !bytes.Equal(one, many) {
+			t.Fatalf("GOMAXPROCS 1 and %d give different digests", procs)
+		}
+	}
+	// The threads option caps the goroutines; it must not change the bits.
+	for _, threads := range []string{`"threads": 1`, `"threads": 3`} {
+		if capped := train(4, 5, threads); !bytes.Equal(one, capped) {
+			t.Fatalf("GOMAXPROCS 4 with %s gives a different digest", threads)
+		}
 	}
 	if other := train(1, 6); bytes.Equal(one, other) {
 		t.Fatal("different seeds give the same digest")

@@ -2,22 +2,21 @@ package dlrm
 
 import (
 	"math"
+	"runtime"
 
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
+	"github.com/flowrun/flowrun/sdk/model/gemm"
 )
 
 // layer is one fully connected layer, y = x·Wᵀ + b, with a ReLU after it
 // unless it is the top MLP's last (the logit). W is [out][in] row-major,
 // PyTorch's nn.Linear layout, which is also the digest's order.
 //
-// The matrix products go through gonum's blas32.Gemm. For a given shape
-// gonum either runs one serial kernel or splits C into 64×64 blocks, each
-// computed by one goroutine that walks k in ascending 64-wide blocks: which
-// of the two depends only on the shape, and every element of C is summed
-// in the same order whichever goroutine computes it and however many
-// threads there are. So a step's result depends on the inputs and the
-// shapes alone, never on scheduling.
+// The matrix products go through sdk/model/gemm: every element of a
+// product is one chain of fused multiply-adds over k in ascending order,
+// and the work is split across goroutines only by rows or columns of the
+// output, so a step's result depends on the inputs alone, never on
+// GOMAXPROCS, scheduling or the machine (the pure-Go fallback computes the
+// same bits as the AVX2/FMA kernel).
 type layer struct {
 	in, out int
 	relu    bool
@@ -26,11 +25,13 @@ type layer struct {
 	gw, gb []float32
 	// accW, accB are Adagrad's G (sum of squared gradients); nil for SGD.
 	accW, accB []float32
+	// threads caps each product's goroutines (0: GOMAXPROCS).
+	threads int
 }
 
-func newLayer(in, out int, relu, adagrad bool) *layer {
+func newLayer(in, out int, relu, adagrad bool, threads int) *layer {
 	l := &layer{
-		in: in, out: out, relu: relu,
+		in: in, out: out, relu: relu, threads: threads,
 		w: make([]float32, out*in), b: make([]float32, out),
 		gw: make([]float32, out*in), gb: make([]float32, out),
 	}
@@ -40,10 +41,6 @@ func newLayer(in, out int, relu, adagrad bool) *layer {
 	return l
 }
 
-func general(rows, cols int, data []float32) blas32.General {
-	return blas32.General{Rows: rows, Cols: cols, Stride: cols, Data: data[:rows*cols]}
-}
-
 // forward writes y [B][out] = act(x [B][in] · Wᵀ + b). Each row of y starts
 // as b and the product is added to it, so b comes first in every sum.
 func (l *layer) forward(B int, x, y []float32) {
@@ -51,13 +48,9 @@ func (l *layer) forward(B int, x, y []float32) {
 	for s := range B {
 		copy(y[s*l.out:(s+1)*l.out], l.b)
 	}
-	blas32.Gemm(blas.NoTrans, blas.Trans, 1, general(B, l.in, x), general(l.out, l.in, l.w), 1, general(B, l.out, y))
+	l.sgemm(false, true, B, l.out, l.in, x, l.in, l.w, l.in, true, y, l.out)
 	if l.relu {
-		for i, v := range y {
-			if v < 0 {
-				y[i] = 0
-			}
-		}
+		gemm.ReLU(y)
 	}
 }
 
@@ -79,22 +72,15 @@ func (l *layer) backward(B int, x, y, dy, dx []float32) {
 	dy = dy[:B*l.out]
 	if l.relu {
 		// ReLU's derivative is taken as 0 at 0, as PyTorch does.
-		for i, v := range y[:B*l.out] {
-			if !(v > 0) {
-				dy[i] = 0
-			}
-		}
+		gemm.ReLUGrad(dy, y)
 	}
-	blas32.Gemm(blas.Trans, blas.NoTrans, 1, general(B, l.out, dy), general(B, l.in, x), 0, general(l.out, l.in, l.gw))
+	l.sgemm(true, false, l.out, l.in, B, dy, l.out, x, l.in, false, l.gw, l.in)
 	clear(l.gb)
 	for s := range B {
-		row := dy[s*l.out : (s+1)*l.out]
-		for o, g := range row {
-			l.gb[o] += g
-		}
+		gemm.AddTo(l.gb, dy[s*l.out:(s+1)*l.out])
 	}
 	if dx != nil {
-		blas32.Gemm(blas.NoTrans, blas.NoTrans, 1, general(B, l.out, dy), general(l.out, l.in, l.w), 0, general(B, l.in, dx))
+		l.sgemm(false, false, B, l.in, l.out, dy, l.out, l.w, l.in, false, dx, l.in)
 	}
 }
 
@@ -108,6 +94,15 @@ func (l *layer) backwardFLOPs(B int, withDX bool) int64 {
 		f += mac
 	}
 	return f
+}
+
+// sgemm runs one product on the layer's goroutine budget.
+func (l *layer) sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+	threads := l.threads
+	if threads == 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	gemm.SgemmThreads(threads, transA, transB, m, n, k, a, lda, b, ldb, acc, c, ldc)
 }
 
 // params is the number of parameters (weights and biases).

@@ -1,0 +1,279 @@
+// Package gemm owns the dense single-precision matrix product that model
+// plugins run in their forward and backward passes: C = op(A)·op(B) or
+// C += op(A)·op(B), row-major, with either operand transposed.
+//
+// Every element of C is one chain of fused multiply-adds (each rounded
+// once, as IEEE 754's fusedMultiplyAdd) over k in ascending order, starting
+// from C's old value when accumulating and from +0 otherwise. Work is split
+// across goroutines only by rows or columns of C, never across k, and the
+// cache blocking only decides when a partial sum passes through memory (a
+// float32 either way), so the result depends on the operands alone: not on
+// GOMAXPROCS, the number of goroutines, the blocking or the machine. On
+// amd64 with AVX2 and FMA a Go-assembly 6×16 micro-kernel runs the chains;
+// elsewhere (or with the purego build tag) a pure-Go kernel computes the
+// same correctly rounded fused operation in float64 and returns the same
+// bits, more slowly.
+//
+// It imports only the standard library and golang.org/x/sys/cpu; it must
+// not import framework/ or any plugin.
+package gemm
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// Micro-tile and cache-block sizes. mr×nr is the register tile of the
+// assembly kernel (12 YMM accumulators); kc floats of a packed nr-column
+// panel stay in L1, an mc×kc packed block of A in L2.
+const (
+	mr = 6
+	nr = 16
+	kc = 256
+	mc = 96
+	nc = 1024
+)
+
+// parallelFLOPs is the product size from which a call uses more than one
+// goroutine: below it the goroutines' start-up costs more than they save.
+const parallelFLOPs = 1 << 22
+
+// Kernel names the micro-kernel this process runs: "avx2-fma" or "go".
+func Kernel() string {
+	if useAsm {
+		return "avx2-fma"
+	}
+	return "go"
+}
+
+// Sgemm computes C = op(A)·op(B), or C += op(A)·op(B) when acc is true,
+// where op(A) is m×k and op(B) is k×n. A is stored row-major with row
+// stride lda: m×k when transA is false, k×m when it is true; likewise B is
+// k×n (transB false) or n×k (transB true) with stride ldb, and C is m×n
+// with stride ldc. Large products are split by row blocks of C across up
+// to GOMAXPROCS goroutines.
+func Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+	SgemmThreads(runtime.GOMAXPROCS(0), transA, transB, m, n, k, a, lda, b, ldb, acc, c, ldc)
+}
+
+// SgemmThreads is Sgemm with at most threads goroutines (1 runs in the
+// caller's). The result is the same for every threads.
+func SgemmThreads(threads int, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+	if m <= 0 || n <= 0 {
+		return
+	}
+	if k <= 0 {
+		if !acc {
+			for i := range m {
+				clear(c[i*ldc : i*ldc+n])
+			}
+		}
+		return
+	}
+	p := problem{transA: transA, transB: transB, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, k: k, acc: acc}
+	if w := workers(threads, m, n, k); w > 1 {
+		p.parallel(m, n, w)
+		return
+	}
+	p.run(0, m, 0, n)
+}
+
+// workers is how many goroutines a product of this size uses: at most one
+// per mc-row block of C.
+func workers(threads, m, n, k int) int {
+	if threads <= 1 || 2*int64(m)*int64(n)*int64(k) < parallelFLOPs {
+		return 1
+	}
+	return min(threads, (m+mc-1)/mc)
+}
+
+// problem is one call's operands.
+type problem struct {
+	transA, transB bool
+	a, b, c        []float32
+	lda, ldb, ldc  int
+	k              int
+	acc            bool
+}
+
+// buffers are one goroutine's packed panels, pooled so that a training
+// loop allocates nothing per batch once warm.
+type buffers struct {
+	a, b []float32
+	tile [mr * nr]float32
+}
+
+var pool = sync.Pool{New: func() any {
+	return &buffers{a: make([]float32, mc*kc), b: make([]float32, kc*nc)}
+}}
+
+// run computes C[i0:i1, j0:j1], GotoBLAS's loop nest: column blocks of nc,
+// k blocks of kc (B packed once per block), row blocks of mc (A packed),
+// then the register tiles.
+func (p *problem) run(i0, i1, j0, j1 int) {
+	buf := pool.Get().(*buffers)
+	defer pool.Put(buf)
+	for jc := j0; jc < j1; jc += nc {
+		ncb := min(nc, j1-jc)
+		for pc := 0; pc < p.k; pc += kc {
+			kcb := min(kc, p.k-pc)
+			p.packB(buf.b, pc, kcb, jc, ncb)
+			load := p.acc || pc > 0
+			for ic := i0; ic < i1; ic += mc {
+				mcb := min(mc, i1-ic)
+				p.packA(buf.a, ic, mcb, pc, kcb)
+				p.tiles(buf, buf.b, ic, mcb, jc, ncb, kcb, load)
+			}
+		}
+	}
+}
+
+// parallel computes all of C with w goroutines. Each block of B is packed
+// once and shared; the goroutines take mc-row blocks of C from a counter
+// as they free up, so a core slowed by other work takes fewer blocks
+// instead of holding the rest up. Which goroutine computes a block changes
+// nothing in its bits.
+func (p *problem) parallel(m, n, w int) {
+	own := pool.Get().(*buffers)
+	defer pool.Put(own)
+	blocks := (m + mc - 1) / mc
+	for jc := 0; jc < n; jc += nc {
+		ncb := min(nc, n-jc)
+		for pc := 0; pc < p.k; pc += kc {
+			kcb := min(kc, p.k-pc)
+			p.packB(own.b, pc, kcb, jc, ncb)
+			load := p.acc || pc > 0
+			var next atomic.Int64
+			work := func(buf *buffers) {
+				for ib := int(next.Add(1) - 1); ib < blocks; ib = int(next.Add(1) - 1) {
+					ic := ib * mc
+					mcb := min(mc, m-ic)
+					p.packA(buf.a, ic, mcb, pc, kcb)
+					p.tiles(buf, own.b, ic, mcb, jc, ncb, kcb, load)
+				}
+			}
+			var wg sync.WaitGroup
+			for range w - 1 {
+				wg.Go(func() {
+					buf := pool.Get().(*buffers)
+					defer pool.Put(buf)
+					work(buf)
+				})
+			}
+			work(own)
+			wg.Wait()
+		}
+	}
+}
+
+// tiles runs the micro-kernel over one packed mcb×kcb block of A and
+// kcb×ncb block of B. A partial edge tile goes through buf.tile, a full
+// mr×nr tile in which only the edge's elements are read and written back.
+func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, kcb int, load bool) {
+	for jr := 0; jr < ncb; jr += nr {
+		cols := min(nr, ncb-jr)
+		bp := packedB[jr*kcb : (jr+nr)*kcb]
+		for ir := 0; ir < mcb; ir += mr {
+			rows := min(mr, mcb-ir)
+			ap := buf.a[ir*kcb : (ir+mr)*kcb]
+			at := (ic+ir)*p.ldc + jc + jr
+			if rows == mr && cols == nr {
+				kernel(kcb, ap, bp, p.c[at:at+(mr-1)*p.ldc+nr], p.ldc, load)
+				continue
+			}
+			t := buf.tile[:]
+			if load {
+				for r := range rows {
+					copy(t[r*nr:r*nr+cols], p.c[at+r*p.ldc:at+r*p.ldc+cols])
+				}
+			}
+			kernel(kcb, ap, bp, t, nr, load)
+			for r := range rows {
+				copy(p.c[at+r*p.ldc:at+r*p.ldc+cols], t[r*nr:r*nr+cols])
+			}
+		}
+	}
+}
+
+// packA writes op(A)[i0:i0+rows, p0:p0+kcb] into dst as panels of mr rows,
+// each k-major (mr floats per k), the rows past the edge zero.
+func (p *problem) packA(dst []float32, i0, rows, p0, kcb int) {
+	for ir := 0; ir < rows; ir += mr {
+		panel := dst[ir*kcb : (ir+mr)*kcb]
+		n := min(mr, rows-ir)
+		if n < mr {
+			clear(panel)
+		}
+		if p.transA {
+			// op(A)'s column is A's row: mr contiguous floats per k.
+			for q := range kcb {
+				at := (p0+q)*p.lda + i0 + ir
+				if n == mr {
+					// An array copy: a few moves, no memmove call.
+					*(*[mr]float32)(panel[q*mr:]) = *(*[mr]float32)(p.a[at:])
+					continue
+				}
+				copy(panel[q*mr:q*mr+n], p.a[at:at+n])
+			}
+			continue
+		}
+		if n == mr {
+			p.packAFull(panel, i0+ir, p0, kcb)
+			continue
+		}
+		for r := range n {
+			i := i0 + ir + r
+			row := p.a[i*p.lda+p0 : i*p.lda+p0+kcb]
+			for q, v := range row {
+				panel[q*mr+r] = v
+			}
+		}
+	}
+}
+
+// packAFull packs one whole panel of mr rows of an untransposed A, the six
+// rows read side by side so that the panel is written in order.
+func (p *problem) packAFull(panel []float32, i, p0, kcb int) {
+	at := i*p.lda + p0
+	r0 := p.a[at : at+kcb]
+	r1 := p.a[at+p.lda : at+p.lda+kcb]
+	r2 := p.a[at+2*p.lda : at+2*p.lda+kcb]
+	r3 := p.a[at+3*p.lda : at+3*p.lda+kcb]
+	r4 := p.a[at+4*p.lda : at+4*p.lda+kcb]
+	r5 := p.a[at+5*p.lda : at+5*p.lda+kcb]
+	panel = panel[:kcb*mr]
+	for q := range kcb {
+		d := panel[q*mr : q*mr+mr : q*mr+mr]
+		d[0], d[1], d[2], d[3], d[4], d[5] = r0[q], r1[q], r2[q], r3[q], r4[q], r5[q]
+	}
+}
+
+// packB writes op(B)[p0:p0+kcb, j0:j0+cols] into dst as panels of nr
+// columns, each k-major (nr floats per k), the columns past the edge zero.
+func (p *problem) packB(dst []float32, p0, kcb, j0, cols int) {
+	for jr := 0; jr < cols; jr += nr {
+		panel := dst[jr*kcb : (jr+nr)*kcb]
+		n := min(nr, cols-jr)
+		if n < nr {
+			clear(panel)
+		}
+		if !p.transB {
+			for q := range kcb {
+				at := (p0+q)*p.ldb + j0 + jr
+				if n == nr {
+					*(*[nr]float32)(panel[q*nr:]) = *(*[nr]float32)(p.b[at:])
+					continue
+				}
+				copy(panel[q*nr:q*nr+n], p.b[at:at+n])
+			}
+			continue
+		}
+		for c := range n {
+			at := (j0+jr+c)*p.ldb + p0
+			for q, v := range p.b[at : at+kcb] {
+				panel[q*nr+c] = v
+			}
+		}
+	}
+}

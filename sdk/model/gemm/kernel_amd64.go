@@ -1,0 +1,38 @@
+//go:build amd64 && !purego
+
+package gemm
+
+import "golang.org/x/sys/cpu"
+
+// useAsm reports whether the AVX2/FMA kernel can run here (x/sys/cpu
+// checks that the OS saves the YMM registers).
+var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+
+// kern6x16 is implemented in kernel_amd64.s.
+//
+//go:noescape
+func kern6x16(k int, a, b, c *float32, ldc int, load bool)
+
+// The element-wise passes of vec.go; n is a positive multiple of 8.
+//
+//go:noescape
+func addToAVX(dst, src *float32, n int)
+
+//go:noescape
+func reluAVX(x *float32, n int)
+
+//go:noescape
+func reluGradAVX(dy, y *float32, n int)
+
+// kernel computes one mr×nr tile of C; see kernelGo for its contract.
+func kernel(k int, a, b, c []float32, ldc int, load bool) {
+	if !useAsm {
+		kernelGo(k, a, b, c, ldc, load)
+		return
+	}
+	// The bounds the assembly relies on.
+	_ = a[k*mr-1]
+	_ = b[k*nr-1]
+	_ = c[(mr-1)*ldc+nr-1]
+	kern6x16(k, &a[0], &b[0], &c[0], ldc, load)
+}

@@ -1,0 +1,121 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// One k step: B's 16 floats at boff(DI) into Y12:Y13, then for each of the
+// 6 rows broadcast A's float at aoff(SI) and fuse it into that row's two
+// accumulators (VFMADD231PS x, y, z: z = y·x + z, rounded once).
+#define STEP(aoff, boff) \
+	VMOVUPS boff(DI), Y12; \
+	VMOVUPS boff+32(DI), Y13; \
+	VBROADCASTSS aoff(SI), Y14; \
+	VBROADCASTSS aoff+4(SI), Y15; \
+	VFMADD231PS Y12, Y14, Y0; \
+	VFMADD231PS Y13, Y14, Y1; \
+	VFMADD231PS Y12, Y15, Y2; \
+	VFMADD231PS Y13, Y15, Y3; \
+	VBROADCASTSS aoff+8(SI), Y14; \
+	VBROADCASTSS aoff+12(SI), Y15; \
+	VFMADD231PS Y12, Y14, Y4; \
+	VFMADD231PS Y13, Y14, Y5; \
+	VFMADD231PS Y12, Y15, Y6; \
+	VFMADD231PS Y13, Y15, Y7; \
+	VBROADCASTSS aoff+16(SI), Y14; \
+	VBROADCASTSS aoff+20(SI), Y15; \
+	VFMADD231PS Y12, Y14, Y8; \
+	VFMADD231PS Y13, Y14, Y9; \
+	VFMADD231PS Y12, Y15, Y10; \
+	VFMADD231PS Y13, Y15, Y11
+
+// func kern6x16(k int, a, b, c *float32, ldc int, load bool)
+//
+// The 6×16 tile at c (row stride ldc floats) starts as its old value when
+// load is true and +0 otherwise; then for q = 0..k-1 in order every element
+// c[r][j] = fma(a[q*6+r], b[q*16+j], c[r][j]). a and b are the packed
+// panels (k-major). Each element is one lane of one accumulator, so its
+// chain of fused operations is the scalar one (kernelGo).
+TEXT ·kern6x16(SB), NOSPLIT, $0-41
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $2, R8 // row stride in bytes
+	MOVBLZX load+40(FP), AX
+	TESTQ AX, AX
+	JZ   zero
+	MOVQ DX, R9
+	VMOVUPS (R9), Y0
+	VMOVUPS 32(R9), Y1
+	ADDQ R8, R9
+	VMOVUPS (R9), Y2
+	VMOVUPS 32(R9), Y3
+	ADDQ R8, R9
+	VMOVUPS (R9), Y4
+	VMOVUPS 32(R9), Y5
+	ADDQ R8, R9
+	VMOVUPS (R9), Y6
+	VMOVUPS 32(R9), Y7
+	ADDQ R8, R9
+	VMOVUPS (R9), Y8
+	VMOVUPS 32(R9), Y9
+	ADDQ R8, R9
+	VMOVUPS (R9), Y10
+	VMOVUPS 32(R9), Y11
+	JMP  loop4
+
+zero:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+loop4:
+	CMPQ CX, $4
+	JLT  loop1
+	STEP(0, 0)
+	STEP(24, 64)
+	STEP(48, 128)
+	STEP(72, 192)
+	ADDQ $96, SI
+	ADDQ $256, DI
+	SUBQ $4, CX
+	JMP  loop4
+
+loop1:
+	TESTQ CX, CX
+	JZ   store
+	STEP(0, 0)
+	ADDQ $24, SI
+	ADDQ $64, DI
+	DECQ CX
+	JMP  loop1
+
+store:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y6, (DX)
+	VMOVUPS Y7, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y8, (DX)
+	VMOVUPS Y9, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y10, (DX)
+	VMOVUPS Y11, 32(DX)
+	VZEROUPPER
+	RET

@@ -1,0 +1,13 @@
+//go:build !amd64 || purego
+
+package gemm
+
+const useAsm = false
+
+func kernel(k int, a, b, c []float32, ldc int, load bool) {
+	kernelGo(k, a, b, c, ldc, load)
+}
+
+func addToAVX(dst, src *float32, n int) { panic("unreachable") }
+func reluAVX(x *float32, n int)         { panic("unreachable") }
+func reluGradAVX(dy, y *float32, n int) { panic("unreachable") }
