@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
 )
@@ -101,15 +102,7 @@ func (c Config) Validate() error { return c.validate(false) }
 // profiled (Needs), the frequencies it will fill are not yet missing.
 func (c Config) validate(beforeProfile bool) error {
 	var errs plugin.FieldErrors
-	if c.Capacity < 1 {
-		errs.Add("capacity", "must be ≥ 1, got %d", c.Capacity)
-	}
-	if c.Past < 0 {
-		errs.Add("past", "must be ≥ 0, got %d", c.Past)
-	}
-	if c.Future < 0 {
-		errs.Add("future", "must be ≥ 0, got %d", c.Future)
-	}
+	plankit.CheckHost(c.Options, &errs)
 	if cov := c.coverage(); !(cov >= 0 && cov <= 1) {
 		errs.Add("hot_coverage", "must be in [0, 1], got %g", cov)
 	}

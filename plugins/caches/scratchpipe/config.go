@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -63,15 +64,7 @@ func (c Config) Windows() (past, future int) {
 // Validate checks the options, joining every error.
 func (c Config) Validate() error {
 	var errs plugin.FieldErrors
-	if c.Capacity < 1 {
-		errs.Add("capacity", "must be ≥ 1, got %d", c.Capacity)
-	}
-	if c.Past < 0 {
-		errs.Add("past", "must be ≥ 0, got %d", c.Past)
-	}
-	if c.Future < 0 {
-		errs.Add("future", "must be ≥ 0, got %d", c.Future)
-	}
+	plankit.CheckHost(c.Options, &errs)
 	past, future := c.Windows()
 	if past < 0 {
 		errs.Add("past_window", "must be ≥ 0, got %d", past)

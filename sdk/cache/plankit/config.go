@@ -82,6 +82,21 @@ type HostOptions struct {
 // Validate checks the capacity.
 func (o HostOptions) Validate() error { return CheckCapacity(o.Capacity, 1) }
 
+// CheckHost adds to errs what is wrong with the options the host fills
+// (capacity ≥ 1, windows ≥ 0), for a policy whose options embed
+// cache.Options beside its own and check them all in one pass.
+func CheckHost(o cache.Options, errs *plugin.FieldErrors) {
+	if o.Capacity < 1 {
+		errs.Add("capacity", "must be ≥ 1, got %d", o.Capacity)
+	}
+	if o.Past < 0 {
+		errs.Add("past", "must be ≥ 0, got %d", o.Past)
+	}
+	if o.Future < 0 {
+		errs.Add("future", "must be ≥ 0, got %d", o.Future)
+	}
+}
+
 // CheckCapacity is an options' capacity check: capacity must be ≥ least.
 func CheckCapacity(capacity, least int64) error {
 	if capacity < least {
