@@ -125,7 +125,7 @@ func (c *kernelFlags) validate() error {
 // runKernelBench opens the kernel plugin c names on a host of its own and
 // times c.Op on it.
 func runKernelBench(ctx context.Context, c bench.KernelConfig, stderr io.Writer) (*bench.KernelResult, error) {
-	host, err := newHost(nil, stderr)
+	host, err := newHost(nil, stderr, false)
 	if err != nil {
 		return nil, err
 	}

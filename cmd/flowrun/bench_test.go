@@ -77,7 +77,7 @@ func BenchmarkDemoOverhead(b *testing.B) {
 // of the graph to the last, and the number of batches in that interval.
 func runTimed(b *testing.B, path string) (time.Duration, int) {
 	b.Helper()
-	host, err := newHost(nil, io.Discard)
+	host, err := newHost(nil, io.Discard, true)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func BenchmarkPluginCall(b *testing.B) {
 		"OutOfProcess": needBin(b, "flowrun-device-hbm"),
 	} {
 		b.Run(name, func(b *testing.B) {
-			host, err := newHost(nil, io.Discard)
+			host, err := newHost(nil, io.Discard, true)
 			if err != nil {
 				b.Fatal(err)
 			}

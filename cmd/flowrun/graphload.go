@@ -13,13 +13,18 @@ import (
 	"github.com/flowrun/flowrun/framework/pluginhost"
 )
 
-// newHost makes a plugin host for one run (or one validation).
-func newHost(tp trace.TracerProvider, stderr io.Writer) (*pluginhost.Host, error) {
+// newHost makes a plugin host for one run (or one validation); quiet
+// (run -q) keeps its warnings (an unpinned binary, say) to errors only.
+func newHost(tp trace.TracerProvider, stderr io.Writer, quiet bool) (*pluginhost.Host, error) {
+	level := hclog.Warn
+	if quiet {
+		level = hclog.Error
+	}
 	return pluginhost.New(pluginhost.Settings{
 		Builtins:       builtins(),
 		TracerProvider: tp,
 		Stderr:         stderr,
-		Logger:         hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: hclog.Warn, Output: stderr}),
+		Logger:         hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: level, Output: stderr}),
 	})
 }
 

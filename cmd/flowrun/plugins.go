@@ -83,7 +83,7 @@ github.com/hashicorp/go-plugin is not run unless --exec is given, and with
 				}
 				return usageError{fmt.Errorf("%s is %s, so not a flowrun plugin written in Go; not running it (--exec runs %q anyway)", bin.Path, what, bin.Path+" "+pluginhost.DescribeArg)}
 			}
-			host, err := newHost(nil, cmd.ErrOrStderr())
+			host, err := newHost(nil, cmd.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}

@@ -233,7 +233,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 			fmt.Fprintf(bar, "flowrun: spans not exported%s: %v (the run and its results are unaffected)\n", collectorMissing, err)
 		}
 	}()
-	host, err := newHost(tel.TracerProvider(), bar)
+	host, err := newHost(tel.TracerProvider(), bar, f.quiet)
 	if err != nil {
 		return nil, err
 	}

@@ -112,7 +112,7 @@ func verdict(path string, err error) validation {
 // Needs, and the builtins it configured to try their options (with
 // tryOptions), are dropped.
 func validateGraph(path string, sets []string, tryOptions bool) (*graph.Graph, error) {
-	host, err := newHost(nil, io.Discard)
+	host, err := newHost(nil, io.Discard, true)
 	if err != nil {
 		return nil, err
 	}
