@@ -3,7 +3,8 @@
 // sweep and sets their figures side by side (Comparison, Compare,
 // WriteTable), and `flowrun bench kernel` times one kernel operator on
 // tables in shared-memory regions (KernelConfig, RunKernel,
-// WriteKernelTable).
+// WriteKernelTable). A sweep of the cache alone can take one run per graph
+// with a shadow policy per point instead (Options.Shadows, ShadowRunner).
 //
 // The package runs nothing itself: a Runner checks and runs each graph,
 // and a kernel.Kernel is handed in, so the command wires it to the runtime
