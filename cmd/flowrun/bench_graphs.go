@@ -16,12 +16,13 @@ import (
 )
 
 type benchGraphsFlags struct {
-	sets   []string
-	sweeps []string
-	warmup int
-	json   bool
-	out    string
-	quiet  bool
+	sets    []string
+	sweeps  []string
+	warmup  int
+	json    bool
+	out     string
+	quiet   bool
+	shadows bool
 }
 
 func newBenchCmdGraphs() *cobra.Command {
@@ -47,6 +48,13 @@ has misses but no victims yet), up to the last batches the end of the run
 overlaps (the future window + 1 of them), and uses that figure in the
 modeled columns; it times the run's own modeled schedule, which the
 runtime hands over at the end of the run.
+--shadows, when every swept key is cache.size or cache.plugin, runs each
+graph once with a shadow stage beside its plan stage, one shadow policy per
+point, and takes each point's hit rate, misses, evictions and bytes from
+results.shadows (rows marked "from shadows"; no time or digest of their
+own). It falls back to a run per point, saying why, when another key is
+swept, the graph has no plan stage, or a point is invalid (a policy the
+graph refuses as its cache, which it refuses as a shadow too).
 --json prints the whole comparison as JSON instead of the table (each run's
 results.json included), --out FILE writes that JSON to FILE as well; flowrun
 report draws it. Exit codes: 0 all ran, 1 some run failed, 2 bad usage,
@@ -66,7 +74,10 @@ Subcommands measure single plugins: flowrun bench kernel --help.`,
 				return usageError{fmt.Errorf("--warmup %d: must be ≥ 0", f.warmup)}
 			}
 			quiet := f.quiet || f.json
-			o := bench.Options{Graphs: args, Sets: f.sets, Sweep: sweep, Warmup: f.warmup}
+			if f.shadows && len(sweep) == 0 {
+				return usageError{errors.New("--shadows sweeps the cache: give --sweep cache.size=... or cache.plugin=...")}
+			}
+			o := bench.Options{Graphs: args, Sets: f.sets, Sweep: sweep, Warmup: f.warmup, Shadows: f.shadows}
 			if !quiet {
 				o.Log = cmd.ErrOrStderr()
 			}
@@ -91,6 +102,7 @@ Subcommands measure single plugins: flowrun bench kernel --help.`,
 	fl.StringArrayVar(&f.sets, "set", nil, "override a key of every graph, `key=value` (repeatable)")
 	fl.StringArrayVar(&f.sweeps, "sweep", nil, "run every graph once per value, `key=v1,v2,...` (repeatable: every combination)")
 	fl.IntVar(&f.warmup, "warmup", 0, "leave the first `N` training batches out of the modeled iteration time")
+	fl.BoolVar(&f.shadows, "shadows", false, "sweep cache.size and cache.plugin by shadow policies in one run per graph (full runs where it cannot, saying why)")
 	fl.BoolVar(&f.json, "json", false, "print the comparison as JSON instead of the table")
 	fl.StringVar(&f.out, "out", "", "also write the comparison as JSON to `FILE`")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")

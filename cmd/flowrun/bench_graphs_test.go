@@ -223,3 +223,40 @@ func TestModeledClockHoldsWhatWasCharged(t *testing.T) {
 		}
 	}
 }
+
+// bench --shadows sweeps the demo's cache by shadows in one run, and each
+// point's hit rate, misses and evictions equal those of the full run at
+// that point (bench without --shadows).
+func TestBenchSweepShadowsEqualFullRuns(t *testing.T) {
+	sweep := []string{"--sweep", "cache.plugin=builtin:lru,builtin:lfu,builtin:belady", "--sweep", "cache.size=0.02,0.1"}
+	var shadow, full bench.Comparison
+	for _, c := range []struct {
+		extra []string
+		rep   *bench.Comparison
+	}{{[]string{"--shadows"}, &shadow}, {nil, &full}} {
+		out := filepath.Join(t.TempDir(), "bench.json")
+		args := append(append([]string{"bench", demo, "--set", "dataset.batches=12", "--quiet", "--out", out}, sweep...), c.extra...)
+		mustFlowrun(t, args...)
+		if err := readBench(out, c.rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if shadow.SweptBy != bench.SweptByShadows || full.SweptBy != "" {
+		t.Fatalf("swept by %q (%s) and %q", shadow.SweptBy, shadow.SweepNote, full.SweptBy)
+	}
+	if len(shadow.Runs) != 6 || len(full.Runs) != 6 {
+		t.Fatalf("%d and %d rows, want 6", len(shadow.Runs), len(full.Runs))
+	}
+	for i, s := range shadow.Runs {
+		f := full.Runs[i]
+		if !s.FromShadows || s.Shadow == nil || s.HitRate == nil || f.HitRate == nil || f.Results == nil || f.Results.Cache == nil {
+			t.Fatalf("point %v: shadow %+v, full %+v", s.Point, s, f)
+		}
+		fc := f.Results.Cache
+		if strings.Join(s.Point, " ") != strings.Join(f.Point, " ") || *s.HitRate != *f.HitRate ||
+			s.Shadow.Misses != fc.Misses || s.Shadow.Evictions != fc.Evictions || s.Batches != f.Batches {
+			t.Errorf("point %v: shadow hit rate %v misses %d evictions %d; full run %v %d %d",
+				s.Point, *s.HitRate, s.Shadow.Misses, s.Shadow.Evictions, *f.HitRate, fc.Misses, fc.Evictions)
+		}
+	}
+}

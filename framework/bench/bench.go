@@ -3,7 +3,8 @@
 // sweep and sets their figures side by side (Comparison, Compare,
 // WriteTable), and `flowrun bench kernel` times one kernel operator on
 // tables in shared-memory regions (KernelConfig, RunKernel,
-// WriteKernelTable).
+// WriteKernelTable). A sweep of the cache alone can take one run per graph
+// with a shadow policy per point instead (Options.Shadows, ShadowRunner).
 //
 // The package runs nothing itself: a Runner checks and runs each graph,
 // and a kernel.Kernel is handed in, so the command wires it to the runtime
@@ -43,9 +44,14 @@ type Comparison struct {
 	Sweep []Sweep `json:"sweep,omitempty"`
 	// Warmup is --warmup: the training batches each run's modeled
 	// iteration after warm-up leaves out.
-	Warmup   int    `json:"warmup,omitempty"`
-	Baseline string `json:"baseline"`
-	Runs     []Run  `json:"runs"`
+	Warmup int `json:"warmup,omitempty"`
+	// SweptBy, with --shadows, says how the sweep's figures were got:
+	// SweptByShadows (one run per graph, a shadow policy per point) or
+	// SweptByRuns (a run per point), and SweepNote why not by shadows.
+	SweptBy   string `json:"swept_by,omitempty"`
+	SweepNote string `json:"sweep_note,omitempty"`
+	Baseline  string `json:"baseline"`
+	Runs      []Run  `json:"runs"`
 	// DigestsEqual: at every sweep point, every run that finished ended
 	// with the same model digest (the exactness of DESIGN.md §2.4).
 	DigestsEqual bool      `json:"digests_equal"`
@@ -86,6 +92,10 @@ type Run struct {
 	// batch (cache rows: to_device, to_host).
 	LinkBytesPerBatch map[string]float64 `json:"bytes_per_link_per_batch,omitempty"`
 	Digest            string             `json:"digest,omitempty"`
+	// FromShadows: the figures are a shadow policy's in one run of the
+	// graph (Shadow), not a run's own; there is no time or digest then.
+	FromShadows bool            `json:"from_shadows,omitempty"`
+	Shadow      *results.Shadow `json:"shadow,omitempty"`
 	// Results is the run's whole results.json.
 	Results *results.Results `json:"results,omitempty"`
 }
@@ -124,6 +134,10 @@ type Options struct {
 	// Warmup leaves the first Warmup batches out of the modeled
 	// iteration time (0: the run's own figure).
 	Warmup int
+	// Shadows sweeps cache.size and cache.plugin by shadow policies in one
+	// run of each graph where it can, and by full runs, saying why, where
+	// it cannot (see ShadowRunner).
+	Shadows bool
 	// Log, when set, gets a line as each run starts.
 	Log io.Writer
 }
@@ -182,6 +196,15 @@ type planned struct {
 // returned as Check returned it; an interrupt stops everything.
 func Compare(ctx context.Context, r Runner, o Options) (*Comparison, error) {
 	c := &Comparison{Kind: Kind, Graphs: o.Graphs, Sets: o.Sets, Sweep: o.Sweep, Warmup: o.Warmup, Started: time.Now()}
+	if o.Shadows {
+		done, err := c.tryShadows(ctx, r, o)
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			return c, nil
+		}
+	}
 	plans, err := check(r, o)
 	if err != nil {
 		return nil, err
@@ -207,6 +230,22 @@ func Compare(ctx context.Context, r Runner, o Options) (*Comparison, error) {
 	c.speedups(len(o.Graphs))
 	c.WallMs = float64(time.Since(c.Started).Microseconds()) / 1e3
 	return c, nil
+}
+
+// tryShadows sweeps by shadows where o allows it (done true), else notes
+// why the sweep takes full runs.
+func (c *Comparison) tryShadows(ctx context.Context, r Runner, o Options) (done bool, err error) {
+	c.SweptBy = SweptByRuns
+	if c.SweepNote = shadowRefusal(r, o); c.SweepNote != "" {
+		return false, nil
+	}
+	if c.SweepNote, err = compareShadows(ctx, r.(ShadowRunner), o, c); err != nil || c.SweepNote != "" {
+		return false, err
+	}
+	c.Baseline = c.Runs[0].Graph
+	c.speedups(len(o.Graphs))
+	c.WallMs = float64(time.Since(c.Started).Microseconds()) / 1e3
+	return true, nil
 }
 
 // check checks every graph at every point before anything runs.
@@ -269,6 +308,19 @@ func (r *Run) fill(res *results.Results) {
 			for k, v := range c.LinkBytes {
 				r.LinkBytesPerBatch[k] = float64(v) / float64(res.Batches)
 			}
+		}
+	}
+}
+
+// fillShadow takes the run's figures from a shadow of a run of batches
+// training batches.
+func (r *Run) fillShadow(batches int, s *results.Shadow) {
+	hr := s.HitRate
+	r.Batches, r.HitRate, r.Shadow = batches, &hr, s
+	if batches > 0 && len(s.LinkBytes) > 0 {
+		r.LinkBytesPerBatch = map[string]float64{}
+		for k, v := range s.LinkBytes {
+			r.LinkBytesPerBatch[k] = float64(v) / float64(batches)
 		}
 	}
 }

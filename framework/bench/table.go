@@ -33,10 +33,13 @@ func WriteTable(w io.Writer, c *Comparison) {
 		if swept {
 			cells = append(cells, strings.Join(r.Point, " "))
 		}
-		if r.Error != "" {
+		switch {
+		case r.Error != "":
 			cells = append(cells, "-", "failed", "-", "-", "-", "-", "-", "-", "-")
 			errs = append(errs, fmt.Sprintf("%s %s: %s", r.File, strings.Join(r.Point, " "), firstLine(r.Error)))
-		} else {
+		case r.FromShadows:
+			cells = append(cells, r.shadowCells()...)
+		default:
 			cells = append(cells, r.cells(c.Warmup)...)
 		}
 		t.Row(cells...)
@@ -78,6 +81,40 @@ func (r *Run) cells(warmup int) []string {
 		sw, sm, hit, link("to_device"), link("to_host"), digest}
 }
 
+// shadowCells are a shadow's figures in the table's columns from batches
+// on: no time, speedup or digest of its own (the run served another
+// policy), and "from shadows" where the digest goes.
+func (r *Run) shadowCells() []string {
+	cells := r.cells(0)
+	for _, i := range []int{1, 2, 3, 4} {
+		cells[i] = "-"
+	}
+	cells[len(cells)-1] = "from shadows"
+	return cells
+}
+
+// writeSweptBy says how a --shadows sweep got its figures, and for a
+// shadow sweep each point's misses and evictions.
+func writeSweptBy(w io.Writer, c *Comparison) {
+	if c.SweptBy == "" {
+		return
+	}
+	line := "swept by " + c.SweptBy
+	if c.SweptBy == SweptByShadows {
+		line += ": each row's hit rate and bytes are a shadow policy's (results.shadows) on the ID stream of one run per graph; no time or digest of its own"
+	}
+	if c.SweepNote != "" {
+		line += ", not shadows: " + c.SweepNote
+	}
+	fmt.Fprintf(w, "%-12s %s\n", "sweep", line)
+	for _, r := range c.Runs {
+		if s := r.Shadow; s != nil {
+			fmt.Fprintf(w, "%-12s %s %s: %s misses, %s evictions (%s)\n", "shadow", r.Graph, strings.Join(r.Point, " "),
+				summary.Thousands(float64(s.Misses)), summary.Thousands(float64(s.Evictions)), s.Plugin)
+		}
+	}
+}
+
 // writeFooter writes the lines under the table: the baseline and what
 // each clock means, the digests' verdict, the failed runs and the wall
 // time of them all.
@@ -89,16 +126,22 @@ func writeFooter(w io.Writer, c *Comparison, errs []string) {
 	fmt.Fprintf(w, "%-12s %s (wall: measured here, whole run; modeled: the devices' cost models, %s)\n",
 		"baseline", c.Baseline, clockNote)
 	verdict := "every run at each point ends with the same model digest"
-	if !c.DigestsEqual {
+	runs := len(c.Runs)
+	switch {
+	case c.SweptBy == SweptByShadows:
+		verdict = "none per point: shadows train nothing (the one run trains with the graph's own cache)"
+		runs = len(c.Graphs)
+	case !c.DigestsEqual:
 		verdict = "DIFFER between runs at the same point"
 	}
 	fmt.Fprintf(w, "%-12s %s\n", "digests", verdict)
 	fmt.Fprintf(w, "%-12s %s\n", "modeled", "a modeled speedup compares designs on the modeled hardware at these sizes; paper-scale figures: docs/benchmarks.md")
 	writeProfileLimits(w, c)
+	writeSweptBy(w, c)
 	for _, e := range errs {
 		fmt.Fprintf(w, "%-12s %s\n", "failed", e)
 	}
-	fmt.Fprintf(w, "%-12s %s for %d runs\n", "wall", summary.Ms(c.WallMs), len(c.Runs))
+	fmt.Fprintf(w, "%-12s %s for %d runs\n", "wall", summary.Ms(c.WallMs), runs)
 }
 
 // writeProfileLimits says which runs' caches held only what their warm-up
