@@ -36,6 +36,7 @@ func Write(w io.Writer, r *results.Results) {
 	writeModeled(line, r)
 	writePrimitives(line, r)
 	writeCache(line, r.Cache)
+	writeDSF(line, r.Metrics.Extra)
 	writeShadows(w, r)
 	writeMetrics(line, r.Metrics)
 	writeMemory(w, line, r)
@@ -185,6 +186,35 @@ func writeCache(line lineFunc, c *results.Cache) {
 		line("", "its warm-up profile saw at most %s distinct rows per table, fewer than its %s: it holds only those, so a larger cache hits no more (the data: profile longer batches)",
 			Thousands(float64(rows)), Thousands(float64(c.Rows)))
 	}
+}
+
+// writeDSF writes the share of lookups that are distinct rows of their
+// batch (metrics.extra dsf_ratio, measured at load), with the range over
+// the tables (dsf_ratio.tN) where there are several: what de-duplicating a
+// batch's sparse features (HECA's DSF) leaves to move and update.
+func writeDSF(line lineFunc, extra map[string]float64) {
+	ratio, ok := extra["dsf_ratio"]
+	if !ok {
+		return
+	}
+	lo, hi, tables := 0.0, 0.0, 0
+	for k, v := range extra {
+		if !strings.HasPrefix(k, "dsf_ratio.t") {
+			continue
+		}
+		if tables == 0 || v < lo {
+			lo = v
+		}
+		if tables == 0 || v > hi {
+			hi = v
+		}
+		tables++
+	}
+	s := fmt.Sprintf("%.1f%% of lookups are distinct rows of their batch", 100*ratio)
+	if tables > 1 {
+		s += fmt.Sprintf(" (%d tables: %.1f%%–%.1f%%)", tables, 100*lo, 100*hi)
+	}
+	line("DSF ratio", "%s, measured at load", s)
 }
 
 // writeMetrics writes the training loss, the held-out metrics and the

@@ -47,6 +47,7 @@ func fixedResults() *results.Results {
 		Metrics: results.Metrics{
 			Loss: &results.LossCurve{First: 0.7175, Last: 0.5469, FirstTenthMean: 0.6992, LastTenthMean: 0.5246},
 			AUC:  f(0.8116), LogLoss: f(0.5156), NE: f(0.8261), EvalCount: 2048,
+			Extra: map[string]float64{"dsf_ratio": 0.50512, "dsf_ratio.t0": 0.00391, "dsf_ratio.t1": 0.96875, "dsf_ratio.t2": 0.4},
 		},
 		HostRSSPeakBytes: 61681664,
 		Memory: []results.Memory{
@@ -245,5 +246,38 @@ func TestSummaryDatasetEpochs(t *testing.T) {
 		if !strings.Contains(b.String(), "epochs") || strings.Contains(b.String(), "repeats") != c.repeats {
 			t.Errorf("epochs %v: repeats said %v, want %v:\n%s", c.epochs, !c.repeats, c.repeats, b.String())
 		}
+	}
+}
+
+// TestSummaryDSF checks the DSF line: printed only when the results carry
+// dsf_ratio, with the per-table range only over several tables.
+func TestSummaryDSF(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra map[string]float64
+		want  string // "" : no DSF line
+	}{
+		{"absent", map[string]float64{"ndcg_k": 32}, ""},
+		{"one table", map[string]float64{"dsf_ratio": 0.25, "dsf_ratio.t0": 0.25},
+			"DSF ratio    25.0% of lookups are distinct rows of their batch, measured at load\n"},
+		{"tables", map[string]float64{"dsf_ratio": 0.5, "dsf_ratio.t0": 0.125, "dsf_ratio.t1": 0.875},
+			"DSF ratio    50.0% of lookups are distinct rows of their batch (2 tables: 12.5%–87.5%), measured at load\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := fixedResults()
+			r.Metrics.Extra = tc.extra
+			var b bytes.Buffer
+			Write(&b, r)
+			got := b.String()
+			if tc.want == "" {
+				if strings.Contains(got, "DSF") {
+					t.Fatalf("a DSF line without dsf_ratio:\n%s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, tc.want) {
+				t.Fatalf("want line %q in:\n%s", tc.want, got)
+			}
+		})
 	}
 }
