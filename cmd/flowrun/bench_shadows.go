@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/flowrun/flowrun/framework/stages/exchange"
+	"github.com/flowrun/flowrun/framework/stages/plan"
+	"github.com/flowrun/flowrun/framework/stages/shadow"
 	"sort"
 
 	"github.com/flowrun/flowrun/framework/bench"
@@ -77,24 +80,24 @@ func shadowWiring(cfg *config.Config) (shadowSetup, error) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var plan, device string
+	var planStage, device string
 	for _, n := range names {
 		st := cfg.Stages[n]
-		if st.Kind == "plan" && plan == "" {
-			plan = n
+		if st.Kind == string(plan.Kind) && planStage == "" {
+			planStage = n
 		}
-		if d, ok := st.Options["device"].(string); ok && st.Kind == "exchange" && device == "" {
+		if d, ok := st.Options["device"].(string); ok && st.Kind == string(exchange.Kind) && device == "" {
 			device = d
 		}
 	}
-	if plan == "" {
+	if planStage == "" {
 		return shadowSetup{}, errors.New("the graph has no plan stage to shadow")
 	}
-	in := cfg.Stages[plan].In
+	in := cfg.Stages[planStage].In
 	for _, n := range names {
 		for _, out := range cfg.Stages[n].Out {
 			if out == in {
-				st := map[string]any{"kind": "shadow", "in": sweepShadowSubject}
+				st := map[string]any{"kind": string(shadow.Kind), "in": sweepShadowSubject}
 				if device != "" {
 					st["device"] = device
 				}
@@ -103,5 +106,5 @@ func shadowWiring(cfg *config.Config) (shadowSetup, error) {
 			}
 		}
 	}
-	return shadowSetup{}, fmt.Errorf("no stage publishes %s, which plan stage %s reads", in, plan)
+	return shadowSetup{}, fmt.Errorf("no stage publishes %s, which plan stage %s reads", in, planStage)
 }

@@ -193,13 +193,13 @@ func writeCache(line lineFunc, c *results.Cache) {
 // the tables (dsf_ratio.tN) where there are several: what de-duplicating a
 // batch's sparse features (HECA's DSF) leaves to move and update.
 func writeDSF(line lineFunc, extra map[string]float64) {
-	ratio, ok := extra["dsf_ratio"]
+	ratio, ok := extra[results.MetricDSFRatio]
 	if !ok {
 		return
 	}
 	lo, hi, tables := 0.0, 0.0, 0
 	for k, v := range extra {
-		if !strings.HasPrefix(k, "dsf_ratio.t") {
+		if !strings.HasPrefix(k, results.MetricDSFRatio+".t") {
 			continue
 		}
 		if tables == 0 || v < lo {

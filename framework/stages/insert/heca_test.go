@@ -44,14 +44,7 @@ func TestHecaEndsWithNoCacheDigest(t *testing.T) {
 		name := fmt.Sprintf("%s/seed=%d/batches=%d/cache=%s/%s", c.locality, c.seed, c.batches, c.cacheSize, c.optimizer)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			sets := append([]string{
-				"dataset.locality=" + c.locality, fmt.Sprintf("seed=%d", c.seed),
-				fmt.Sprintf("dataset.batches=%d", c.batches), "cache.size=" + c.cacheSize,
-				"embedding.optimizer=" + c.optimizer,
-			}, small...)
-			if c.optimizer != "sgd" {
-				sets = append(sets, "stages.train.learning_rate=0.05")
-			}
+			sets := workload(c.locality, c.seed, c.batches, c.cacheSize, c.optimizer)
 			want, err := runGraph(t, "no-cache", engine.HazardsOff, sets...)
 			if err != nil {
 				t.Fatalf("no-cache: %v", err)

@@ -66,6 +66,22 @@ var small = []string{
 
 const worstCase = 64 * 4 * 6
 
+// workload is the --set flags of one digest-equivalence case on the small
+// dataset: locality, seed, batches, cache size and optimizer. Adagrad's
+// steps are lr-sized whatever the gradient, so it trains at 0.05: the
+// graphs' SGD rate (10) would diverge.
+func workload(locality string, seed, batches int, cacheSize, optimizer string) []string {
+	sets := append([]string{
+		"dataset.locality=" + locality, fmt.Sprintf("seed=%d", seed),
+		fmt.Sprintf("dataset.batches=%d", batches), "cache.size=" + cacheSize,
+		"embedding.optimizer=" + optimizer,
+	}, small...)
+	if optimizer != "sgd" {
+		sets = append(sets, "stages.train.learning_rate=0.05")
+	}
+	return sets
+}
+
 // The exactness criterion (DESIGN.md, non-negotiable 4): no cache, the
 // static top-N cache (rows trained half in Storage, half in the host
 // tables), the straw-man (one batch at a time through the cache stages)
@@ -95,16 +111,7 @@ func TestFourGraphsEndWithTheSameDigest(t *testing.T) {
 		name := fmt.Sprintf("%s/seed=%d/batches=%d/cache=%s/%s", c.locality, c.seed, c.batches, c.cacheSize, c.optimizer)
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			sets := append([]string{
-				"dataset.locality=" + c.locality, fmt.Sprintf("seed=%d", c.seed),
-				fmt.Sprintf("dataset.batches=%d", c.batches), "cache.size=" + c.cacheSize,
-				"embedding.optimizer=" + c.optimizer,
-			}, small...)
-			if c.optimizer != "sgd" {
-				// Adagrad's steps are lr-sized whatever the gradient: the
-				// graphs' SGD rate (10) would diverge.
-				sets = append(sets, "stages.train.learning_rate=0.05")
-			}
+			sets := workload(c.locality, c.seed, c.batches, c.cacheSize, c.optimizer)
 			var want string
 			for _, g := range fourGraphs {
 				res, err := runGraph(t, g, engine.HazardsOff, sets...)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/data"
+	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
@@ -167,14 +168,14 @@ func (c *dsfCounts) ratios() map[string]float64 {
 	out := map[string]float64{}
 	for t := range c.lookups {
 		if c.lookups[t] > 0 {
-			out[fmt.Sprintf("dsf_ratio.t%d", t)] = float64(c.unique[t]) / float64(c.lookups[t])
+			out[results.MetricDSFRatioOf(t)] = float64(c.unique[t]) / float64(c.lookups[t])
 		}
 		u, n = u+c.unique[t], n+c.lookups[t]
 	}
 	if n == 0 {
 		return nil
 	}
-	out["dsf_ratio"] = float64(u) / float64(n)
+	out[results.MetricDSFRatio] = float64(u) / float64(n)
 	return out
 }
 

@@ -83,10 +83,10 @@ func (c Config) HostProfiles() bool {
 	return c.Profile == ProfileFrequencies && c.Frequencies == nil
 }
 
-// holdsWindows reports whether Algorithm 1's protected set (the current
+// HoldsWindows reports whether Algorithm 1's protected set (the current
 // batch CB and the next batch NB) covers the host's windows: no past
 // batch in flight, at most one future batch (README, "Windows").
-func (c Config) holdsWindows() bool { return c.Past == 0 && c.Future <= 1 }
+func (c Config) HoldsWindows() bool { return c.Past == 0 && c.Future <= 1 }
 
 // ProfileBatches is how many training batches the host profiles.
 func (c Config) ProfileBatches() int { return c.WarmupBatches }

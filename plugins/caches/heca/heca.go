@@ -56,10 +56,10 @@ func (p *Policy) Info(context.Context) (plugin.Info, error) {
 // gives no frequencies) and whether Algorithm 1's protected set covers
 // the host's windows: the current and the next batch do exactly when no
 // past batch is in flight and at most one future batch is sent
-// (Config.holdsWindows; README, "Windows"). It may bypass.
+// (Config.HoldsWindows; README, "Windows"). It may bypass.
 func (p *Policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
 	cfg := defaultConfig()
-	return plankit.NeedsOfProfiled(setup, &cfg, func() bool { return cfg.holdsWindows() })
+	return plankit.NeedsOfProfiled(setup, &cfg)
 }
 
 func (p *Policy) Configure(_ context.Context, setup plugin.Setup) error {

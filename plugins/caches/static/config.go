@@ -59,6 +59,9 @@ func (c Config) HostProfiles() bool {
 	return c.Profile == ProfileFrequencies && c.Frequencies == nil
 }
 
+// HoldsWindows: a static cache never evicts, so it holds any window.
+func (c Config) HoldsWindows() bool { return true }
+
 // ProfileBatches is how many training batches the host profiles.
 func (c Config) ProfileBatches() int { return c.WarmupBatches }
 

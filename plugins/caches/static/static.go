@@ -79,7 +79,7 @@ func (p *policy) Info(context.Context) (plugin.Info, error) {
 // as Configure will once the host has filled the frequencies.
 func (p *policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
 	cfg := defaultConfig()
-	return plankit.NeedsOfProfiled(setup, &cfg, func() bool { return true })
+	return plankit.NeedsOfProfiled(setup, &cfg)
 }
 
 func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {

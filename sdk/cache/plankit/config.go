@@ -38,14 +38,16 @@ type Profiled interface {
 	// training batches the host profiles.
 	HostProfiles() bool
 	ProfileBatches() int
+	// HoldsWindows is cache.Needs.HoldsWindows under these options.
+	HoldsWindows() bool
 }
 
 // NeedsOfProfiled is the Needs of a Profiled policy under setup, decoded
-// over cfg (the defaults): holds says whether it holds the host's windows,
-// and the warm-up profile is asked for when its options want the host's
+// over cfg (the defaults): whether it holds the host's windows, and the
+// warm-up profile is asked for when its options want the host's
 // frequencies (uncapped: Setup does not say how many training batches the
 // run has; the host caps it). A bad option is a *plugin.FieldError.
-func NeedsOfProfiled(setup plugin.Setup, cfg Profiled, holds func() bool) (cache.Needs, error) {
+func NeedsOfProfiled(setup plugin.Setup, cfg Profiled) (cache.Needs, error) {
 	if err := plugin.DecodeOptions(setup.Options, cfg); err != nil {
 		return cache.Needs{}, err
 	}
@@ -55,7 +57,7 @@ func NeedsOfProfiled(setup plugin.Setup, cfg Profiled, holds func() bool) (cache
 	if err := CheckTables(setup.Tables); err != nil {
 		return cache.Needs{}, err
 	}
-	needs := cache.Needs{HoldsWindows: holds()}
+	needs := cache.Needs{HoldsWindows: cfg.HoldsWindows()}
 	if cfg.HostProfiles() {
 		needs.ProfileBatches = cfg.ProfileBatches()
 	}
