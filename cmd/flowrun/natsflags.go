@@ -86,7 +86,9 @@ func connectBus(cfg *config.Config, f runFlags, log *slog.Logger) (*bus.Conn, fu
 		}
 		stop = srv.Shutdown
 		serverURL = srv.ClientURL()
-		opts = append(opts, srv.Auth())
+		// Every stage of this run is in this process: talk to the server
+		// over an in-memory pipe (bus.Server.InProcess).
+		opts = append(opts, srv.Auth(), srv.InProcess())
 	} else {
 		auth, err := f.natsAuth.clientAuth()
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // ServerOptions configures an embedded nats-server.
@@ -114,4 +115,14 @@ func (s *Server) ClientURL() string { return s.ns.ClientURL() }
 func (s *Server) Shutdown() {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
+}
+
+// InProcess is the Connect option for a client in the server's own
+// process: it talks to the server over an in-memory pipe instead of a
+// loopback socket, so a hand-off between two stages of one process costs
+// no system call and wakes no thread through the kernel's poller. The
+// server is still a real NATS server: a remote worker reaches it at
+// ClientURL.
+func (s *Server) InProcess() Option {
+	return func(o *connOptions) { o.nats = append(o.nats, nats.InProcessServer(s.ns)) }
 }

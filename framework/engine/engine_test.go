@@ -147,6 +147,9 @@ type relayConfig struct {
 	// CrashAt is the batch on which the relay reports a plugin crash and
 	// then waits for the run to stop (-1: none).
 	CrashAt int `mapstructure:"crash_at"`
+	// WorkUs is how long the relay computes (and allocates) per batch, so
+	// a benchmark can see a hop beside stages that really work.
+	WorkUs int `mapstructure:"work_us"`
 }
 
 func (c *relayConfig) Validate() error { return nil }
@@ -171,9 +174,24 @@ func (r *relay) Process(ctx context.Context, b *batch.Batch) error {
 		<-ctx.Done()
 		return ctx.Err()
 	}
+	busy(time.Duration(r.cfg.WorkUs) * time.Microsecond)
 	r.rec.saw(r.name, b.Seq)
 	return nil
 }
+
+// busy computes for d, as a stage's own work would, without allocating
+// (a hop's cost must not include the garbage collector's).
+func busy(d time.Duration) {
+	var buf [1024]float64
+	for start := time.Now(); time.Since(start) < d; {
+		for i := range buf {
+			buf[i] += float64(i) * 1.0001
+		}
+	}
+	busySink = buf[0]
+}
+
+var busySink float64
 
 type sinkConfig struct {
 	// DelayMs is how long the sink takes per batch.
@@ -204,7 +222,7 @@ func (s *sink) Process(ctx context.Context, b *batch.Batch) error {
 }
 
 // kinds is the registry of the test stage kinds, recording into rec.
-func kinds(t *testing.T, rec *recorder) stage.Registry {
+func kinds(t testing.TB, rec *recorder) stage.Registry {
 	t.Helper()
 	created := func(set stage.Settings) common {
 		rec.mu.Lock()
@@ -242,7 +260,7 @@ func kinds(t *testing.T, rec *recorder) stage.Registry {
 }
 
 // host is a plugin host with the built-in plugins the default graph names.
-func host(t *testing.T) *pluginhost.Host {
+func host(t testing.TB) *pluginhost.Host {
 	t.Helper()
 	h, err := pluginhost.New(pluginhost.Settings{Builtins: pluginhost.Builtins{
 		Caches:  map[string]func() cache.Cache{"lru": lru.New},
@@ -258,7 +276,7 @@ func host(t *testing.T) *pluginhost.Host {
 }
 
 // conn connects to a new embedded NATS server.
-func conn(t *testing.T) *bus.Conn {
+func conn(t testing.TB) *bus.Conn {
 	t.Helper()
 	srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
 	if err != nil {
@@ -298,7 +316,7 @@ type env struct {
 
 // newEnv builds the graph whose stages section is stagesYAML (and whose
 // other top-level keys are extra) over the tiny dataset.
-func newEnv(t *testing.T, extra, stagesYAML string) *env {
+func newEnv(t testing.TB, extra, stagesYAML string) *env {
 	t.Helper()
 	e := &env{rec: newRecorder(), spans: tracetest.NewSpanRecorder()}
 	e.reg = kinds(t, e.rec)
