@@ -83,7 +83,7 @@ type table struct {
 	// ahead's first window, whose slots the next check tries first; spare
 	// is the buffer ahead alternates with.
 	checked  []uint64
-	missing  map[int64]struct{}
+	missing  plankit.RowIndex
 	ahead    []int32
 	aheadSeq uint64
 	spare    []int32
@@ -99,7 +99,7 @@ func newTable(capacity int32, victim string, rng *rand.Rand, past int, clock *ui
 		current:  1 << past,
 		clock:    clock,
 		checked:  make([]uint64, capacity),
-		missing:  map[int64]struct{}{},
+		missing:  plankit.NewRowIndex(0),
 	}
 	switch victim {
 	case VictimLFU:
@@ -353,16 +353,16 @@ func (p *policy) check(seq uint64, t int, b *cache.Batch, future [][]int64) erro
 			tb.ahead = append(tb.ahead, held(row, hint((k+1)*n+i)))
 		}
 	}
-	clear(tb.missing)
+	tb.missing.Clear()
 	tb.found = tb.found[:0]
 	for i, row := range b.IDs[lo:hi] {
 		s := held(row, hint(i))
 		if s < 0 {
-			tb.missing[row] = struct{}{}
+			tb.missing.Put(row, 0)
 		}
 		tb.found = append(tb.found, s)
 	}
-	needed := int64(len(tb.missing))
+	needed := int64(tb.missing.Len())
 	free := capacity - int64(filled)
 	if needed <= free+evictable {
 		return nil

@@ -9,15 +9,24 @@ func (k Key) less(o Key) bool {
 
 // SlotHeap holds a subset of the slots [0, capacity), each with a key fixed
 // while it is in the heap.
+//
+// Each heap entry carries its slot's key, so a sift compares neighbours in
+// one array instead of following every slot to a key elsewhere: with tens
+// of thousands of slots those were two cache misses per comparison, and a
+// sixth of Plan's time.
 type SlotHeap struct {
 	pos  []int32 // slot -> index in heap, -1 when absent
-	keys []Key   // slot -> key, valid while present
-	heap []int32
+	heap []heapEntry
+}
+
+type heapEntry struct {
+	key  Key
+	slot int32
 }
 
 // NewSlotHeap returns an empty heap for capacity slots.
 func NewSlotHeap(capacity int32) *SlotHeap {
-	h := &SlotHeap{pos: make([]int32, capacity), keys: make([]Key, capacity), heap: make([]int32, 0, capacity)}
+	h := &SlotHeap{pos: make([]int32, capacity), heap: make([]heapEntry, 0, capacity)}
 	for i := range h.pos {
 		h.pos[i] = -1
 	}
@@ -32,9 +41,8 @@ func (h *SlotHeap) Contains(s int32) bool { return h.pos[s] >= 0 }
 
 // Push adds slot s with key k; s must not be in the heap.
 func (h *SlotHeap) Push(s int32, k Key) {
-	h.keys[s] = k
 	h.pos[s] = int32(len(h.heap))
-	h.heap = append(h.heap, s)
+	h.heap = append(h.heap, heapEntry{key: k, slot: s})
 	h.up(len(h.heap) - 1)
 }
 
@@ -63,17 +71,17 @@ func (h *SlotHeap) Pop() (int32, bool) {
 	if len(h.heap) == 0 {
 		return -1, false
 	}
-	s := h.heap[0]
+	s := h.heap[0].slot
 	h.Remove(s)
 	return s, true
 }
 
-func (h *SlotHeap) less(i, j int) bool { return h.keys[h.heap[i]].less(h.keys[h.heap[j]]) }
+func (h *SlotHeap) less(i, j int) bool { return h.heap[i].key.less(h.heap[j].key) }
 
 func (h *SlotHeap) swap(i, j int) {
 	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
-	h.pos[h.heap[i]] = int32(i)
-	h.pos[h.heap[j]] = int32(j)
+	h.pos[h.heap[i].slot] = int32(i)
+	h.pos[h.heap[j].slot] = int32(j)
 }
 
 func (h *SlotHeap) up(i int) {

@@ -2,23 +2,23 @@ package plankit
 
 import "github.com/flowrun/flowrun/sdk/cache"
 
-// Slots is one table's resident rows: a map from row to slot and its
-// inverse. Slots [0, filled) hold rows; the rest were never used.
+// Slots is one table's resident rows: an index from row to slot (the
+// Hit-Map) and its inverse. Slots [0, filled) hold rows; the rest were
+// never used.
 type Slots struct {
-	slotOf map[int64]int32
+	slotOf RowIndex
 	rowOf  []int64
 	filled int32
 }
 
 // NewSlots returns capacity empty slots.
 func NewSlots(capacity int32) Slots {
-	return Slots{slotOf: make(map[int64]int32, capacity), rowOf: make([]int64, capacity)}
+	return Slots{slotOf: NewRowIndex(int(capacity)), rowOf: make([]int64, capacity)}
 }
 
 // Lookup returns the slot holding row.
 func (sl *Slots) Lookup(row int64) (int32, bool) {
-	s, ok := sl.slotOf[row]
-	return s, ok
+	return sl.slotOf.Get(row)
 }
 
 // LookupFrom is Lookup for a row that an earlier lookup found in slot
@@ -101,7 +101,7 @@ func TwoPass[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 				s = found[i-lo]
 				ok = s >= 0
 			} else {
-				s, ok = sl.slotOf[b.IDs[i]]
+				s, ok = sl.slotOf.Get(b.IDs[i])
 			}
 			if !ok {
 				b.Hits[i] = 0
@@ -121,7 +121,7 @@ func TwoPass[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 			st.Misses++
 			row := b.IDs[i]
 			tick()
-			if s, ok := sl.slotOf[row]; ok { // inserted earlier in this batch
+			if s, ok := sl.slotOf.Get(row); ok { // inserted earlier in this batch
 				tb.Hit(s)
 				b.Slots[i] = int64(s)
 				continue
@@ -133,7 +133,7 @@ func TwoPass[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 			} else if v, ok := tb.Victim(); ok {
 				s = v
 				old := sl.rowOf[s]
-				delete(sl.slotOf, old)
+				sl.slotOf.Delete(old)
 				w := b.Victims[3*res.Victims : 3*res.Victims+3]
 				w[0], w[1], w[2] = int64(t), old, int64(s)
 				res.Victims++
@@ -145,7 +145,7 @@ func TwoPass[T Table](b *cache.Batch, tables []T) *cache.PlanResult {
 				continue
 			}
 			sl.rowOf[s] = row
-			sl.slotOf[row] = s
+			sl.slotOf.Put(row, s)
 			tb.Insert(s)
 			b.Slots[i] = int64(s)
 		}
