@@ -76,42 +76,52 @@ func (h *SlotHeap) Pop() (int32, bool) {
 	return s, true
 }
 
-func (h *SlotHeap) less(i, j int) bool { return h.heap[i].key.less(h.heap[j].key) }
-
 func (h *SlotHeap) swap(i, j int) {
 	h.heap[i], h.heap[j] = h.heap[j], h.heap[i]
 	h.pos[h.heap[i].slot] = int32(i)
 	h.pos[h.heap[j].slot] = int32(j)
 }
 
+// up sifts i towards the root. It moves a hole instead of swapping: the
+// entry is written once, where it stops, and every entry it passes moves
+// down one level — the same places a swap at each level would give.
 func (h *SlotHeap) up(i int) {
+	e := h.heap[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.less(i, p) {
-			return
+		if !e.key.less(h.heap[p].key) {
+			break
 		}
-		h.swap(i, p)
+		h.heap[i] = h.heap[p]
+		h.pos[h.heap[i].slot] = int32(i)
 		i = p
 	}
+	h.heap[i] = e
+	h.pos[e.slot] = int32(i)
 }
 
-// down sifts i towards the leaves and reports whether it moved.
+// down sifts i towards the leaves, moving a hole as up does, and reports
+// whether it moved.
 func (h *SlotHeap) down(i int) bool {
 	start, n := i, len(h.heap)
+	e := h.heap[i]
 	for {
 		l := 2*i + 1
 		if l >= n {
 			break
 		}
 		m := l
-		if r := l + 1; r < n && h.less(r, l) {
+		if r := l + 1; r < n && h.heap[r].key.less(h.heap[l].key) {
 			m = r
 		}
-		if !h.less(m, i) {
+		if !h.heap[m].key.less(e.key) {
 			break
 		}
-		h.swap(i, m)
+		h.heap[i] = h.heap[m]
+		h.pos[h.heap[i].slot] = int32(i)
 		i = m
 	}
+	h.heap[i] = e
+	h.pos[e.slot] = int32(i)
 	return i > start
 }
