@@ -83,7 +83,8 @@ type Host struct {
 
 // New makes a Host. It first removes shared-memory regions left behind by
 // processes that no longer run (region.Sweep), so a crashed run does not
-// leak memory into the next.
+// leak memory into the next, and kills what plugins of a dead host forked
+// and left running (sweepOrphans).
 func New(set Settings) (*Host, error) {
 	h := &Host{
 		builtins:        set.Builtins,
@@ -118,6 +119,9 @@ func New(set Settings) (*Host, error) {
 	}
 	if n > 0 {
 		h.logger.Info("removed stale shared-memory regions", "dir", dir, "count", n)
+	}
+	if n := sweepOrphans(); n > 0 {
+		h.logger.Info("killed processes left running by plugins of a host that no longer runs", "count", n)
 	}
 	return h, nil
 }

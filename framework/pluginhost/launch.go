@@ -93,6 +93,8 @@ func (h *Host) launch(ctx context.Context, kind plugin.Kind, r Ref) (any, *proce
 	}
 	cmd := exec.Command(path)
 	cmd.SysProcAttr = sysProcAttr()
+	// go-plugin appends the host's own environment after this entry.
+	cmd.Env = []string{hostEnv()}
 	p := &process{
 		Process: Process{Kind: kind, Name: r.Name, Path: path},
 		cmd:     cmd,

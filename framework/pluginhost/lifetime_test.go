@@ -310,3 +310,52 @@ func TestPluginExitsWhenParentGoes(t *testing.T) {
 	}
 	waitGone(t, pid, time.Second, "a plugin whose parent exited")
 }
+
+// TestNextHostKillsOrphanedGrandchild: a plugin (a script that forks a
+// long sleep, then becomes the echo plugin) runs under a host killed with
+// SIGKILL. The plugin dies with its host, but its child does not (the
+// parent-death signal reaches only the plugin, and no group kill ran).
+// The next host to start kills it: it still carries the dead host's
+// pluginhost.HostEnv.
+func TestNextHostKillsOrphanedGrandchild(t *testing.T) {
+	if _, err := os.Stat("/proc/self/environ"); err != nil {
+		t.Skip("needs procfs")
+	}
+	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+	script := writeScript(t, fmt.Sprintf("#!/bin/sh\nsleep 300 </dev/null >/dev/null 2>&1 &\necho $! > %[1]s.tmp\nmv %[1]s.tmp %[1]s\nexec %[2]s\n", pidFile, echoBin))
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperHostEnv+"="+script)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Scan()
+		line <- sc.Text()
+	}()
+	var plugin int
+	select {
+	case l := <-line:
+		if plugin, err = strconv.Atoi(l); err != nil {
+			t.Fatalf("helper host: %q", l)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("helper host printed no plugin pid")
+	}
+	grandchild := readPID(t, pidFile)
+	defer syscall.Kill(grandchild, syscall.SIGKILL)
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitGone(t, plugin, 2*time.Second, "the plugin of a SIGKILLed host")
+	if gone(grandchild) {
+		t.Fatal("the plugin's child went with the host: the test shows nothing")
+	}
+	newHost(t, pluginhost.Settings{})
+	waitGone(t, grandchild, 2*time.Second, "the orphaned child of a dead host's plugin, after the next host started")
+}

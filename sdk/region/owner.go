@@ -34,6 +34,20 @@ type creator struct {
 	start uint64
 }
 
+// Owner is how this process signs what it leaves behind: "PID.START" on
+// Linux, "PID" elsewhere. Regions carry it in their names; the plugin host
+// gives it to the plugins it starts (and so to whatever they fork), so a
+// later run can tell what a dead host left running (OwnerGone).
+func Owner() string { return owner() }
+
+// OwnerGone reports whether the process an Owner string names no longer
+// runs (by the same rules as the region sweep). A string that is not an
+// Owner is not gone: nothing is removed on a guess.
+func OwnerGone(s string) bool {
+	c, ok := parseOwner(s)
+	return ok && !c.alive()
+}
+
 // parseCreator reads the creator from a region's file name.
 func parseCreator(name string) (creator, bool) {
 	rest, ok := strings.CutPrefix(name, Prefix)
@@ -44,6 +58,11 @@ func parseCreator(name string) (creator, bool) {
 	if !ok {
 		return creator{}, false
 	}
+	return parseOwner(who)
+}
+
+// parseOwner reads "PID" or "PID.START".
+func parseOwner(who string) (creator, bool) {
 	pidStr, startStr, hasStart := strings.Cut(who, ".")
 	pid, err := strconv.Atoi(pidStr)
 	if err != nil || pid <= 0 {
