@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/device/costmodel"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -209,13 +210,17 @@ func (h *Host) Model(ctx context.Context, ref string) (model.Model, error) {
 	return &tracedModel{tracedBase{impl, tr}, impl}, nil
 }
 
-// Device resolves ref to a device.
+// Device resolves ref to a device. A device that hands over its cost
+// model (device.ModelDescriber) has its Cost evaluated here
+// (costmodel.Local): for one in another process that is a round trip per
+// stage per batch saved, with the same figures.
 func (h *Host) Device(ctx context.Context, ref string) (device.Device, error) {
 	impl, tr, err := resolve(ctx, h, plugin.KindDevice, ref, h.builtins.Devices)
 	if err != nil {
 		return nil, err
 	}
-	return &tracedDevice{tracedBase{impl, tr}, impl}, nil
+	local := costmodel.NewLocal(impl)
+	return &tracedDevice{tracedBase{local, tr}, local}, nil
 }
 
 // resolve makes the plugin ref names, in process or as a subprocess, and

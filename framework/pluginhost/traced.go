@@ -9,6 +9,7 @@ import (
 
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/device"
+	"github.com/flowrun/flowrun/sdk/device/costmodel"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -152,14 +153,19 @@ func (m *tracedModel) Digest(ctx context.Context) ([]byte, error) {
 
 type tracedDevice struct {
 	tracedBase
-	impl device.Device
+	impl *costmodel.Local
 }
 
 func (d *tracedDevice) Profile(ctx context.Context) (device.Profile, error) {
 	return traced(ctx, d.tr, "Profile", d.impl.Profile, nil)
 }
 
+// Cost is a traced plugin call unless the host evaluates the device's
+// cost model itself, which is arithmetic here and no call at all.
 func (d *tracedDevice) Cost(ctx context.Context, req *device.CostRequest) (*device.CostResult, error) {
+	if d.impl.Evaluates() {
+		return d.impl.Cost(ctx, req)
+	}
 	return traced(ctx, d.tr, "Cost", func(ctx context.Context) (*device.CostResult, error) { return d.impl.Cost(ctx, req) },
 		nil, seq(req.Seq), attribute.Int("flowrun.device.ops", len(req.Ops)))
 }

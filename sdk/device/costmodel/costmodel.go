@@ -120,6 +120,12 @@ func (d *Device) Cost(_ context.Context, req *device.CostRequest) (*device.CostR
 	if err != nil {
 		return nil, err
 	}
+	return costs(p, req)
+}
+
+// costs is Cost over a request's ops, in request order: what a device
+// answers, and what a host evaluating the model itself (Local) computes.
+func costs(p Params, req *device.CostRequest) (*device.CostResult, error) {
 	if req == nil {
 		return nil, fmt.Errorf("%w: nil cost request", plugin.ErrInvalidRequest)
 	}

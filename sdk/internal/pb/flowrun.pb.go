@@ -2031,6 +2031,50 @@ func (x *CostResult) GetModeledNs() []int64 {
 	return nil
 }
 
+type CostModelParams struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Json          []byte                 `protobuf:"bytes,1,opt,name=json,proto3" json:"json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CostModelParams) Reset() {
+	*x = CostModelParams{}
+	mi := &file_flowrun_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CostModelParams) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CostModelParams) ProtoMessage() {}
+
+func (x *CostModelParams) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CostModelParams.ProtoReflect.Descriptor instead.
+func (*CostModelParams) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *CostModelParams) GetJson() []byte {
+	if x != nil {
+		return x.Json
+	}
+	return nil
+}
+
 var File_flowrun_proto protoreflect.FileDescriptor
 
 const file_flowrun_proto_rawDesc = "" +
@@ -2192,7 +2236,9 @@ const file_flowrun_proto_rawDesc = "" +
 	"\n" +
 	"CostResult\x12\x1d\n" +
 	"\n" +
-	"modeled_ns\x18\x01 \x03(\x03R\tmodeledNs*\x96\x01\n" +
+	"modeled_ns\x18\x01 \x03(\x03R\tmodeledNs\"%\n" +
+	"\x0fCostModelParams\x12\x12\n" +
+	"\x04json\x18\x01 \x01(\fR\x04json*\x96\x01\n" +
 	"\bSentinel\x12\x18\n" +
 	"\x14SENTINEL_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17SENTINEL_INVALID_CONFIG\x10\x01\x12\x1b\n" +
@@ -2215,12 +2261,13 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
 	"\x04Step\x12\x17.flowrun.v1.StepRequest\x1a\x16.flowrun.v1.StepResult\x125\n" +
-	"\x06Digest\x12\x11.flowrun.v1.Empty\x1a\x18.flowrun.v1.DigestResult2\xeb\x01\n" +
+	"\x06Digest\x12\x11.flowrun.v1.Empty\x1a\x18.flowrun.v1.DigestResult2\xa8\x02\n" +
 	"\x06Device\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
 	"\aProfile\x12\x11.flowrun.v1.Empty\x1a\x19.flowrun.v1.DeviceProfile\x127\n" +
-	"\x04Cost\x12\x17.flowrun.v1.CostRequest\x1a\x16.flowrun.v1.CostResultB,Z*github.com/flowrun/flowrun/sdk/internal/pbb\x06proto3"
+	"\x04Cost\x12\x17.flowrun.v1.CostRequest\x1a\x16.flowrun.v1.CostResult\x12;\n" +
+	"\tCostModel\x12\x11.flowrun.v1.Empty\x1a\x1b.flowrun.v1.CostModelParamsB,Z*github.com/flowrun/flowrun/sdk/internal/pbb\x06proto3"
 
 var (
 	file_flowrun_proto_rawDescOnce sync.Once
@@ -2235,7 +2282,7 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_flowrun_proto_goTypes = []any{
 	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
 	(*Empty)(nil),                 // 1: flowrun.v1.Empty
@@ -2267,6 +2314,7 @@ var file_flowrun_proto_goTypes = []any{
 	(*DeviceProfile)(nil),         // 27: flowrun.v1.DeviceProfile
 	(*CostRequest)(nil),           // 28: flowrun.v1.CostRequest
 	(*CostResult)(nil),            // 29: flowrun.v1.CostResult
+	(*CostModelParams)(nil),       // 30: flowrun.v1.CostModelParams
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -2322,26 +2370,28 @@ var file_flowrun_proto_depIdxs = []int32{
 	5,  // 50: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
 	1,  // 51: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
 	28, // 52: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	7,  // 53: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 54: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 55: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	13, // 56: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
-	7,  // 57: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 58: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	22, // 59: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	22, // 60: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	20, // 61: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	22, // 62: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	7,  // 63: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 64: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	24, // 65: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	25, // 66: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	7,  // 67: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 68: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	27, // 69: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	29, // 70: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	53, // [53:71] is the sub-list for method output_type
-	35, // [35:53] is the sub-list for method input_type
+	1,  // 53: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
+	7,  // 54: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 55: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 56: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 57: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	7,  // 58: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 59: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	22, // 60: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	22, // 61: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	20, // 62: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	22, // 63: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	7,  // 64: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 65: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	24, // 66: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	25, // 67: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	7,  // 68: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 69: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	27, // 70: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	29, // 71: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	30, // 72: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
+	54, // [54:73] is the sub-list for method output_type
+	35, // [35:54] is the sub-list for method input_type
 	35, // [35:35] is the sub-list for extension type_name
 	35, // [35:35] is the sub-list for extension extendee
 	0,  // [0:35] is the sub-list for field type_name
@@ -2358,7 +2408,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

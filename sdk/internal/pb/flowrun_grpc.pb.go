@@ -760,6 +760,7 @@ const (
 	Device_Configure_FullMethodName = "/flowrun.v1.Device/Configure"
 	Device_Profile_FullMethodName   = "/flowrun.v1.Device/Profile"
 	Device_Cost_FullMethodName      = "/flowrun.v1.Device/Cost"
+	Device_CostModel_FullMethodName = "/flowrun.v1.Device/CostModel"
 )
 
 // DeviceClient is the client API for Device service.
@@ -770,6 +771,10 @@ type DeviceClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*Empty, error)
 	Profile(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*DeviceProfile, error)
 	Cost(ctx context.Context, in *CostRequest, opts ...grpc.CallOption) (*CostResult, error)
+	// CostModel hands over the parameters of the standard cost model
+	// (sdk/device/costmodel) that Cost evaluates, as JSON, so the host can
+	// evaluate it without a call per batch. Unimplemented: Cost is not that.
+	CostModel(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*CostModelParams, error)
 }
 
 type deviceClient struct {
@@ -820,6 +825,16 @@ func (c *deviceClient) Cost(ctx context.Context, in *CostRequest, opts ...grpc.C
 	return out, nil
 }
 
+func (c *deviceClient) CostModel(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*CostModelParams, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CostModelParams)
+	err := c.cc.Invoke(ctx, Device_CostModel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // DeviceServer is the server API for Device service.
 // All implementations must embed UnimplementedDeviceServer
 // for forward compatibility.
@@ -828,6 +843,10 @@ type DeviceServer interface {
 	Configure(context.Context, *ConfigureRequest) (*Empty, error)
 	Profile(context.Context, *Empty) (*DeviceProfile, error)
 	Cost(context.Context, *CostRequest) (*CostResult, error)
+	// CostModel hands over the parameters of the standard cost model
+	// (sdk/device/costmodel) that Cost evaluates, as JSON, so the host can
+	// evaluate it without a call per batch. Unimplemented: Cost is not that.
+	CostModel(context.Context, *Empty) (*CostModelParams, error)
 	mustEmbedUnimplementedDeviceServer()
 }
 
@@ -849,6 +868,9 @@ func (UnimplementedDeviceServer) Profile(context.Context, *Empty) (*DeviceProfil
 }
 func (UnimplementedDeviceServer) Cost(context.Context, *CostRequest) (*CostResult, error) {
 	return nil, status.Error(codes.Unimplemented, "method Cost not implemented")
+}
+func (UnimplementedDeviceServer) CostModel(context.Context, *Empty) (*CostModelParams, error) {
+	return nil, status.Error(codes.Unimplemented, "method CostModel not implemented")
 }
 func (UnimplementedDeviceServer) mustEmbedUnimplementedDeviceServer() {}
 func (UnimplementedDeviceServer) testEmbeddedByValue()                {}
@@ -943,6 +965,24 @@ func _Device_Cost_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Device_CostModel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DeviceServer).CostModel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Device_CostModel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DeviceServer).CostModel(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Device_ServiceDesc is the grpc.ServiceDesc for Device service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -965,6 +1005,10 @@ var Device_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Cost",
 			Handler:    _Device_Cost_Handler,
+		},
+		{
+			MethodName: "CostModel",
+			Handler:    _Device_CostModel_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
