@@ -260,7 +260,7 @@ func (r *resolved) run(arrivals []float64) []float64 {
 	for i := range pools {
 		pools[i] = make(serverPool, r.servers(i))
 	}
-	left := make([]int32, Q*K)  // upstream stages not yet done
+	left := make([]int32, Q*K)    // upstream stages not yet done
 	ready := make([]float64, Q*K) // latest upstream end
 	ends := make([]float64, Q)
 	events := &opHeap{rank: rank}
@@ -348,7 +348,7 @@ func (h *opHeap) Less(i, j int) bool {
 	return h.rank[a.k] < h.rank[b.k]
 }
 func (h *opHeap) Swap(i, j int) { h.ops[i], h.ops[j] = h.ops[j], h.ops[i] }
-func (h *opHeap) Push(x any)   { h.ops = append(h.ops, x.(op)) }
+func (h *opHeap) Push(x any)    { h.ops = append(h.ops, x.(op)) }
 func (h *opHeap) Pop() any {
 	o := h.ops[len(h.ops)-1]
 	h.ops = h.ops[:len(h.ops)-1]
