@@ -21,8 +21,11 @@
 package serving
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"time"
 )
 
 // ArrivalStat is the batch stat a paced source records on each batch: the
@@ -63,4 +66,57 @@ func Scale(unit []float64, qps float64) []float64 {
 		out[i] = u * 1e9 / qps
 	}
 	return out
+}
+
+// Paced is implemented by a source stage that releases its batches at
+// Poisson arrival times (the load stage with arrival: poisson), so that
+// the runtime can report the measured latencies against the rate it was
+// offered, the stream's seed and the latency target.
+type Paced interface {
+	Pacing() Pacing
+}
+
+// Pacing is what a paced source was asked for: a zero QPS is a source
+// that is not paced.
+type Pacing struct {
+	QPS   float64
+	Seed  uint64
+	SLAMs float64
+}
+
+// Pacer releases queries at the arrival times of a Poisson stream of rate
+// qps: query i at the pacer's epoch plus its unit epoch over qps. The
+// epoch is the first Wait, so a run's set-up is not counted as queueing.
+type Pacer struct {
+	unit  []float64
+	qps   float64
+	epoch time.Time
+}
+
+// NewPacer is a pacer for n queries at qps from seed (UnitArrivals).
+func NewPacer(seed uint64, n int, qps float64) *Pacer {
+	return &Pacer{unit: UnitArrivals(seed, n), qps: qps}
+}
+
+// Wait returns query i's arrival time, once it has come: at once for a
+// query already due (the system is behind: it queued), else after
+// sleeping until then or until ctx ends. Queries are waited for in order.
+func (p *Pacer) Wait(ctx context.Context, i int) (time.Time, error) {
+	if i < 0 || i >= len(p.unit) {
+		return time.Time{}, fmt.Errorf("query %d is past the stream's %d arrivals", i, len(p.unit))
+	}
+	if p.epoch.IsZero() {
+		p.epoch = time.Now()
+	}
+	at := p.epoch.Add(time.Duration(p.unit[i] * 1e9 / p.qps))
+	if d := time.Until(at); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		}
+	}
+	return at, nil
 }
