@@ -1,10 +1,13 @@
 package serving
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 )
 
 // expDemands is n exponential service times of the given mean (ns),
@@ -314,5 +317,36 @@ func TestArrivalsArePoissonAndSeeded(t *testing.T) {
 	// n unit-rate exponentials sum to n ± √n.
 	if n := float64(len(a)); math.Abs(a[len(a)-1]-n) > 4*math.Sqrt(n) {
 		t.Errorf("100000 unit-rate arrivals span %g", a[len(a)-1])
+	}
+}
+
+// A pacer's arrivals are its epoch plus the stream's unit epochs over
+// QPS, whenever Wait is called; a wait ends when its context does.
+func TestPacerArrivals(t *testing.T) {
+	const qps = 1e9 // every arrival within a few ns: nothing sleeps long
+	p := NewPacer(6, 50, qps)
+	unit := UnitArrivals(6, 50)
+	first, err := p.Wait(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := first.Add(-time.Duration(unit[0] * 1e9 / qps))
+	for i := 1; i < 50; i++ {
+		at, err := p.Wait(context.Background(), i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := epoch.Add(time.Duration(unit[i] * 1e9 / qps)); !at.Equal(want) {
+			t.Fatalf("arrival %d at %v, want %v", i, at, want)
+		}
+	}
+	if _, err := p.Wait(context.Background(), 50); err == nil {
+		t.Error("a 51st arrival from a stream of 50")
+	}
+	slow := NewPacer(6, 2, 1e-6) // the first arrival is days away
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := slow.Wait(ctx, 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("a wait on a cancelled context: %v", err)
 	}
 }
