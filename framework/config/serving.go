@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -31,7 +32,16 @@ type Serving struct {
 	// a device not named has one server. RecPipe's Cascade Lake serves one
 	// query per core: 64.
 	Servers map[string]int `mapstructure:"servers"`
+	// Demand says what one server of a device is: charged (the default:
+	// a server is the whole device the stage charged, so c servers serve
+	// c queries each at the profile's full speed) or split (each server
+	// is 1/c of the device: a query holds it for c × the time charged, a
+	// whole-chip profile cut into per-core servers).
+	Demand string `mapstructure:"demand"`
 }
+
+// The values of serving.demand.
+var ServingDemands = []string{"charged", "split"}
 
 // DefaultQueries is the queries replayed when serving.queries is 0: the
 // "tens of thousands" RecPipe simulates (Sec. 4).
@@ -73,6 +83,9 @@ func (s Serving) Validate() error {
 	}
 	if !(s.SLAMs >= 0) || math.IsInf(s.SLAMs, 0) {
 		errs = append(errs, At("sla_ms", fmt.Errorf("must be a finite number of ms ≥ 0 (0: no SLA), got %g", s.SLAMs)))
+	}
+	if s.Demand != "" && !slices.Contains(ServingDemands, s.Demand) {
+		errs = append(errs, At("demand", fmt.Errorf("unknown demand %q (allowed: %s)", s.Demand, strings.Join(ServingDemands, ", "))))
 	}
 	for _, name := range sortedKeys(s.Servers) {
 		if c := s.Servers[name]; c < 1 || c > MaxServers {

@@ -118,7 +118,7 @@ func (r *run) servingNetwork(s *config.Serving) *serving.Network {
 			producer[out] = n.Name
 		}
 	}
-	net := &serving.Network{Servers: s.Servers}
+	net := &serving.Network{Servers: s.Servers, Split: s.Demand == serving.DemandSplit}
 	for _, n := range r.nodes {
 		res, byDevice := stageResources(n.Options)
 		st := serving.Stage{Name: n.Name, Resources: res, Demand: n.modBySeq[:r.total]}

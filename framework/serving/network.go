@@ -37,7 +37,18 @@ type Network struct {
 	// Servers is how many queries each resource serves at once (c of a
 	// multi-server FIFO queue); a resource not named has one server.
 	Servers map[string]int
+	// Split says that each of a resource's c servers is 1/c of the device
+	// the demands were charged on: a query holds a server for c times its
+	// hold (a whole-chip profile split into per-core servers). Without
+	// it a server is the whole device the demands describe.
+	Split bool
 }
+
+// The values of config's serving.demand, Network.Split's two readings.
+const (
+	DemandCharged = "charged"
+	DemandSplit   = "split"
+)
 
 // Replay is a network's response to an arrival stream.
 type Replay struct {
@@ -200,12 +211,17 @@ func (r *resolved) servers(i int) int {
 	return 1
 }
 
-// hold is how long query q holds the j-th resource of stage k.
+// hold is how long query q holds a server of the j-th resource of stage
+// k: c times as long with Split.
 func (r *resolved) hold(k, j, q int) int64 {
-	if h := r.holds[k][j]; h != nil {
-		return h[q%r.batches]
+	h := r.n.Stages[k].Demand[q%r.batches]
+	if hs := r.holds[k][j]; hs != nil {
+		h = hs[q%r.batches]
 	}
-	return r.n.Stages[k].Demand[q%r.batches]
+	if r.n.Split {
+		h *= int64(r.servers(r.resIdx[k][j]))
+	}
+	return h
 }
 
 // load is every resource's utilisation λ·E[hold]/c over the first

@@ -350,3 +350,33 @@ func TestPacerArrivals(t *testing.T) {
 		t.Errorf("a wait on a cancelled context: %v", err)
 	}
 }
+
+// Split makes c servers out of one device: each query holds a server c
+// times as long, so capacity is the whole device's (not c times it), and
+// an unloaded query takes c times its charged time.
+func TestSplitDeviceKeepsItsCapacity(t *testing.T) {
+	stage := Stage{Name: "s", Demand: []int64{1e6, 3e6}, Resources: []string{"cpu"}}
+	whole := &Network{Stages: []Stage{stage}}
+	split := &Network{Stages: []Stage{stage}, Servers: map[string]int{"cpu": 8}, Split: true}
+	unit := UnitArrivals(1, 1000)
+	a, err := whole.Replay(Scale(unit, 100), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := split.Replay(Scale(unit, 100), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.CapacityQPS != 500 || b.CapacityQPS != 500 || a.Utilisation["cpu"] != b.Utilisation["cpu"] {
+		t.Errorf("capacity %g (whole) and %g (split 8 ways), utilisation %v and %v", a.CapacityQPS, b.CapacityQPS, a.Utilisation, b.Utilisation)
+	}
+	low, err := split.Replay(Scale(unit, 0.001), 0.001)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q := range unit {
+		if got, want := low.Completion[q]-low.Arrival[q], float64(8*stage.Demand[q%2]); math.Abs(got-want) > 1e-3 {
+			t.Fatalf("query %d: %.0f ns unloaded on 1/8 of the device, want %.0f", q, got, want)
+		}
+	}
+}
