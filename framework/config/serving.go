@@ -32,6 +32,10 @@ type Serving struct {
 	// a device not named has one server. RecPipe's Cascade Lake serves one
 	// query per core: 64.
 	Servers map[string]int `mapstructure:"servers"`
+	// SweepQPS, when set, replays the same queries at each of these rates
+	// too (one seed: common random numbers), for p99 against QPS in one
+	// run.
+	SweepQPS []float64 `mapstructure:"sweep_qps"`
 	// Demand says what one server of a device is: charged (the default:
 	// a server is the whole device the stage charged, so c servers serve
 	// c queries each at the profile's full speed) or split (each server
@@ -53,6 +57,7 @@ const DefaultQueries = 20000
 const (
 	MaxServingQueries = 10_000_000
 	MaxServers        = 1 << 20
+	MaxSweep          = 256
 )
 
 // QueriesOrDefault is Queries, or DefaultQueries when it is 0.
@@ -83,6 +88,14 @@ func (s Serving) Validate() error {
 	}
 	if !(s.SLAMs >= 0) || math.IsInf(s.SLAMs, 0) {
 		errs = append(errs, At("sla_ms", fmt.Errorf("must be a finite number of ms ≥ 0 (0: no SLA), got %g", s.SLAMs)))
+	}
+	for i, q := range s.SweepQPS {
+		if !(q > 0) || math.IsInf(q, 0) {
+			errs = append(errs, At(joinPath("sweep_qps", fmt.Sprint(i)), fmt.Errorf("must be a finite number of queries per second > 0, got %g", q)))
+		}
+	}
+	if n := len(s.SweepQPS); n > MaxSweep {
+		errs = append(errs, At("sweep_qps", fmt.Errorf("has %d rates: at most %d", n, MaxSweep)))
 	}
 	if s.Demand != "" && !slices.Contains(ServingDemands, s.Demand) {
 		errs = append(errs, At("demand", fmt.Errorf("unknown demand %q (allowed: %s)", s.Demand, strings.Join(ServingDemands, ", "))))

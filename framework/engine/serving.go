@@ -42,12 +42,12 @@ func (r *run) recordServed(h *batch.Header) {
 // graph has a serving section and its stages charged devices.
 func (r *run) servingResults(res *results.Results, cfg *config.Config) error {
 	measured := r.measuredServing()
-	modeled, err := r.modeledServing(cfg)
+	modeled, sweep, err := r.modeledServing(cfg)
 	if err != nil {
 		return err
 	}
 	if measured != nil || modeled != nil {
-		res.Serving = &results.Serving{Modeled: modeled, Measured: measured}
+		res.Serving = &results.Serving{Modeled: modeled, Measured: measured, ModeledSweep: sweep}
 	}
 	return nil
 }
@@ -85,25 +85,34 @@ func (r *run) measuredServing() *serving.Report {
 
 // modeledServing replays the graph's serving section on the run's modeled
 // per-batch stage times: one query per batch, the run's batches cycled
-// over serving.queries queries. Nil without a serving section, or when no
-// stage charged a device (nothing was modeled).
-func (r *run) modeledServing(cfg *config.Config) (*serving.Report, error) {
+// over serving.queries queries, at serving.qps and at each rate of
+// serving.sweep_qps (the same arrival stream scaled: common random
+// numbers). Nil without a serving section, or when no stage charged a
+// device (nothing was modeled).
+func (r *run) modeledServing(cfg *config.Config) (*serving.Report, []*serving.Report, error) {
 	s := cfg.Serving
 	charged := false
 	for _, n := range r.nodes {
 		charged = charged || len(n.modNs) > 0
 	}
 	if s == nil || !charged || r.total <= 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	net := r.servingNetwork(s)
-	q := s.QueriesOrDefault()
 	seed := s.SeedOr(cfg.Seed)
-	rp, err := net.Replay(serving.Scale(serving.UnitArrivals(seed, q), s.QPS), s.QPS)
-	if err != nil {
-		return nil, fmt.Errorf("modeled serving: %w", err)
+	unit := serving.UnitArrivals(seed, s.QueriesOrDefault())
+	var reps []*serving.Report
+	for _, qps := range append([]float64{s.QPS}, s.SweepQPS...) {
+		rp, err := net.Replay(serving.Scale(unit, qps), qps)
+		if err != nil {
+			return nil, nil, fmt.Errorf("modeled serving at %g QPS: %w", qps, err)
+		}
+		reps = append(reps, serving.ModeledReport(rp, serving.Options{Seed: seed, QPS: qps, SLAMs: s.SLAMs, Batches: r.total}))
 	}
-	return serving.ModeledReport(rp, serving.Options{Seed: seed, QPS: s.QPS, SLAMs: s.SLAMs, Batches: r.total}), nil
+	if len(reps) == 1 {
+		return reps[0], nil, nil
+	}
+	return reps[0], reps[1:], nil
 }
 
 // servingNetwork is the graph as serving stages, as scheduleModeled

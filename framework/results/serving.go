@@ -10,4 +10,7 @@ import "github.com/flowrun/flowrun/framework/serving"
 type Serving struct {
 	Modeled  *serving.Report `json:"modeled,omitempty"`
 	Measured *serving.Report `json:"measured,omitempty"`
+	// ModeledSweep is the modeled replay of the same queries at each rate
+	// of serving.sweep_qps, in order (common random numbers).
+	ModeledSweep []*serving.Report `json:"modeled_sweep,omitempty"`
 }

@@ -380,3 +380,15 @@ func TestSplitDeviceKeepsItsCapacity(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkReplay100k replays 100,000 queries through the three-stage
+// tandem (go test -bench Replay ./framework/serving).
+func BenchmarkReplay100k(b *testing.B) {
+	net := tandem()
+	arr := Scale(UnitArrivals(1, 100_000), 300)
+	for b.Loop() {
+		if _, err := net.Replay(arr, 300); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package summary
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/flowrun/flowrun/framework/results"
@@ -13,10 +14,11 @@ import (
 // (or, under overload, why there are none), the achieved QPS and the
 // share within the SLA; on the modeled clock the bottleneck and the
 // capacity it allows.
-func writeServing(line lineFunc, s *results.Serving) {
+func writeServing(w io.Writer, line lineFunc, s *results.Serving) {
 	if s == nil {
 		return
 	}
+	defer writeSweep(w, s.ModeledSweep)
 	label := "serving"
 	for _, rep := range []*serving.Report{s.Modeled, s.Measured} {
 		if rep == nil {
@@ -28,6 +30,33 @@ func writeServing(line lineFunc, s *results.Serving) {
 			line("", "  OVERLOAD (%s): %s; the last query waited %s; no percentiles: no steady state", rep.Clock, o.Reason, Ms(o.LastLatencyMs))
 		}
 	}
+}
+
+// writeSweep writes the modeled replay at each rate of serving.sweep_qps:
+// latency against QPS, one row per rate.
+func writeSweep(w io.Writer, sweep []*serving.Report) {
+	if len(sweep) == 0 {
+		return
+	}
+	fmt.Fprint(w, "\nserving sweep (modeled; the same queries at each rate, common random numbers):\n  ")
+	t := Table{Align: "rrrrrrrl"}
+	t.Row("offered QPS", "achieved QPS", "p50", "p95", "p99", "within SLA", "bottleneck use", "")
+	for _, rep := range sweep {
+		row := []string{Thousands(rep.OfferedQPS), Thousands(rep.AchievedQPS), "-", "-", "-", "-",
+			fmt.Sprintf("%.0f%%", 100*rep.Utilisation[rep.Bottleneck]), ""}
+		if p := rep.LatencyMs; p != nil {
+			row[2], row[3], row[4] = Ms(p.P50), Ms(p.P95), Ms(p.P99)
+		}
+		if rep.WithinSLA != nil {
+			row[5] = fmt.Sprintf("%.1f%%", 100**rep.WithinSLA)
+		}
+		if rep.Overload != nil {
+			row[7] = "OVERLOAD: no steady state"
+		}
+		t.Row(row...)
+	}
+	t.Write(w, "  ")
+	fmt.Fprintln(w)
 }
 
 // servingLine is one clock's report on one line.

@@ -33,3 +33,26 @@ func TestServingLines(t *testing.T) {
 		}
 	}
 }
+
+// The sweep is a table, one row per rate, overload marked.
+func TestServingSweepTable(t *testing.T) {
+	r := &results.Results{Serving: &results.Serving{
+		Modeled: &serving.Report{Clock: serving.Modeled, Arrival: serving.Poisson, Queries: 10, OfferedQPS: 1},
+		ModeledSweep: []*serving.Report{
+			{Clock: serving.Modeled, OfferedQPS: 2000, AchievedQPS: 1979, LatencyMs: &serving.Percentiles{P50: 0.094, P95: 0.224, P99: 0.294},
+				Utilisation: map[string]float64{"host": 0.18}, Bottleneck: "host"},
+			{Clock: serving.Modeled, OfferedQPS: 12000, AchievedQPS: 11215, Overload: &serving.Overload{Reason: "x"},
+				Utilisation: map[string]float64{"host": 1.07}, Bottleneck: "host"},
+		},
+	}}
+	var b bytes.Buffer
+	Write(&b, r)
+	want := `serving sweep (modeled; the same queries at each rate, common random numbers):
+  offered QPS  achieved QPS       p50       p95       p99  within SLA  bottleneck use
+        2,000         1,979  0.094 ms  0.224 ms  0.294 ms           -             18%
+       12,000        11,215         -         -         -           -            107%  OVERLOAD: no steady state
+`
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks the sweep table:\n%s", b.String())
+	}
+}

@@ -287,3 +287,30 @@ func TestArrivalOptionsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// serving.sweep_qps replays the same queries at each rate: the rate of
+// serving.qps again gives the same report, p99 never falls as the rate
+// rises, and a rate past the bottleneck's capacity is overload.
+func TestModeledSweep(t *testing.T) {
+	res, err := runServing(t, "demo-serving", "dataset.batches=40", "stages.load.arrival=none",
+		"stages.load.qps=null", "stages.load.warmup=null", "stages.load.sla_ms=null",
+		"serving.queries=5000", "serving.sweep_qps=[2000, 8000, 10000, 1000000]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := res.Serving.ModeledSweep
+	if len(sweep) != 4 {
+		t.Fatalf("sweep of %d reports", len(sweep))
+	}
+	if a, b := sweep[1], res.Serving.Modeled; a.LatencyMs == nil || b.LatencyMs == nil || *a.LatencyMs != *b.LatencyMs {
+		t.Errorf("8000 QPS in the sweep %+v, as serving.qps %+v", a.LatencyMs, b.LatencyMs)
+	}
+	for i := 1; i < 3; i++ {
+		if sweep[i].LatencyMs.P99 < sweep[i-1].LatencyMs.P99 {
+			t.Errorf("p99 %.4f ms at %g QPS, %.4f ms at %g", sweep[i].LatencyMs.P99, sweep[i].OfferedQPS, sweep[i-1].LatencyMs.P99, sweep[i-1].OfferedQPS)
+		}
+	}
+	if sweep[3].Overload == nil || sweep[3].LatencyMs != nil {
+		t.Errorf("10^6 QPS: %+v", sweep[3])
+	}
+}
