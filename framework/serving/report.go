@@ -74,6 +74,11 @@ type Overload struct {
 	// LastLatencyMs is the latency of the last query to arrive: how far
 	// behind the queue had fallen when the stream ended.
 	LastLatencyMs float64 `json:"last_latency_ms"`
+	// QueueAtHalf and QueueAtEnd are the queries in the system (arrived,
+	// not completed) when the middle and the last query arrived: a queue
+	// that grows.
+	QueueAtHalf int `json:"queue_at_half"`
+	QueueAtEnd  int `json:"queue_at_end"`
 }
 
 // MeasuredShortfall is the share of the arrival rate a measured run may
@@ -128,6 +133,8 @@ func (rep *Report) overloaded(reason string, arrivals, completions []float64) {
 	rep.Overload = &Overload{Reason: reason}
 	if n > 0 {
 		rep.Overload.LastLatencyMs = (completions[n-1] - arrivals[n-1]) / 1e6
+		rep.Overload.QueueAtHalf = inSystem(arrivals, completions, n/2)
+		rep.Overload.QueueAtEnd = inSystem(arrivals, completions, n-1)
 	}
 	rep.LatencyMs, rep.WithinSLA = nil, nil
 }
@@ -169,6 +176,18 @@ func summarize(arrivals, completions []float64, o Options) *Report {
 		rep.WithinSLA = &share
 	}
 	return rep
+}
+
+// inSystem is the queries that had arrived and not yet completed when
+// query i arrived (itself included).
+func inSystem(arrivals, completions []float64, i int) int {
+	at, n := arrivals[i], 0
+	for j := 0; j <= i; j++ {
+		if completions[j] > at || j == i {
+			n++
+		}
+	}
+	return n
 }
 
 func mean(xs []float64) float64 {

@@ -252,6 +252,9 @@ func TestOverloadIsReportedNotPercentiles(t *testing.T) {
 			if rep.LatencyMs != nil || rep.WithinSLA != nil || !strings.Contains(rep.Overload.Reason, "cpu") {
 				t.Errorf("overloaded report keeps figures: %+v", rep)
 			}
+			if o := rep.Overload; tc.factor > 1 && !(o.QueueAtEnd > 2*o.QueueAtHalf && o.QueueAtHalf > 100) {
+				t.Errorf("%.2f× capacity: the queue did not grow: %d queries in the system at mid-stream, %d at the end", tc.factor, o.QueueAtHalf, o.QueueAtEnd)
+			}
 			if tc.factor > 1 && !(rep.AchievedQPS < 0.9*rep.ArrivalQPS && rep.LatencyGrowth > 3) {
 				t.Errorf("%.2f× capacity: achieved %g of %g QPS, latency growth %g", tc.factor, rep.AchievedQPS, rep.ArrivalQPS, rep.LatencyGrowth)
 			}

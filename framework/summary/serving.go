@@ -27,7 +27,8 @@ func writeServing(w io.Writer, line lineFunc, s *results.Serving) {
 		line(label, "%s", servingLine(rep))
 		label = ""
 		if o := rep.Overload; o != nil {
-			line("", "  OVERLOAD (%s): %s; the last query waited %s; no percentiles: no steady state", rep.Clock, o.Reason, Ms(o.LastLatencyMs))
+			line("", "  OVERLOAD (%s): %s; queries in the system %s at mid-stream, %s at the end; the last query waited %s; no percentiles: no steady state",
+				rep.Clock, o.Reason, Thousands(float64(o.QueueAtHalf)), Thousands(float64(o.QueueAtEnd)), Ms(o.LastLatencyMs))
 		}
 	}
 }

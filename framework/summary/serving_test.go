@@ -18,7 +18,7 @@ func TestServingLines(t *testing.T) {
 			LatencyMs: &serving.Percentiles{P50: 0.267, P95: 0.795, P99: 1.196, Mean: 0.329}, SLAMs: 1, WithinSLA: &share,
 			Servers: map[string]int{"host": 64}, Utilisation: map[string]float64{"host": 0.71}, Bottleneck: "host", CapacityQPS: 11223},
 		Measured: &serving.Report{Clock: serving.Measured, Arrival: serving.Poisson, Queries: 180, OfferedQPS: 3000, AchievedQPS: 143,
-			Overload: &serving.Overload{Reason: "served 143 QPS of the 2793 that arrived (measured)", LastLatencyMs: 1194}},
+			Overload: &serving.Overload{Reason: "served 143 QPS of the 2793 that arrived (measured)", LastLatencyMs: 1194, QueueAtHalf: 40, QueueAtEnd: 150}},
 	}}
 	var b bytes.Buffer
 	Write(&b, r)
@@ -26,7 +26,7 @@ func TestServingLines(t *testing.T) {
 	for _, want := range []string{
 		"serving      modeled: 20,000 queries at 8,000 QPS offered (poisson); latency p50 0.267 ms  p95 0.795 ms  p99 1.196 ms  mean 0.329 ms; achieved 7,917 QPS; 97.8% within 1.000 ms; bottleneck host at 71% of 64 server(s), capacity 11,223 QPS\n",
 		"             measured: 180 queries at 3,000 QPS offered (poisson); achieved 143 QPS\n",
-		"OVERLOAD (measured): served 143 QPS of the 2793 that arrived (measured); the last query waited 1,194 ms; no percentiles: no steady state\n",
+		"OVERLOAD (measured): served 143 QPS of the 2793 that arrived (measured); queries in the system 40 at mid-stream, 150 at the end; the last query waited 1,194 ms; no percentiles: no steady state\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
