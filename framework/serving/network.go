@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Stage is one stage of the graph a query goes through.
@@ -152,6 +153,17 @@ func (r *resolved) stage(k int, s Stage, idx, res map[string]int) error {
 		r.down[j] = append(r.down[j], k)
 		r.ups[k]++
 	}
+	for name, h := range s.Holds {
+		if !slices.Contains(s.Resources, name) {
+			return fmt.Errorf("serving: stage %s holds %q, which is not one of its resources", s.Name, name)
+		}
+		if h != nil && len(h) != r.batches {
+			return fmt.Errorf("serving: stage %s holds %s for %d batches, its demands are for %d", s.Name, name, len(h), r.batches)
+		}
+		if slices.Min(append([]int64{0}, h...)) < 0 {
+			return fmt.Errorf("serving: stage %s: a negative hold of %s", s.Name, name)
+		}
+	}
 	for _, name := range s.Resources {
 		i, ok := res[name]
 		if !ok {
@@ -159,12 +171,13 @@ func (r *resolved) stage(k int, s Stage, idx, res map[string]int) error {
 			res[name] = i
 			r.resNames = append(r.resNames, name)
 		}
-		h := s.Holds[name]
-		if h != nil && len(h) != r.batches {
-			return fmt.Errorf("serving: stage %s holds %s for %d batches, its demands are for %d", s.Name, name, len(h), r.batches)
+		// A device a stage names twice (score's host_device and
+		// compute_device both the CPU) is one resource of the stage.
+		if slices.Contains(r.resIdx[k], i) {
+			continue
 		}
 		r.resIdx[k] = append(r.resIdx[k], i)
-		r.holds[k] = append(r.holds[k], h)
+		r.holds[k] = append(r.holds[k], s.Holds[name])
 	}
 	return nil
 }

@@ -298,6 +298,8 @@ func TestReplayRefusesBadNetworks(t *testing.T) {
 		{Network{Stages: []Stage{{Name: "a", Upstream: []string{"x"}, Demand: []int64{1}}}}, `unknown stage "x"`},
 		{Network{Stages: []Stage{{Name: "a", Upstream: []string{"b"}, Demand: []int64{1}}, {Name: "b", Upstream: []string{"a"}, Demand: []int64{1}}}}, "cycle"},
 		{Network{Stages: []Stage{{Name: "a", Demand: []int64{1}, Resources: []string{"cpu"}}}, Servers: map[string]int{"cpu": 0}}, "must be ≥ 1"},
+		{Network{Stages: []Stage{{Name: "a", Demand: []int64{1}, Holds: map[string][]int64{"gpu": {1}}}}}, `holds "gpu", which is not one of its resources`},
+		{Network{Stages: []Stage{{Name: "a", Demand: []int64{1}, Resources: []string{"gpu"}, Holds: map[string][]int64{"gpu": {-1}}}}}, "negative hold"},
 	} {
 		if _, err := tc.net.Replay([]float64{0, 1}, 1); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err %v, want %q", tc.net, err, tc.want)
@@ -393,5 +395,19 @@ func BenchmarkReplay100k(b *testing.B) {
 		if _, err := net.Replay(arr, 300); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A device a stage names twice is one resource: a query takes one of its
+// servers, not two (score with host_device and compute_device both the
+// CPU).
+func TestADeviceNamedTwiceIsOneResource(t *testing.T) {
+	net := &Network{Stages: []Stage{{Name: "score", Demand: []int64{2e6}, Resources: []string{"cpu", "cpu"}}}}
+	rp, err := net.Replay(Scale(UnitArrivals(1, 100), 100), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := rp.Utilisation["cpu"]; math.Abs(u-0.2) > 1e-9 {
+		t.Errorf("utilisation %g at 100 QPS of 2 ms, want 0.2", u)
 	}
 }
