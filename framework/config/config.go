@@ -47,6 +47,9 @@ type Config struct {
 	Tracing Tracing `mapstructure:"tracing"`
 	// NATS says which server joins the stages.
 	NATS NATS `mapstructure:"nats"`
+	// Serving, when set, replays queries under a Poisson load on the
+	// modeled clock (serving.go, docs/serving.md).
+	Serving *Serving `mapstructure:"serving"`
 	// Echo is the graph as Load read it: the file's keys (lower-cased) with
 	// the --set overrides applied, before defaults; results.json echoes it
 	// as `config` (DESIGN.md §8). Nil for a Config not made by Load.

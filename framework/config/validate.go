@@ -163,7 +163,7 @@ func (c *Config) validateAcross() []error {
 					s, c.Dataset.rowsKey(), rows, rows)))
 		}
 	}
-	return errs
+	return append(errs, c.validateServing()...)
 }
 
 // Validate checks the dataset's own keys and that its sizes stay within

@@ -17,6 +17,9 @@ func (r *run) assemble(digest string) (*results.Results, error) {
 	if err := r.modeledClock(res, cfg, r.opts.Modeled); err != nil {
 		return nil, err
 	}
+	if err := r.servingResults(res, cfg); err != nil {
+		return nil, err
+	}
 	var makespan int64
 	if res.ModeledClock != nil {
 		makespan = res.ModeledClock.MakespanNs

@@ -130,6 +130,8 @@ type run struct {
 	metrics     *stage.Metrics
 	// hazards is the run's hazard checker, nil unless asked for.
 	hazards *hazard.Checker
+	// served is the measured arrival and completion of paced batches.
+	served servedLog
 
 	mu   sync.Mutex
 	seen map[uint64]int // sinks that have seen a batch
@@ -210,6 +212,7 @@ func (r *run) complete(h *batch.Header) error {
 	if r.hazards != nil {
 		r.hazards.Done(h.Seq)
 	}
+	r.recordServed(h)
 	r.endBatch(h.Seq, nil)
 	if err := r.pool.Release(h.Buffer); err != nil {
 		return err

@@ -46,6 +46,9 @@ type Results struct {
 	// requests, in the order the graph names them.
 	Shadows []Shadow `json:"shadows,omitempty"`
 	Metrics Metrics  `json:"metrics"`
+	// Serving is per-query latency under a Poisson load, modeled and
+	// measured (serving.go); nil when the graph serves no load.
+	Serving *Serving `json:"serving,omitempty"`
 	// HostRSSPeakBytes is the flowrun process's peak resident set
 	// (getrusage: maxrss), measured; Memory breaks the run's memory down.
 	HostRSSPeakBytes int64       `json:"host_rss_peak_bytes,omitempty"`

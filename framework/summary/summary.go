@@ -39,6 +39,7 @@ func Write(w io.Writer, r *results.Results) {
 	writeDSF(line, r.Metrics.Extra)
 	writeShadows(w, r)
 	writeMetrics(line, r.Metrics)
+	writeServing(w, line, r.Serving)
 	writeMemory(w, line, r)
 	if p := pluginsLine(r.Plugins); p != "" {
 		line("plugins", "%s", p)

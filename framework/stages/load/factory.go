@@ -21,7 +21,7 @@ var DSFUnique, DSFLookups = batch.NewStat("dsf_unique"), batch.NewStat("dsf_look
 
 // NewFactory returns the load stage's factory.
 func NewFactory() stage.Factory {
-	return stage.New(Kind, Config{Eval: true}, create,
+	return stage.New(Kind, Config{Eval: true, Arrival: ArrivalNone}, create,
 		stage.AsSource(),
 		stage.WithFields([]batch.Field{batch.IDs, batch.Offsets, batch.Dense, batch.Labels, Samples, Lookups, DSFUnique, DSFLookups}, nil))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/data"
 	"github.com/flowrun/flowrun/framework/results"
+	"github.com/flowrun/flowrun/framework/serving"
 	"github.com/flowrun/flowrun/framework/stage"
 )
 
@@ -22,6 +23,11 @@ type loader struct {
 	layout      *batch.Layout
 	metrics     *stage.Metrics
 	dsf         dsfCounts
+	// pacer releases batches at Poisson arrival times (arrival:
+	// poisson); nil releases them as fast as the graph takes them.
+	pacer  *serving.Pacer
+	pacing serving.Pacing
+	warmup uint64
 }
 
 func newLoader(set stage.Settings, cfg *Config) (*loader, error) {
@@ -39,16 +45,49 @@ func newLoader(set stage.Settings, cfg *Config) (*loader, error) {
 	if cfg.Eval {
 		l.eval = uint64(d.EvalBatches)
 	}
+	if cfg.Arrival == ArrivalPoisson {
+		l.pacing = serving.Pacing{QPS: cfg.QPS, Seed: set.Graph.Serving.SeedOr(set.Graph.Seed), SLAMs: cfg.SLAMs}
+		l.warmup = min(uint64(cfg.Warmup), l.Batches())
+		l.pacer = serving.NewPacer(l.pacing.Seed, int(l.Batches()), cfg.QPS)
+	}
 	return l, nil
+}
+
+// Pacing is the arrival rate, the stream's seed and the SLA of a paced
+// loader (serving.Paced); a loader that is not paced has rate 0.
+func (l *loader) Pacing() serving.Pacing { return l.pacing }
+
+// arrive waits, when batches are paced, until batch b (one query)
+// arrives, and records its arrival on it. A batch already due goes at
+// once: the graph is behind and the query has queued since its arrival,
+// which its latency (completion − arrival) counts. The warm-up batches
+// arrive like the others but carry no arrival: the queue they leave
+// behind is the measured queries' starting state, as a simulation's
+// warm-up period, and their own latencies are not counted.
+func (l *loader) arrive(ctx context.Context, b *batch.Batch) error {
+	if l.pacer == nil {
+		return nil
+	}
+	at, err := l.pacer.Wait(ctx, int(b.Seq))
+	if err != nil {
+		return fmt.Errorf("load: arrival of batch %d: %w", b.Seq, err)
+	}
+	if b.Seq >= l.warmup {
+		Arrival.Set(b, at.UnixNano())
+	}
+	return nil
 }
 
 // Batches is the training batches followed by the held-out ones.
 func (l *loader) Batches() uint64 { return l.train + l.eval }
 
 // Next fills batch b.Seq: training batches first, then held-out ones.
-func (l *loader) Next(_ context.Context, b *batch.Batch) error {
+func (l *loader) Next(ctx context.Context, b *batch.Batch) error {
 	if b.Seq >= l.Batches() {
 		return fmt.Errorf("batch %d is past the dataset's %d batches", b.Seq, l.Batches())
+	}
+	if err := l.arrive(ctx, b); err != nil {
+		return err
 	}
 	b.Eval = b.Seq >= l.train
 	var a data.Arrays

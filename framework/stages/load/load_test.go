@@ -3,6 +3,7 @@ package load_test
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,11 +14,14 @@ import (
 	"github.com/flowrun/flowrun/framework/data/datatest"
 	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/results"
+	"github.com/flowrun/flowrun/framework/serving"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/exchange"
+	"github.com/flowrun/flowrun/framework/stages/filter"
 	"github.com/flowrun/flowrun/framework/stages/internal/stagetest"
 	"github.com/flowrun/flowrun/framework/stages/load"
 	"github.com/flowrun/flowrun/framework/stages/plan"
+	"github.com/flowrun/flowrun/framework/stages/score"
 	"github.com/flowrun/flowrun/framework/stages/train"
 )
 
@@ -176,5 +180,137 @@ func TestFileOfAnotherShapeFailsTheRun(t *testing.T) {
 	_, err = runGraph(t, fileGraph(t, filepath.Join(t.TempDir(), "missing.frb"), h, 64, 2, 1))
 	if err == nil || !strings.Contains(err.Error(), "missing.frb") {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// runServing runs graphs/demo-serving.yaml (load → score → filter) in
+// process with sets.
+func runServing(t *testing.T, graph string, sets ...string) (*results.Results, error) {
+	t.Helper()
+	kinds, err := stage.NewRegistry(load.NewFactory(), score.NewFactory(), filter.NewFactory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return stagetest.RunGraph(t, kinds, "../../../graphs/"+graph+".yaml", engine.HazardsOff, sets...)
+}
+
+// Pacing batches at Poisson arrival times changes when they go, not what
+// they compute: demo-serving ends with demo-inference's digest and NDCG
+// over the same batches, and reports both clocks, each labelled; the
+// unpaced graph reports no serving at all.
+func TestPacedServingKeepsTheDigest(t *testing.T) {
+	const batches = 40
+	plain, err := runServing(t, "demo-inference", fmt.Sprintf("dataset.batches=%d", batches))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paced, err := runServing(t, "demo-serving", fmt.Sprintf("dataset.batches=%d", batches),
+		"stages.load.qps=400", "stages.load.warmup=5", "serving.queries=5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Digest != paced.Digest || *plain.Metrics.NDCG != *paced.Metrics.NDCG {
+		t.Errorf("paced: digest %s NDCG %v; unpaced: %s %v", paced.Digest, *paced.Metrics.NDCG, plain.Digest, *plain.Metrics.NDCG)
+	}
+	if plain.Serving != nil {
+		t.Errorf("demo-inference serves no load, yet reports %+v", plain.Serving)
+	}
+	s := paced.Serving
+	if s == nil || s.Modeled == nil || s.Measured == nil {
+		t.Fatalf("serving = %+v", s)
+	}
+	m := s.Measured
+	if m.Clock != serving.Measured || m.Queries != batches-5 || m.OfferedQPS != 400 || m.Seed != 1 || m.SLAMs != 10 {
+		t.Errorf("measured report %+v", m)
+	}
+	if m.Overload == nil && (m.LatencyMs == nil || m.LatencyMs.P99 <= 0 || m.WithinSLA == nil) {
+		t.Errorf("measured report without its figures: %+v", m)
+	}
+	mod := s.Modeled
+	if mod.Clock != serving.Modeled || mod.Queries != 5000 || mod.DemandBatches != batches || mod.Servers["gpu"] != 1 || mod.Servers["host"] != 1 {
+		t.Errorf("modeled report %+v", mod)
+	}
+}
+
+// The modeled replay takes its demands from the run: at a vanishing load
+// no query waits, and its mean latency is the sum of the stages' mean
+// modeled times (5,000 queries over 40 batches: each batch 125 times).
+func TestModeledServingDemandsAreTheRunsStageTimes(t *testing.T) {
+	res, err := runServing(t, "demo-serving", "dataset.batches=40", "stages.load.arrival=none",
+		"stages.load.qps=null", "stages.load.warmup=null", "stages.load.sla_ms=null", "serving.queries=5000", "serving.qps=0.001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Serving == nil || res.Serving.Measured != nil || res.Serving.Modeled == nil {
+		t.Fatalf("serving = %+v", res.Serving)
+	}
+	want := 0.0
+	for _, s := range res.Stages {
+		if s.ModeledMs != nil {
+			want += s.ModeledMs.Mean
+		}
+	}
+	got := res.Serving.Modeled.LatencyMs.Mean
+	if want <= 0 || math.Abs(got-want) > 1e-9*want {
+		t.Errorf("modeled mean latency %.9f ms at 0.001 QPS, the stages' modeled means sum to %.9f ms", got, want)
+	}
+}
+
+// An offered load far above what this machine serves is reported as
+// overload, with no percentiles, and the run ends.
+func TestPacedOverloadIsReportedNotAHang(t *testing.T) {
+	res, err := runServing(t, "demo-serving", "dataset.batches=60", "stages.load.qps=1000000", "serving.qps=1000000", "serving.queries=2000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rep := range []*serving.Report{res.Serving.Measured, res.Serving.Modeled} {
+		if rep.Overload == nil || rep.LatencyMs != nil || rep.WithinSLA != nil || !(rep.AchievedQPS < rep.ArrivalQPS) {
+			t.Errorf("%s at 10^6 QPS: %+v", rep.Clock, rep)
+		}
+	}
+}
+
+// Bad arrival options are refused at their keys, with the graph's line.
+func TestArrivalOptionsAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"stages.load.arrival=uniform"}, `stages::load::arrival: unknown arrival "uniform" (allowed: none, poisson)`},
+		{[]string{"stages.load.qps=-1"}, "stages::load::qps: must be a finite number of queries per second > 0 with arrival: poisson, got -1"},
+		{[]string{"stages.load.arrival=none"}, "stages::load::qps: is read only with arrival: poisson"},
+		{[]string{"stages.load.warmup=-2"}, "stages::load::warmup: must be ≥ 0 batches, got -2"},
+	} {
+		_, err := runServing(t, "demo-serving", tc.sets...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "demo-serving.yaml:") {
+			t.Errorf("%v: err %v, want %q at a line of the graph", tc.sets, err, tc.want)
+		}
+	}
+}
+
+// serving.sweep_qps replays the same queries at each rate: the rate of
+// serving.qps again gives the same report, p99 never falls as the rate
+// rises, and a rate past the bottleneck's capacity is overload.
+func TestModeledSweep(t *testing.T) {
+	res, err := runServing(t, "demo-serving", "dataset.batches=40", "stages.load.arrival=none",
+		"stages.load.qps=null", "stages.load.warmup=null", "stages.load.sla_ms=null",
+		"serving.queries=5000", "serving.sweep_qps=[2000, 8000, 10000, 1000000]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sweep := res.Serving.ModeledSweep
+	if len(sweep) != 4 {
+		t.Fatalf("sweep of %d reports", len(sweep))
+	}
+	if a, b := sweep[1], res.Serving.Modeled; a.LatencyMs == nil || b.LatencyMs == nil || *a.LatencyMs != *b.LatencyMs {
+		t.Errorf("8000 QPS in the sweep %+v, as serving.qps %+v", a.LatencyMs, b.LatencyMs)
+	}
+	for i := 1; i < 3; i++ {
+		if sweep[i].LatencyMs.P99 < sweep[i-1].LatencyMs.P99 {
+			t.Errorf("p99 %.4f ms at %g QPS, %.4f ms at %g", sweep[i].LatencyMs.P99, sweep[i].OfferedQPS, sweep[i-1].LatencyMs.P99, sweep[i-1].OfferedQPS)
+		}
+	}
+	if sweep[3].Overload == nil || sweep[3].LatencyMs != nil {
+		t.Errorf("10^6 QPS: %+v", sweep[3])
 	}
 }
