@@ -14,6 +14,7 @@ import (
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/pluginhost"
+	"github.com/flowrun/flowrun/framework/resources"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/model"
@@ -198,6 +199,27 @@ func (r *run) modelsDigest(ctx context.Context, base string) (string, error) {
 		h.Write(dense)
 	}
 	return fmt.Sprintf("%x", h.Sum(nil)), nil
+}
+
+// modelNeeds is what the named models' tables can take (Needs): the rows
+// the run's batches can touch, at each model's row width, and the rest
+// mapped. A model's rows are touched only by the stages that rank with
+// it, so this is a bound.
+func modelNeeds(cfg *config.Config, rows []int64, touched int64) []resources.Item {
+	var need []resources.Item
+	for _, name := range slices.Sorted(maps.Keys(cfg.Models)) {
+		_, stride, err := batch.RowStride(cfg.Embedding, cfg.Models[name].Dim)
+		if err != nil {
+			continue // config.Validate reports the optimizer
+		}
+		t := batch.TablesTouchedBytes(rows, touched, stride)
+		need = append(need,
+			resources.Item{Key: modelPath(name, "dim"), Shared: true, Bytes: t,
+				What: fmt.Sprintf("model %s's tables' touched rows (%d tables × at most min(rows, %d) rows × %d B)", name, len(rows), touched, stride*4)},
+			resources.Item{Key: modelPath(name, "dim"), What: fmt.Sprintf("model %s's tables' untouched rows and bitmaps (mapped)", name),
+				Virtual: batch.TablesVirtualBytes(rows, stride) - t + batch.TablesBitmapBytes(rows)})
+	}
+	return need
 }
 
 // closeModels removes the named models' tables.
