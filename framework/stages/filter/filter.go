@@ -1,11 +1,16 @@
 // Package filter is RecPipe's top-k filtering between inference stages: a
 // batch's samples are one query's candidates, scored upstream; filter keeps
 // the indices of the k highest scores, best first, in the batch's topk
-// array for the next (larger) model to rank. It also measures the quality
-// of that ordering against the labels as NDCG@k, the metric RecPipe uses.
+// array (kept of them) for the next (larger) model to rank. It also
+// measures the quality of that ordering against the labels of the whole
+// query as NDCG, the metric RecPipe uses.
 //
-// The selection is exact (a bounded heap, ties to the lower index), the
-// reference that RPAccel's bucketed streaming unit approximates.
+// The selection is exact (a bounded heap, ties to the lower index) or
+// RPAccel's bucketed streaming unit (BucketTopK: CTR bins, a threshold,
+// at least k out, whole bins), over every candidate or over an upstream
+// filter's survivors, whole or in sub-batches (Selector). The package
+// imports the batch and stage packages and the device SDK, never another
+// stage kind.
 package filter
 
 import (

@@ -4,6 +4,12 @@
 // predicted probability per sample into the batch's scores array. It
 // updates nothing and keeps nothing: what happens to the scores (top-k
 // filtering, a later ranking stage) is downstream's business.
+//
+// A RecPipe backend ranks only what a frontend kept (candidates: topk),
+// and may rank with a model of its own (model: NAME, whose tables the
+// runtime hands it): then the candidates are compacted into a region of
+// the stage's (subset.go). The package imports the batch and stage
+// packages and the SDK, never another stage kind.
 package score
 
 import (
