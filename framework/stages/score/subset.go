@@ -111,17 +111,16 @@ func (s *subset) denseLabels(b *batch.Batch) (dense, labels []float32, err error
 	return dense, labels, err
 }
 
-// touch initialises the rows the compacted bags name in tables (a model's
-// own tables are not touched by the load stage; for the graph's tables it
-// finds them touched).
+// touch initialises the rows the compacted bags name in tables, the
+// tables concurrently as the load stage does (a model's own tables are
+// not touched by the load stage; in the graph's tables it finds them
+// touched).
 func (s *subset) touch(tables *batch.Tables, start []int64, m int) error {
+	ids := make([][]int64, s.tables)
 	for t := range s.tables {
-		end := start[t] + s.offs[t*(m+1)+m]
-		if err := tables.Touch(t, s.ids[start[t]:end]); err != nil {
-			return err
-		}
+		ids[t] = s.ids[start[t] : start[t]+s.offs[t*(m+1)+m]]
 	}
-	return nil
+	return tables.TouchTables(ids)
 }
 
 func (s *subset) close() error { return s.reg.Close() }
