@@ -31,6 +31,10 @@ type Config struct {
 	Dataset Dataset `mapstructure:"dataset"`
 	// Model is the dense model plugin.
 	Model PluginRef `mapstructure:"model"`
+	// Models are further dense models, by name, that stages rank with
+	// beside Model (RecPipe's frontends: a light model filtering for a
+	// heavy one), each with host tables of its own at its own dim.
+	Models map[string]NamedModel `mapstructure:"models"`
 	// Kernel is the embedding-kernel plugin.
 	Kernel PluginRef `mapstructure:"kernel"`
 	// Embedding is how embedding rows are trained: the sparse optimizer,
@@ -121,6 +125,19 @@ type PluginRef struct {
 	// Options are the plugin's own settings, passed to it as they are; the
 	// plugin validates them when configured.
 	Options map[string]any `mapstructure:"options"`
+}
+
+// NamedModel is one of the graph's further models (models: NAME): a dense
+// model plugin with host embedding tables of its own, the dataset's tables
+// and rows at the model's own dim (RMsmall's 4 and RMlarge's 32 cannot
+// share one set of tables).
+type NamedModel struct {
+	// Plugin is the model plugin: builtin:NAME or a path to a binary.
+	Plugin string `mapstructure:"plugin"`
+	// Options are the plugin's own settings (a dlrm preset, say).
+	Options map[string]any `mapstructure:"options"`
+	// Dim is the embedding dim of the model's tables.
+	Dim int `mapstructure:"dim"`
 }
 
 // Cache is the cache policy plugin and how much of each table it holds.

@@ -217,6 +217,10 @@ func resolvePaths(cfg *Config, src *Source, dir string) {
 		fix(joinPath("devices", strings.ToLower(name), "plugin"), &d.Plugin)
 		cfg.Devices[name] = d
 	}
+	for name, m := range cfg.Models {
+		fix(joinPath("models", strings.ToLower(name), "plugin"), &m.Plugin)
+		cfg.Models[name] = m
+	}
 	for name, st := range cfg.Stages {
 		fixStagePlugins(joinPath("stages", strings.ToLower(name)), st.Options, fix)
 	}

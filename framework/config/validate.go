@@ -314,6 +314,16 @@ func (p PluginRef) Validate() error {
 	return errors.Join(At("plugin", checkPluginRef(p.Plugin)), At("sha256", checkPin(p.Plugin, p.SHA256)))
 }
 
+// Validate checks that a named model names a plugin and has a dim.
+func (m NamedModel) Validate() error {
+	var errs []error
+	errs = append(errs, At("plugin", checkPluginRef(m.Plugin)))
+	if m.Dim < 1 || m.Dim > MaxDim {
+		errs = append(errs, At("dim", fmt.Errorf("must be from 1 to %d (the embedding dim of the model's own tables), got %d", MaxDim, m.Dim)))
+	}
+	return errors.Join(errs...)
+}
+
 // checkPin checks the form of a plugin binary's pin: 64 hex digits, and
 // only beside a path (the pinned binary's sum is checked when the graph
 // is built, framework/pluginhost).

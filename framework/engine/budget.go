@@ -80,6 +80,7 @@ func Needs(g *graph.Graph, shape *Shape) []resources.Item {
 		{Key: "dataset::batches", What: fmt.Sprintf("per-batch timings (%d stages × %d batches)", len(g.Nodes), batches),
 			Bytes: mulSat(int64(len(g.Nodes)), batches, timingsPerBatch*8)},
 	}
+	need = append(need, modelNeeds(cfg, rows, touched)...)
 	if g.UsesStorage() {
 		shared, process := batch.StorageBytes(slots, shape.Stride)
 		need = append(need,

@@ -125,6 +125,7 @@ type run struct {
 	// profile (nil when it asked for none), for results' cache section.
 	profileRows []int64
 	tables      *batch.Tables
+	models      []*namedModel // the graph's named models (models.go)
 	storage     *batch.Storage
 	mapper      region.Mapper
 	metrics     *stage.Metrics

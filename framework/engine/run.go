@@ -135,6 +135,9 @@ func (r *run) build(ctx context.Context) error {
 	if err := r.buildPlugins(ctx); err != nil {
 		return err
 	}
+	if err := r.buildModels(ctx); err != nil {
+		return err
+	}
 	if r.tables, err = r.shape.NewTables(); err != nil {
 		return err
 	}
@@ -189,6 +192,10 @@ func (r *run) createStages(ctx context.Context) error {
 			Name: gn.Name, Graph: g.Config, Tables: r.tables, Layout: r.shape.Layout, Storage: r.storage, Plugins: r.plugins,
 			TracerProvider: r.tp, Logger: r.log.With("stage", gn.Name), Metrics: r.metrics, Hazards: r.hazards,
 			OpenCache: r.openCache,
+		}
+		set, err := r.modelSettings(gn, set)
+		if err != nil {
+			return err
 		}
 		st, err := f.Create(ctx, set, scfg)
 		if err != nil {
@@ -337,7 +344,7 @@ func (r *run) finish(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("model digest: %w", err)
 	}
-	return r.tables.Digest(dense), nil
+	return r.modelsDigest(ctx, r.tables.Digest(dense))
 }
 
 // shutdown closes what build and start made, in reverse: the batch pool,
@@ -360,6 +367,7 @@ func (r *run) shutdown(ctx context.Context) {
 	if r.tables != nil {
 		r.tables.Close()
 	}
+	r.closeModels()
 }
 
 // poolBuffers is the size of the batch pool, the bound on batches in

@@ -54,6 +54,7 @@ func Validate(ctx context.Context, g *graph.Graph, host PluginOpener) error {
 		errs = append(errs, p.optionErrors(err))
 	}
 	errs = append(errs, validateStageCaches(ctx, g, host, shape, runID))
+	errs = append(errs, checkModels(ctx, g, shape, runID, checker))
 	return errors.Join(errs...)
 }
 

@@ -1,11 +1,16 @@
 // Package filter is RecPipe's top-k filtering between inference stages: a
 // batch's samples are one query's candidates, scored upstream; filter keeps
 // the indices of the k highest scores, best first, in the batch's topk
-// array for the next (larger) model to rank. It also measures the quality
-// of that ordering against the labels as NDCG@k, the metric RecPipe uses.
+// array (kept of them) for the next (larger) model to rank. It also
+// measures the quality of that ordering against the labels of the whole
+// query as NDCG, the metric RecPipe uses.
 //
-// The selection is exact (a bounded heap, ties to the lower index), the
-// reference that RPAccel's bucketed streaming unit approximates.
+// The selection is exact (a bounded heap, ties to the lower index) or
+// RPAccel's bucketed streaming unit (BucketTopK: CTR bins, a threshold,
+// at least k out, whole bins), over every candidate or over an upstream
+// filter's survivors, whole or in sub-batches (Selector). The package
+// imports the batch and stage packages and the device SDK, never another
+// stage kind.
 package filter
 
 import (
@@ -13,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/flowrun/flowrun/framework/batch"
@@ -95,15 +101,27 @@ func TopK(scores []float32, k int, out []int64) []int64 {
 // DCG = Σ rel_i / log2(i+1) over positions i = 1..k, with rel the label of
 // the candidate at position i, divided by the DCG of the best possible
 // order of the same candidates' labels (RecPipe Sec. 2.2). ok is false
-// when no candidate is relevant, where NDCG is undefined.
+// when no candidate is relevant, where NDCG is undefined. It is NDCGAt
+// at the list's own length.
 func NDCG(ranked []int64, labels []float32) (ndcg float64, ok bool) {
+	return NDCGAt(ranked, labels, len(ranked))
+}
+
+// NDCGAt is NDCG@depth of a ranked list against the whole query: the DCG
+// of its first depth entries (all of them when it is shorter) over the
+// ideal DCG of depth entries chosen from every label of the query, so a
+// stage that kept fewer candidates, or dropped the relevant ones, scores
+// lower (RecPipe's quality is the served list against the query, never
+// against the survivors of an earlier stage).
+func NDCGAt(ranked []int64, labels []float32, depth int) (ndcg float64, ok bool) {
 	var dcg float64
-	for i, c := range ranked {
+	for i, c := range ranked[:min(depth, len(ranked))] {
 		dcg += float64(labels[c]) / math.Log2(float64(i+2))
 	}
 	// The ideal list puts the highest labels first (TopK only reads them).
 	var idcg float64
-	for i, c := range TopK(labels, len(ranked), make([]int64, len(ranked))) {
+	depth = min(depth, len(labels))
+	for i, c := range TopK(labels, depth, make([]int64, depth)) {
 		idcg += float64(labels[c]) / math.Log2(float64(i+2))
 	}
 	if !(idcg > 0) {
@@ -113,15 +131,24 @@ func NDCG(ranked []int64, labels []float32) (ndcg float64, ok bool) {
 }
 
 type filter struct {
-	set  stage.Settings
-	k    int
-	name string // the graph's device name
-	dev  device.Device
+	set   stage.Settings
+	cfg   *Config
+	name  string // the graph's device name
+	dev   device.Device
+	sel   Selector
+	cands []int64
+	// prefix names the metrics: "" for the filter that serves the list
+	// (a sink: its NDCG is the graph's), "filter.NAME." for one between
+	// stages.
+	prefix string
 
 	mu         sync.Mutex
 	ndcgSum    float64
 	ndcgCount  int
 	noPositive int
+	keptSum    int64
+	short      int64
+	batches    int64
 }
 
 func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
@@ -130,34 +157,24 @@ func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return err
 	}
+	if err := f.candidates(b, n); err != nil {
+		return err
+	}
 	topk, err := batch.TopK.View(b)
 	if err != nil {
 		return err
 	}
-	if len(topk) < f.k {
-		return fmt.Errorf("batch %d: topk holds %d, fewer than k = %d", b.Seq, len(topk), f.k)
+	if len(topk) < min(f.cfg.K, len(f.cands)) {
+		return fmt.Errorf("batch %d: topk holds %d, fewer than k = %d", b.Seq, len(topk), f.cfg.K)
 	}
-	ranked := TopK(scores, f.k, topk)
-	Kept.Set(b, int64(len(ranked)))
-	if v, ok := NDCG(ranked, labels); ok {
-		f.set.Metrics.Append("ndcg", b.Seq, v)
-		f.mu.Lock()
-		f.ndcgSum += v
-		f.ndcgCount++
-		f.mu.Unlock()
-	} else {
-		f.mu.Lock()
-		f.noPositive++
-		f.mu.Unlock()
+	got := f.sel.Select(scores, f.cands, topk)
+	Kept.Set(b, int64(len(got.Kept)))
+	if f.cfg.Mode == Bucket {
+		Short.Set(b, int64(min(got.Short, 1)))
 	}
+	f.record(b.Seq, got, labels)
 	if f.dev != nil {
-		// One comparison per candidate, and log2 k more for each that
-		// enters the heap (bounded by every candidate).
-		cmp := int64(n) * int64(1+bits.Len(uint(f.k)))
-		ns, err := stage.Charge(ctx, b, f.name, f.dev,
-			device.Op{Name: "read-scores", Kind: device.Read, Bytes: 4 * int64(n)},
-			device.Op{Name: "top-k", Kind: device.Compute, FLOPs: cmp},
-			device.Op{Name: "write-topk", Kind: device.Write, Bytes: 8 * int64(len(ranked))})
+		ns, err := f.charge(ctx, b, got)
 		if err != nil {
 			return err
 		}
@@ -166,17 +183,94 @@ func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 	return nil
 }
 
+// candidates sets f.cands to the query indices the filter ranks, in
+// ascending order: every candidate, or the upstream filter's survivors.
+func (f *filter) candidates(b *batch.Batch, n int) error {
+	if f.cfg.Candidates != Survivors {
+		if len(f.cands) != n {
+			f.cands = make([]int64, n)
+			for i := range f.cands {
+				f.cands[i] = int64(i)
+			}
+		}
+		return nil
+	}
+	surv, err := batch.Survivors(b, "filter "+f.set.Name)
+	if err != nil {
+		return err
+	}
+	f.cands = append(f.cands[:0], surv...)
+	slices.Sort(f.cands)
+	for i, c := range f.cands {
+		if c < 0 || c >= int64(n) || (i > 0 && f.cands[i-1] == c) {
+			return fmt.Errorf("batch %d: upstream topk entry %d is not a distinct candidate of the %d", b.Seq, c, n)
+		}
+	}
+	return nil
+}
+
+// record adds the query's NDCG (against every label of the query) and
+// what was kept to the run's metrics.
+func (f *filter) record(seq uint64, got Selection, labels []float32) {
+	v, ok := NDCGAt(got.Kept, labels, f.cfg.depth())
+	if ok {
+		f.set.Metrics.Append(f.prefix+"ndcg", seq, v)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if ok {
+		f.ndcgSum += v
+		f.ndcgCount++
+	} else {
+		f.noPositive++
+	}
+	f.keptSum += int64(len(got.Kept))
+	f.short += int64(min(got.Short, 1))
+	f.batches++
+}
+
+// charge charges the filter's device: reading the candidates' scores,
+// the selection, and writing the kept indices. Exact: one comparison per
+// candidate and log2 k more for each that enters the heap (bounded by
+// every candidate). Bucket: one binning per candidate, one pass more over
+// them to stream the kept bins out, and an exact selection on top when
+// it fell back.
+func (f *filter) charge(ctx context.Context, b *batch.Batch, got Selection) (int64, error) {
+	m := int64(len(f.cands))
+	ops := []device.Op{{Name: "read-scores", Kind: device.Read, Bytes: 4 * m}}
+	exact := device.Op{Name: "top-k", Kind: device.Compute, FLOPs: m * int64(1+bits.Len(uint(f.cfg.K)))}
+	if f.cfg.Mode == Bucket {
+		ops = append(ops, device.Op{Name: "bucket-top-k", Kind: device.Compute, FLOPs: 2 * m})
+		if got.Short > 0 && f.cfg.Fallback == FallbackExact {
+			ops = append(ops, exact)
+		}
+	} else {
+		ops = append(ops, exact)
+	}
+	ops = append(ops, device.Op{Name: "write-topk", Kind: device.Write, Bytes: 8 * int64(len(got.Kept))})
+	return stage.Charge(ctx, b, f.name, f.dev, ops...)
+}
+
 // Finish records the mean NDCG@k over the queries that had a relevant
-// candidate, and how many had none.
+// candidate, and how many had none; a filter between stages records its
+// figures under filter.NAME., with the mean candidates it kept and the
+// queries a bucket filter fell short on.
 func (f *filter) Finish(context.Context) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	m, p := f.set.Metrics, f.prefix
 	if f.ndcgCount > 0 {
-		f.set.Metrics.Set("ndcg", f.ndcgSum/float64(f.ndcgCount))
-		f.set.Metrics.Set("ndcg_k", float64(f.k))
+		m.Set(p+"ndcg", f.ndcgSum/float64(f.ndcgCount))
+		m.Set(p+"ndcg_k", float64(f.cfg.depth()))
 	}
-	f.set.Metrics.Set("ndcg_queries", float64(f.ndcgCount))
-	f.set.Metrics.Set("ndcg_no_positive", float64(f.noPositive))
+	m.Set(p+"ndcg_queries", float64(f.ndcgCount))
+	m.Set(p+"ndcg_no_positive", float64(f.noPositive))
+	if p != "" && f.batches > 0 {
+		m.Set(p+"kept", float64(f.keptSum)/float64(f.batches))
+	}
+	if f.cfg.Mode == Bucket {
+		m.Set(p+"filter_short", float64(f.short))
+	}
 	return nil
 }
 
@@ -185,7 +279,11 @@ func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	if c.K > set.Layout.BatchSize {
 		return nil, fmt.Errorf("k: %d is more than the %d candidates of a batch (dataset.batch_size)", c.K, set.Layout.BatchSize)
 	}
-	f := &filter{set: set, k: c.K, name: c.Device}
+	f := &filter{set: set, cfg: c, name: c.Device, sel: Selector{K: c.K, Mode: c.Mode, Bins: c.Bins,
+		Threshold: c.Threshold, Fallback: c.Fallback, SubBatches: c.SubBatches}}
+	if set.Graph != nil && len(set.Graph.Stages[set.Name].Out) > 0 {
+		f.prefix = "filter." + set.Name + "."
+	}
 	var err error
 	f.dev, err = set.Device("device", c.Device)
 	return f, err

@@ -13,7 +13,7 @@ var Scored = batch.NewStat("scored")
 
 // NewFactory returns the score stage's factory.
 func NewFactory() stage.Factory {
-	return stage.New(Kind, Config{Reduce: "sum", HostDevice: "host", ComputeDevice: "gpu"}, create,
+	return stage.New(Kind, Config{Reduce: "sum", HostDevice: "host", ComputeDevice: "gpu", Candidates: All}, create,
 		stage.Requires(stage.NeedKernel|stage.NeedModel|stage.NeedTables|stage.NeedLayout),
 		stage.WithFields(
 			[]batch.Field{batch.Pooled, batch.Scores, batch.GatherBytes, Scored},

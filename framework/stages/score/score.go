@@ -4,6 +4,12 @@
 // predicted probability per sample into the batch's scores array. It
 // updates nothing and keeps nothing: what happens to the scores (top-k
 // filtering, a later ranking stage) is downstream's business.
+//
+// A RecPipe backend ranks only what a frontend kept (candidates: topk),
+// and may rank with a model of its own (model: NAME, whose tables the
+// runtime hands it): then the candidates are compacted into a region of
+// the stage's (subset.go). The package imports the batch and stage
+// packages and the SDK, never another stage kind.
 package score
 
 import (
@@ -23,6 +29,10 @@ type scorer struct {
 	reduce    kernel.Reduce
 	cfg       *Config
 	host, gpu device.Device
+	// sub is the region the candidates are compacted into when the stage
+	// ranks a subset or uses a model of its own (nil: the batch's arrays).
+	sub        *subset
+	all, cands []int64
 }
 
 func newScorer(set stage.Settings, cfg *Config) (*scorer, error) {
@@ -34,11 +44,28 @@ func newScorer(set stage.Settings, cfg *Config) (*scorer, error) {
 	if s.host, err = set.Device("host_device", cfg.HostDevice); err != nil {
 		return nil, err
 	}
-	s.gpu, err = set.Device("compute_device", cfg.ComputeDevice)
-	return s, err
+	if s.gpu, err = set.Device("compute_device", cfg.ComputeDevice); err != nil {
+		return nil, err
+	}
+	if cfg.Candidates == Survivors || cfg.Model != "" {
+		if s.sub, err = newSubset(set.Name, set.Layout, set.Tables.Dim); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
+// Process scores the batch's candidates: every one in the batch's own
+// arrays, or, with candidates: topk or a model of its own, the ones it
+// ranks in the stage's region (processSubset).
 func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
+	if s.sub != nil {
+		cands, err := s.candidates(b)
+		if err != nil {
+			return err
+		}
+		return s.processSubset(ctx, b, cands)
+	}
 	l := s.set.Layout
 	bags := kernel.Bags{Batch: l.BatchSize, IndexStart: l.IndexStart()[:l.Tables]}
 	step := &model.StepRequest{Seq: b.Seq, Batch: l.BatchSize, Train: false}
@@ -66,22 +93,15 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return fmt.Errorf("model step: %w", err)
 	}
-	hostNs, err := stage.Charge(ctx, b, s.cfg.HostDevice, s.host, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead})
-	if err != nil {
-		return err
+	return s.charge(ctx, b, gather.BytesRead, pooled.Length, res.FLOPs, l.BatchSize)
+}
+
+// Close removes the stage's candidate region.
+func (s *scorer) Close(context.Context) error {
+	if s.sub == nil {
+		return nil
 	}
-	gpuNs, err := stage.Charge(ctx, b, s.cfg.ComputeDevice, s.gpu,
-		device.Op{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled.Length},
-		device.Op{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs})
-	if err != nil {
-		return err
-	}
-	batch.GatherBytes.Set(b, gather.BytesRead)
-	Scored.Set(b, int64(l.BatchSize))
-	if s.host != nil || s.gpu != nil {
-		batch.ModeledNs.Set(b, hostNs+gpuNs)
-	}
-	return nil
+	return s.sub.close()
 }
 
 // create builds a score stage from its decoded config (NewFactory).
