@@ -16,21 +16,7 @@ func BenchmarkHop(b *testing.B) {
 		b.Run(map[int]string{0: "credits=0", 2: "credits=2"}[credits], func(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			s, err := StartEmbedded(ServerOptions{Port: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Shutdown()
-			pub, err := Connect(s.ClientURL(), WithName("pub"), s.Auth())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer pub.Close()
-			subc, err := Connect(s.ClientURL(), WithName("sub"), s.Auth())
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer subc.Close()
+			pub, subc := benchConns(b)
 			sub, err := subc.Subscribe(ctx, "hop", credits)
 			if err != nil {
 				b.Fatal(err)
@@ -56,21 +42,7 @@ func BenchmarkHop(b *testing.B) {
 }
 
 func BenchmarkHopNATS(b *testing.B) {
-	s, err := StartEmbedded(ServerOptions{Port: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Shutdown()
-	pub, err := Connect(s.ClientURL(), WithName("pub"), s.Auth())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pub.Close()
-	subc, err := Connect(s.ClientURL(), WithName("sub"), s.Auth())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer subc.Close()
+	pub, subc := benchConns(b)
 	sub, err := subc.nc.Subscribe("hop", func(m *nats.Msg) { _ = m.Respond(nil) })
 	if err != nil {
 		b.Fatal(err)
@@ -83,4 +55,21 @@ func BenchmarkHopNATS(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// benchConns starts an embedded server and connects a publisher and a
+// subscriber to it, all closed when the benchmark ends.
+func benchConns(b *testing.B) (pub, sub *Conn) {
+	s, err := StartEmbedded(ServerOptions{Port: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(s.Shutdown)
+	for _, c := range []**Conn{&pub, &sub} {
+		if *c, err = Connect(s.ClientURL(), s.Auth()); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup((*c).Close)
+	}
+	return pub, sub
 }

@@ -40,6 +40,40 @@ func helperHost(path string) {
 	os.Exit(1)
 }
 
+// startHelperHost starts the test binary as a plugin host of the plugin
+// at path (helperHost) and returns it with its plugin's pid. The host is
+// killed when the test ends.
+func startHelperHost(t *testing.T, path string) (*exec.Cmd, int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperHostEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Scan()
+		line <- sc.Text()
+	}()
+	select {
+	case l := <-line:
+		pid, err := strconv.Atoi(l)
+		if err != nil {
+			t.Fatalf("helper host: %q", l)
+		}
+		return cmd, pid
+	case <-time.After(20 * time.Second):
+		t.Fatal("helper host printed no plugin pid")
+		return nil, 0
+	}
+}
+
 // gone reports whether pid no longer runs: no such process, or a zombie
 // (a container's init may never reap it).
 func gone(pid int) bool {
@@ -142,31 +176,7 @@ func TestStartHonoursContext(t *testing.T) {
 // within two seconds (the parent-death signal; the plugin's own watch of
 // its parent besides).
 func TestPluginDiesWithHost(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperHostEnv+"="+echoBin)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Scan()
-		line <- sc.Text()
-	}()
-	var pid int
-	select {
-	case l := <-line:
-		if pid, err = strconv.Atoi(l); err != nil {
-			t.Fatalf("helper host: %q", l)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("helper host printed no plugin pid")
-	}
+	cmd, pid := startHelperHost(t, echoBin)
 	if gone(pid) {
 		t.Fatalf("plugin %d not running before the kill", pid)
 	}
@@ -323,31 +333,7 @@ func TestNextHostKillsOrphanedGrandchild(t *testing.T) {
 	}
 	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
 	script := writeScript(t, fmt.Sprintf("#!/bin/sh\nsleep 300 </dev/null >/dev/null 2>&1 &\necho $! > %[1]s.tmp\nmv %[1]s.tmp %[1]s\nexec %[2]s\n", pidFile, echoBin))
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperHostEnv+"="+script)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	line := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Scan()
-		line <- sc.Text()
-	}()
-	var plugin int
-	select {
-	case l := <-line:
-		if plugin, err = strconv.Atoi(l); err != nil {
-			t.Fatalf("helper host: %q", l)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("helper host printed no plugin pid")
-	}
+	cmd, plugin := startHelperHost(t, script)
 	grandchild := readPID(t, pidFile)
 	defer syscall.Kill(grandchild, syscall.SIGKILL)
 	cmd.Process.Kill()
