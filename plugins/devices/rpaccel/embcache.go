@@ -12,8 +12,12 @@ type Lookups struct {
 	StaticHits    int64 // in the static (hot) cache
 	LookaheadHits int64 // in the look-ahead cache: prefetched, or fetched earlier in the query
 	Misses        int64 // from DRAM
-	// HitLines and MissLines are the 128-B lines those lookups moved.
-	HitLines, MissLines int64
+	// HitBytes and MissBytes are the vector bytes those lookups moved.
+	HitBytes, MissBytes int64
+	// Prefetched and PrefetchedBytes are the distinct rows (and their
+	// bytes) the look-ahead cache fetched from DRAM ahead of the stage,
+	// with prefetch on: DRAM traffic that overlaps the previous stage.
+	Prefetched, PrefetchedBytes int64
 }
 
 // HitRate is the share of lookups served on chip.
@@ -61,8 +65,8 @@ func newEmbCache(staticBytes, lookaheadBytes int64, prefetch bool, profileBatche
 }
 
 // simulate serves one batch's lookups, keys in lookup order, each row of
-// rowBytes(key) bytes and lines(key) cache lines.
-func (e *embCache) simulate(keys []uint64, rowBytes func(uint64) int64, lines func(uint64) int64) Lookups {
+// rowBytes(key) bytes.
+func (e *embCache) simulate(keys []uint64, rowBytes func(uint64) int64) Lookups {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var res Lookups
@@ -71,19 +75,23 @@ func (e *embCache) simulate(keys []uint64, rowBytes func(uint64) int64, lines fu
 	for _, k := range keys {
 		if e.hot[k] {
 			res.StaticHits++
-			res.HitLines += lines(k)
+			res.HitBytes += rowBytes(k)
 		} else {
 			rest = append(rest, k)
 		}
 	}
-	la := e.lookahead(rest, rowBytes)
+	la, fetched := e.lookahead(rest, rowBytes)
+	for _, k := range fetched {
+		res.Prefetched++
+		res.PrefetchedBytes += rowBytes(k)
+	}
 	for i, k := range rest {
 		if la[i] {
 			res.LookaheadHits++
-			res.HitLines += lines(k)
+			res.HitBytes += rowBytes(k)
 		} else {
 			res.Misses++
-			res.MissLines += lines(k)
+			res.MissBytes += rowBytes(k)
 		}
 	}
 	if e.hot == nil {
@@ -98,11 +106,11 @@ func (e *embCache) simulate(keys []uint64, rowBytes func(uint64) int64, lines fu
 }
 
 // lookahead says which of a query's static-missing lookups the look-ahead
-// cache serves.
-func (e *embCache) lookahead(keys []uint64, rowBytes func(uint64) int64) []bool {
-	hit := make([]bool, len(keys))
+// cache serves, and which rows it prefetched.
+func (e *embCache) lookahead(keys []uint64, rowBytes func(uint64) int64) (hit []bool, prefetched []uint64) {
+	hit = make([]bool, len(keys))
 	if e.lookaheadBytes == 0 {
-		return hit
+		return hit, nil
 	}
 	if e.prefetch {
 		resident := map[uint64]bool{}
@@ -112,11 +120,12 @@ func (e *embCache) lookahead(keys []uint64, rowBytes func(uint64) int64) []bool 
 				resident[k] = rowBytes(k) <= left
 				if resident[k] {
 					left -= rowBytes(k)
+					prefetched = append(prefetched, k)
 				}
 			}
 			hit[i] = resident[k]
 		}
-		return hit
+		return hit, prefetched
 	}
 	lru := list.New()
 	where := map[uint64]*list.Element{}
@@ -139,7 +148,7 @@ func (e *embCache) lookahead(keys []uint64, rowBytes func(uint64) int64) []bool 
 		where[k] = lru.PushFront(k)
 		used += size
 	}
-	return hit
+	return hit, nil
 }
 
 // provision fills the static cache with the most frequent profiled rows.

@@ -114,7 +114,7 @@ func (d *Device) Profile(context.Context) (device.Profile, error) {
 		Servers: int32(c.Arrays[c.Stage]),
 		Source: "RecPipe (MICRO'21) Table 3 (250 MHz, 128×128 MACs, 8 MB SRAM, 16 MB embedding cache, 16 GB DRAM at 64 GB/s, 100 cycles), " +
 			"Sec. 6.2 (12 MB static + 4 MB look-ahead, 128-B lines, top-k unit), Sec. 7.1 (sub-array counts, Centaur baseline); " +
-			"layer latency and sub-array shapes flowrun's own model; mshrs fitted on the baseline's 6 ms p99 at 200 QPS (docs/devices.md#rpaccel); all modeled",
+			"layer latency and sub-array shapes flowrun's own model; gather_efficiency fitted on the baseline's 6 ms p99 at 200 QPS (docs/devices.md#rpaccel); all modeled",
 	}, nil
 }
 
@@ -227,22 +227,37 @@ func (m *model) Lookups(op device.Op) Lookups {
 		}
 		return max(fallback, 1)
 	}
-	lines := func(k uint64) int64 { return ceilDiv(rowBytes(k), m.cfg.LineBytes) }
-	return m.cache.simulate(op.Keys, rowBytes, lines)
+	return m.cache.simulate(op.Keys, rowBytes)
 }
 
-// gatherNs is the embedding gather's time: each hit moves its lines from
-// SRAM at one line per cycle; the misses go to DRAM with mshrs of them in
-// flight, each paying the 100-cycle latency and its lines at 64 GB/s,
-// whichever bounds:
+// gatherNs is the embedding gather's time, by the paper's "simple
+// latency and bandwidth models for SRAM and DRAM" (Sec. 4): the hits'
+// vector bytes from the caches at one 128-B line per cycle, and the
+// misses' vector bytes from DRAM after one 100-cycle access latency, at
+// 64 GB/s times the gather efficiency (random vector reads sustain a
+// fraction of a DRAM's streaming peak; the one figure fitted on the
+// baseline):
 //
-//	hit_lines · t_cycle + [misses > 0] · (t_lat + max(misses · t_lat / mshrs, miss_lines · 128 B / 64 GB/s))
+//	hit_bytes / (128 B · 250 MHz) + [misses > 0] · (t_lat + miss_bytes / (64 GB/s · gather_efficiency))
+//
+// Vectors are moved at their own size (RMsmall's 16 B, RMlarge's 128 B),
+// as the paper counts memory accesses (Fig. 1c: 4.0× fewer bytes for
+// RMsmall on 4096 then RMlarge on 512 than RMlarge on 4096).
 func (m *model) gatherNs(l Lookups) float64 {
-	ns := float64(l.HitLines) * m.cycleNs
-	if l.Misses > 0 {
-		latencyBound := float64(l.Misses) * m.latencyNs / float64(m.cfg.MSHRs)
-		bandwidthBound := float64(l.MissLines*m.cfg.LineBytes) / m.cfg.DRAMGBps
-		ns += m.latencyNs + max(latencyBound, bandwidthBound)
-	}
-	return ns
+	return float64(l.HitBytes)/(float64(m.cfg.LineBytes)*m.cfg.ClockMHz/1e3) + m.fetchNs(l.MissBytes)
 }
+
+// fetchNs is the time to bring bytes of vectors from DRAM.
+func (m *model) fetchNs(bytes int64) float64 {
+	if bytes == 0 {
+		return 0
+	}
+	return m.latencyNs + float64(bytes)/(m.cfg.DRAMGBps*m.cfg.GatherEfficiency)
+}
+
+// PrefetchNs is the DRAM time of the rows the look-ahead cache fetched
+// ahead of the stage (Lookups.Prefetched): not part of the stage's Cost,
+// which finds them on chip, but time the chip's one embedding gather unit
+// and DRAM spend while the previous stage runs. A serving model that
+// shares that unit between stages charges it there.
+func (m *model) PrefetchNs(l Lookups) float64 { return m.fetchNs(l.PrefetchedBytes) }

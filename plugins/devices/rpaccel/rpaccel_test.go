@@ -173,21 +173,20 @@ func TestHitRateFollowsLocality(t *testing.T) {
 // prefetch, its rows up to capacity; a row that fits in neither misses.
 func TestLookahead(t *testing.T) {
 	rows := func(k uint64) int64 { return 128 }
-	lines := func(k uint64) int64 { return 1 }
 	keys := []uint64{1, 2, 1, 3, 2, 4}
-	demand := newEmbCache(0, 2*128, false, 1).simulate(keys, rows, lines)
+	demand := newEmbCache(0, 2*128, false, 1).simulate(keys, rows)
 	if demand.LookaheadHits != 1 || demand.Misses != 5 { // 1 hits; 2 was evicted by 3
 		t.Errorf("demand LRU of 2 rows: %+v", demand)
 	}
-	pre := newEmbCache(0, 2*128, true, 1).simulate(keys, rows, lines)
-	if pre.LookaheadHits != 4 || pre.Misses != 2 { // rows 1, 2 prefetched
+	pre := newEmbCache(0, 2*128, true, 1).simulate(keys, rows)
+	if pre.LookaheadHits != 4 || pre.Misses != 2 || pre.Prefetched != 2 || pre.PrefetchedBytes != 256 { // rows 1, 2 prefetched
 		t.Errorf("prefetch of 2 rows: %+v", pre)
 	}
 	// Provisioned after the first batch: the most frequent rows (1 and 2,
 	// twice each) fill a static cache of two rows.
 	e := newEmbCache(2*128, 0, false, 1)
-	e.simulate(keys, rows, lines)
-	if got := e.simulate(keys, rows, lines); got.StaticHits != 4 || got.Misses != 2 {
+	e.simulate(keys, rows)
+	if got := e.simulate(keys, rows); got.StaticHits != 4 || got.Misses != 2 {
 		t.Errorf("static after profiling: %+v", got)
 	}
 }
