@@ -228,7 +228,7 @@ func TestRejectsOptions(t *testing.T) {
 		`{"arrays": [8, 512]}`:           "arrays",
 		`{"topk": "sort"}`:               "topk",
 		`{"link": "nvlink"}`:             "link",
-		`{"mshrs": 0}`:                   "mshrs",
+		`{"gather_efficiency": 0}`:       "gather_efficiency",
 		`{"dram_gbps": -1}`:              "dram_gbps",
 		`{"no_such_figure": 1}`:          "no_such_figure",
 	} {
@@ -237,5 +237,32 @@ func TestRejectsOptions(t *testing.T) {
 		if !errors.As(err, &fe) || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s: %v, want a FieldError on %s", opts, err, key)
 		}
+	}
+}
+
+// The formula's MAC utilization of the two-stage pipeline (RMsmall on
+// 4096 items, RMlarge on 512), on the monolithic 128×128 array and on
+// RPAccel(8,8)'s 32×32 sub-arrays in 4 sub-batches: the paper measured
+// 30 % and 60 % on RTL (Sec. 6.2, Fig. 10a). Splitting must raise it.
+func TestUtilization(t *testing.T) {
+	rmsmall := [][2]int64{{13, 64}, {64, 4}, {355, 64}, {64, 1}}
+	large := [][2]int64{{13, 512}, {512, 256}, {256, 128}, {128, 64}, {64, 32}, {383, 96}, {96, 1}}
+	use := func(m int64, dims [][2]int64, r, c int, times int64) (macs, slots int64) {
+		for _, d := range dims {
+			l := device.Layer{M: m, K: d[0], N: d[1]}
+			macs += times * l.M * l.K * l.N
+			slots += times * LayerCycles(l, r, c) * int64(r*c)
+		}
+		return macs, slots
+	}
+	m1, s1 := use(4096, rmsmall, 128, 128, 1)
+	m2, s2 := use(512, large, 128, 128, 1)
+	mono := float64(m1+m2) / float64(s1+s2)
+	m1, s1 = use(1024, rmsmall, 32, 32, 4)
+	m2, s2 = use(128, large, 32, 32, 4)
+	split := float64(m1+m2) / float64(s1+s2)
+	t.Logf("MAC utilization of the two-stage pipeline: monolithic %.3f, RPAccel(8,8) %.3f (paper 0.30, 0.60)", mono, split)
+	if !(split > mono) {
+		t.Errorf("splitting the array lowered utilization: %.3f -> %.3f", mono, split)
 	}
 }
