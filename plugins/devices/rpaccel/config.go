@@ -82,8 +82,8 @@ const (
 
 // GatherEfficiency is the share of DRAM bandwidth the embedding gather's
 // random vector reads sustain, fitted on the baseline's 6 ms p99 at 200
-// QPS (docs/devices.md#rpaccel, TestHeadline refits it); the paper gives
-// none.
+// QPS (docs/devices.md, rpaccel "Calibration"; TestCalibration refits
+// it). The paper gives none.
 const GatherEfficiency = 0.035
 
 // LinkLatencyUs is the fixed cost of one host↔accelerator PCIe transfer.

@@ -26,7 +26,7 @@ func fields() []plugin.Field {
 		{Name: "dram_bytes", Type: "int", Default: v(c.DRAMBytes), Description: "DRAM, 16 GB (Table 3)"},
 		{Name: "dram_gbps", Type: "float", Default: v(c.DRAMGBps), Description: "DRAM bandwidth, 64 GB/s (Table 3)"},
 		{Name: "dram_latency_cycles", Type: "float", Default: v(c.DRAMLatencyCycles), Description: "DRAM latency, 100 cycles (Table 3)"},
-		{Name: "gather_efficiency", Type: "float", Default: v(c.GatherEfficiency), Description: "share of dram_gbps the embedding gather's random vector reads sustain; fitted on the baseline (docs/devices.md#rpaccel)"},
+		{Name: "gather_efficiency", Type: "float", Default: v(c.GatherEfficiency), Description: "share of dram_gbps the embedding gather's random vector reads sustain; fitted on the baseline (docs/devices.md#rpaccel-recpipes-accelerator-and-its-centaur-like-baseline)"},
 		{Name: "weight_bytes", Type: "int", Default: v(c.WeightBytes), Description: "bytes per weight (fp32, as the 128-B line = RMlarge's 32 fp32 values)"},
 		{Name: "topk", Type: "string", Default: c.TopK, Description: "unit (on-chip bucketed filter, Sec. 6.2) or host (the baseline: scores over PCIe, host filters)"},
 		{Name: "topk_drain_cycles", Type: "float", Default: v(c.TopKDrainCycles), Description: "the unit's drain, \"a couple hundred accelerator cycles\" (Sec. 6.2)"},

@@ -114,7 +114,7 @@ func (d *Device) Profile(context.Context) (device.Profile, error) {
 		Servers: int32(c.Arrays[c.Stage]),
 		Source: "RecPipe (MICRO'21) Table 3 (250 MHz, 128×128 MACs, 8 MB SRAM, 16 MB embedding cache, 16 GB DRAM at 64 GB/s, 100 cycles), " +
 			"Sec. 6.2 (12 MB static + 4 MB look-ahead, 128-B lines, top-k unit), Sec. 7.1 (sub-array counts, Centaur baseline); " +
-			"layer latency and sub-array shapes flowrun's own model; gather_efficiency fitted on the baseline's 6 ms p99 at 200 QPS (docs/devices.md#rpaccel); all modeled",
+			"layer latency and sub-array shapes flowrun's own model; gather_efficiency fitted on the baseline's 6 ms p99 at 200 QPS (docs/devices.md#rpaccel-recpipes-accelerator-and-its-centaur-like-baseline); all modeled",
 	}, nil
 }
 
@@ -154,7 +154,8 @@ func (m *model) cost(op device.Op) (float64, error) {
 		if len(op.Keys) > 0 {
 			return m.gatherNs(m.Lookups(op)), nil
 		}
-		return m.dramNs(op.Bytes), nil
+		// No keys, no hit rate to measure: every byte is a gather miss.
+		return m.fetchNs(op.Bytes), nil
 	case device.Write:
 		return m.dramNs(op.Bytes), nil
 	case device.Transfer:
