@@ -26,7 +26,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestConformanceBinary(t *testing.T) {
-	bin := buildtest.Binary(t, "github.com/flowrun/flowrun/cmd/flowrun-device-rpaccel")
+	bin := buildtest.Binary(t, "github.com/flowrun/flowrun/plugins/devices/rpaccel/cmd/flowrun-device-rpaccel")
 	for name, opts := range configs {
 		t.Run(name, func(t *testing.T) { devicetest.RunBinary(t, bin, devicetest.WithOptions([]byte(opts))) })
 	}
