@@ -29,6 +29,9 @@ type Config struct {
 	// Stage is the stage (index into Arrays) this device prices.
 	Stage int `json:"stage"`
 
+	// The figures: Table 3's resources, Sec. 6.2's caches and top-k unit,
+	// the link, and the fitted gather efficiency. fields() (Info) and the
+	// README give each one's unit and source.
 	ClockMHz          float64  `json:"clock_mhz"`
 	MACs              int      `json:"macs"`
 	SRAMBytes         int64    `json:"sram_bytes"`
