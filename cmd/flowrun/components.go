@@ -23,6 +23,7 @@ import (
 	"github.com/flowrun/flowrun/plugins/devices/cpudram"
 	"github.com/flowrun/flowrun/plugins/devices/hbm"
 	"github.com/flowrun/flowrun/plugins/devices/nmpdimm"
+	"github.com/flowrun/flowrun/plugins/devices/rpaccel"
 	"github.com/flowrun/flowrun/plugins/kernels/cpu"
 	"github.com/flowrun/flowrun/plugins/models/dlrm"
 	"github.com/flowrun/flowrun/plugins/models/logreg"
@@ -75,6 +76,7 @@ func builtins() pluginhost.Builtins {
 			"cpu-dram": cpudram.New,
 			"hbm":      hbm.New,
 			"nmp-dimm": nmpdimm.New,
+			"rpaccel":  rpaccel.New,
 		},
 	}
 }

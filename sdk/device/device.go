@@ -32,6 +32,41 @@ type Op struct {
 	Kind  OpKind
 	Bytes int64
 	FLOPs int64
+	// Keys optionally lists the embedding rows a Read looks up, one per
+	// lookup in lookup order, each a (table, row) key made by RowKey: what
+	// a device with an embedding cache needs to measure the batch's hit
+	// rate from the data's own locality. Devices without a cache ignore
+	// it, and a caller that leaves it empty gets the device's documented
+	// no-keys cost (Bytes alone). Added after the first release: older
+	// callers and binaries never set or see it.
+	Keys []uint64
+	// Layers optionally describes a Compute op as the dense matrix
+	// products it runs, in order: what a device whose time depends on the
+	// shapes (a systolic array's tiling) needs beyond the FLOP count.
+	// Devices that price FLOPs ignore it; empty, the device prices FLOPs.
+	Layers []Layer
+}
+
+// Layer is one dense matrix product of a Compute op: an M×K activation
+// matrix (M items or samples, K input features) times a K×N weight matrix
+// (N output features), 2·M·K·N FLOPs.
+type Layer struct {
+	M, K, N int64
+}
+
+// FLOPs is the layer's multiply-add count times two.
+func (l Layer) FLOPs() int64 { return 2 * l.M * l.K * l.N }
+
+// rowBits is how many low bits of a RowKey hold the row: 2^40 rows per
+// table, far beyond any table flowrun holds (Criteo's largest has 10 M).
+const rowBits = 40
+
+// RowKey is the key of row `row` of table `table` in Op.Keys.
+func RowKey(table int, row int64) uint64 { return uint64(table)<<rowBits | uint64(row)&(1<<rowBits-1) }
+
+// SplitRowKey is RowKey's inverse.
+func SplitRowKey(key uint64) (table int, row int64) {
+	return int(key >> rowBits), int64(key & (1<<rowBits - 1))
 }
 
 // Profile is a device's cost model, with where its figures come from.
@@ -51,6 +86,12 @@ type Profile struct {
 	Efficiency float64
 	// Source cites where the figures come from.
 	Source string
+	// Servers is how many queries (or batches) the device serves at once,
+	// each at the modeled time Cost returns: a CPU server's cores running
+	// one single-threaded process each, an accelerator's independent
+	// sub-arrays. 0 or 1: one at a time. A figure for a serving model's
+	// multi-server queue; Cost itself prices one query on one server.
+	Servers int32
 }
 
 // CostRequest asks for the modeled time of a batch's operations.

@@ -34,7 +34,7 @@ func (c *client) Profile(ctx context.Context) (Profile, error) {
 func (c *client) Cost(ctx context.Context, req *CostRequest) (*CostResult, error) {
 	in := &pb.CostRequest{Seq: req.Seq, Ops: make([]*pb.Op, len(req.Ops))}
 	for i, op := range req.Ops {
-		in.Ops[i] = &pb.Op{Name: op.Name, Kind: int32(op.Kind), Bytes: op.Bytes, Flops: op.FLOPs}
+		in.Ops[i] = opToPB(op)
 	}
 	return rpc.Call(ctx, c.Stub.Cost, in, func(res *pb.CostResult) *CostResult {
 		return &CostResult{ModeledNs: res.GetModeledNs()}
@@ -60,7 +60,7 @@ func (s *server) Profile(ctx context.Context, _ *pb.Empty) (*pb.DeviceProfile, e
 func (s *server) Cost(ctx context.Context, req *pb.CostRequest) (*pb.CostResult, error) {
 	in := &CostRequest{Seq: req.GetSeq(), Ops: make([]Op, len(req.GetOps()))}
 	for i, op := range req.GetOps() {
-		in.Ops[i] = Op{Name: op.GetName(), Kind: OpKind(op.GetKind()), Bytes: op.GetBytes(), FLOPs: op.GetFlops()}
+		in.Ops[i] = opFromPB(op)
 	}
 	res, err := s.Impl.Cost(ctx, in)
 	return rpc.Answer(res, err, func(res *CostResult) *pb.CostResult {
@@ -81,6 +81,7 @@ func profileFromPB(p *pb.DeviceProfile) Profile {
 		GFLOPS:        p.GetGflops(),
 		Efficiency:    p.GetEfficiency(),
 		Source:        p.GetSource(),
+		Servers:       p.GetServers(),
 	}
 }
 
@@ -94,5 +95,22 @@ func profileToPB(p Profile) *pb.DeviceProfile {
 		Gflops:        p.GFLOPS,
 		Efficiency:    p.Efficiency,
 		Source:        p.Source,
+		Servers:       p.Servers,
 	}
+}
+
+func opToPB(op Op) *pb.Op {
+	out := &pb.Op{Name: op.Name, Kind: int32(op.Kind), Bytes: op.Bytes, Flops: op.FLOPs, Keys: op.Keys}
+	for _, l := range op.Layers {
+		out.Layers = append(out.Layers, &pb.Layer{M: l.M, K: l.K, N: l.N})
+	}
+	return out
+}
+
+func opFromPB(op *pb.Op) Op {
+	out := Op{Name: op.GetName(), Kind: OpKind(op.GetKind()), Bytes: op.GetBytes(), FLOPs: op.GetFlops(), Keys: op.GetKeys()}
+	for _, l := range op.GetLayers() {
+		out.Layers = append(out.Layers, Layer{M: l.GetM(), K: l.GetK(), N: l.GetN()})
+	}
+	return out
 }

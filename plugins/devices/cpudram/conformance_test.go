@@ -17,3 +17,7 @@ func TestConformanceBinary(t *testing.T) {
 	bin := buildtest.Binary(t, "github.com/flowrun/flowrun/plugins/devices/cpudram/cmd/flowrun-device-cpu-dram")
 	devicetest.RunBinary(t, bin)
 }
+
+func TestConformanceCascadeLake(t *testing.T) {
+	devicetest.Run(t, func() device.Device { return cpudram.New() }, devicetest.WithOptions([]byte(`{"profile": "cascade-lake"}`)))
+}

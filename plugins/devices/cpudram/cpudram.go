@@ -74,7 +74,42 @@ func Spec() costmodel.Spec {
 				CapacityBytes: 1 << 40, BandwidthGBps: 307.2, GFLOPS: 7168,
 				Source: "Intel ARK Xeon Platinum 8480+ (8 × DDR5-4800), NVIDIA DGX H100 datasheet" + calibration + ", carried over from the Xeon E5-2698 v4",
 			}, "pcie5"),
+			"cascade-lake": cascadeLake(calibrated),
 		}}
+}
+
+// Table 2 of RecPipe (Gupta et al., MICRO'21): the Cascade Lake CPU
+// server of its commodity-hardware experiments, which runs "multiple
+// processes ... each core has a single PyTorch/MKL thread" (Sec. 4).
+const (
+	// CascadeLakeCores is Table 2's core count: the server's parallelism,
+	// one query per core (Profile.Servers).
+	CascadeLakeCores = 64
+	// CascadeLakeGBps is Table 2's DDR bandwidth, shared by every core.
+	CascadeLakeGBps = 75.0
+	// CascadeLakeGHz is Table 2's clock.
+	CascadeLakeGHz = 2.8
+	// CascadeLakeFLOPPerCycle is one core's FP32 peak per cycle: two
+	// AVX-512 FMA units × 16 lanes × 2 (Table 2: "AVX-512"; Intel's
+	// optimization manual for the two-FMA Xeon Gold/Platinum parts).
+	CascadeLakeFLOPPerCycle = 64
+)
+
+// cascadeLake is RecPipe's CPU as one of its 64 servers: a profile with
+// servers > 1 prices one query on one server, so its bandwidth is one
+// core's fair share of the socket's 75 GB/s under full load and its GFLOPS
+// one core's peak; capacity is the whole server's (shared).
+func cascadeLake(calibrated func(device.Profile, string) costmodel.Params) costmodel.Params {
+	return calibrated(device.Profile{
+		Name:          "Intel Cascade Lake, one of 64 cores (RecPipe Table 2 CPU server, 384 GB, 75 GB/s shared)",
+		CapacityBytes: 384e9,
+		BandwidthGBps: CascadeLakeGBps / CascadeLakeCores,
+		GFLOPS:        CascadeLakeGHz * CascadeLakeFLOPPerCycle,
+		Servers:       CascadeLakeCores,
+		Source: "RecPipe (MICRO'21) Table 2 (2.8 GHz, 64 cores, AVX-512, 384 GB, 75 GB/s) and Sec. 4 (one single-threaded process per core); " +
+			"per server: bandwidth 75/64 GB/s (fair share under full load, flowrun's reading), GFLOPS derived 2.8 GHz × 64 FP32 FLOP/cycle (two AVX-512 FMA units)" +
+			calibration + ", carried over from the Xeon E5-2698 v4 (not calibrated for this part)",
+	}, "pcie3")
 }
 
 // DefaultProfile is the key of the default profile: ScratchPipe's host.

@@ -51,3 +51,21 @@ func TestProfiles(t *testing.T) {
 		}
 	}
 }
+
+// RecPipe's Cascade Lake server: Table 2's figures, one of 64 servers,
+// each pricing a query at its core's share of the 75 GB/s and its core's
+// AVX-512 peak.
+func TestCascadeLake(t *testing.T) {
+	d := devicetest.Configured(t, New(), `{"profile": "cascade-lake", "peak": true}`)
+	p := devicetest.ProfileOf(t, d)
+	if p.Servers != 64 || p.CapacityBytes != 384e9 || p.BandwidthGBps != 75.0/64 || p.GFLOPS != 179.2 ||
+		p.LinkGBps != 16 || !strings.Contains(p.Source, "RecPipe (MICRO'21) Table 2") {
+		t.Fatalf("profile %+v", p)
+	}
+	// 75 MB at 75/64 GB/s is 64 ms; 179.2 GFLOP at 179.2 GFLOPS is 1 s.
+	got := devicetest.Costs(t, d, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: 75e6},
+		device.Op{Name: "mlp", Kind: device.Compute, FLOPs: 179.2e9})
+	if want := []int64{64e6, 1e9}; got[0] != want[0] || got[1]-want[1] > 1 || got[1] < want[1] {
+		t.Fatalf("modeled ns %v, want %v", got, want)
+	}
+}

@@ -17,3 +17,7 @@ func TestConformanceBinary(t *testing.T) {
 	bin := buildtest.Binary(t, "github.com/flowrun/flowrun/plugins/devices/hbm/cmd/flowrun-device-hbm")
 	devicetest.RunBinary(t, bin)
 }
+
+func TestConformanceT4(t *testing.T) {
+	devicetest.Run(t, func() device.Device { return hbm.New() }, devicetest.WithOptions([]byte(`{"profile": "t4"}`)))
+}

@@ -57,7 +57,32 @@ func Spec() costmodel.Spec {
 				"NVIDIA H100 datasheet (SXM5: 3.35 TB/s, 67 TFLOPS FP32)"+carried),
 			"h100-pcie": p("NVIDIA H100 PCIe 80 GB HBM2e", 80<<30, 2000, 51000, "pcie5",
 				"NVIDIA H100 datasheet (PCIe: 2 TB/s, 51 TFLOPS FP32)"+carried),
+			"t4": t4(p),
 		}}
+}
+
+// RecPipe's GPU (Gupta et al., MICRO'21, Table 2): an NVIDIA T4 at the
+// figures the paper prints, which differ from the datasheet's (16 GB
+// GDDR6 at 320 GB/s, 8.1 TFLOPS FP32 at the 1,590 MHz boost clock).
+const (
+	// T4MHz is Table 2's clock, as printed: the T4's base clock.
+	T4MHz = 585
+	// T4Cores is Table 2's CUDA core count.
+	T4Cores = 2560
+	// T4GBps is Table 2's memory bandwidth (datasheet: 320 GB/s).
+	T4GBps = 300
+	// T4Bytes is Table 2's memory (datasheet: 16 GB, of which ≈15 GB usable).
+	T4Bytes = 15e9
+)
+
+// t4 is RecPipe's T4 at Table 2's figures, GFLOPS derived from them
+// (2560 cores × 2 FLOP per FMA × 585 MHz = 2,995 GFLOPS), on PCIe gen3
+// x16 (T4 datasheet). One server: the GPU batches queries itself.
+func t4(p func(string, int64, float64, float64, string, string) costmodel.Params) costmodel.Params {
+	return p("NVIDIA T4 (RecPipe Table 2: 585 MHz, 2560 cores, 15 GB, 300 GB/s)", T4Bytes, T4GBps,
+		T4Cores*2*T4MHz/1e3, "pcie3",
+		"RecPipe (MICRO'21) Table 2 (585 MHz as printed, 2560 cores, 15 GB, 300 GB/s, 70 W); GFLOPS derived 2560 × 2 × 0.585 GHz; "+
+			"NVIDIA T4 datasheet: PCIe gen3 x16 (its 320 GB/s, 16 GB and 8.1 TFLOPS at 1,590 MHz boost are not used)"+carried)
 }
 
 // DefaultProfile is the key of the default profile: ScratchPipe's V100.

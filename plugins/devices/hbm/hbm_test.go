@@ -106,3 +106,19 @@ devices:
 		t.Fatalf("modeled ns %v, want %v", got, want)
 	}
 }
+
+// RecPipe's T4 at Table 2's figures, GFLOPS derived from its clock and
+// cores, on PCIe gen3.
+func TestT4(t *testing.T) {
+	d := devicetest.Configured(t, New(), `{"profile": "t4", "peak": true}`)
+	p := devicetest.ProfileOf(t, d)
+	if p.BandwidthGBps != 300 || p.CapacityBytes != 15e9 || p.GFLOPS != 2995.2 || p.LinkGBps != 16 || p.Servers > 1 ||
+		!strings.Contains(p.Source, "RecPipe (MICRO'21) Table 2") {
+		t.Fatalf("profile %+v", p)
+	}
+	got := devicetest.Costs(t, d, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: 300e6},
+		device.Op{Name: "mlp", Kind: device.Compute, FLOPs: 2995.2e6})
+	if want := []int64{1e6, 1e6}; got[0] != want[0] || got[1]-want[1] > 1 || got[1] < want[1] {
+		t.Fatalf("modeled ns %v, want %v", got, want)
+	}
+}

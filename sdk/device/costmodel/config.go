@@ -44,6 +44,9 @@ type Figures struct {
 	// OpOverheadMs sets the fixed modeled ms added to the ops of a given
 	// name, merged over the profile's (e.g. {train-step: 0}).
 	OpOverheadMs map[string]float64 `json:"op_overhead_ms"`
+	// Servers is how many queries the device serves at once (cores each
+	// running one process, independent sub-arrays); 0 or 1: one.
+	Servers *int32 `json:"servers"`
 	// Source replaces the citation of the profile's figures.
 	Source *string `json:"source"`
 }
@@ -312,6 +315,10 @@ func (f Figures) set(p Params) (Params, []string) {
 	setF(&p.Efficiency, f.Efficiency, "efficiency")
 	setF(&p.LinkEfficiency, f.LinkEfficiency, "link_efficiency")
 	setF(&p.ComputeEfficiency, f.ComputeEfficiency, "compute_efficiency")
+	if f.Servers != nil {
+		p.Servers = *f.Servers
+		changed = append(changed, "servers")
+	}
 	mergeOps(&p.OpEfficiency, f.OpEfficiency, "op_efficiency")
 	mergeOps(&p.OpOverheadMs, f.OpOverheadMs, "op_overhead_ms")
 	if f.Source != nil {
@@ -352,6 +359,9 @@ func validate(p Params, prefix string) error {
 	}
 	if !(p.GFLOPS >= 0) || !finite(p.GFLOPS) {
 		bad("gflops", "must be ≥ 0", p.GFLOPS)
+	}
+	if p.Servers < 0 {
+		bad("servers", "must be ≥ 0", p.Servers)
 	}
 	if !fraction(p.Efficiency) {
 		bad("efficiency", "must be in (0, 1]", p.Efficiency)
@@ -417,6 +427,7 @@ func fields(spec Spec) []plugin.Field {
 		{Name: "compute_efficiency", Type: "float", Default: eff(p.ComputeEfficiency), Description: "sustained fraction of gflops, in (0, 1]"},
 		{Name: "op_efficiency", Type: "map", Default: describeOps(p.OpEfficiency), Description: "efficiency of the ops of a given name (scatter, gather-reduce, ...), merged over the profile's, in (0, 1]"},
 		{Name: "op_overhead_ms", Type: "map", Default: describeOps(p.OpOverheadMs), Description: "fixed modeled ms added to the ops of a given name (train-step: the training framework's per-step dispatch), merged over the profile's, ≥ 0"},
+		{Name: "servers", Type: "int", Default: fmt.Sprint(p.Servers), Description: "queries the device serves at once (CPU cores each running one process, accelerator sub-arrays), for a serving model's multi-server queue; 0 or 1: one"},
 		{Name: "source", Type: "string", Default: p.Source, Description: "citation for the figures (noted automatically when figures are overridden)"},
 	}
 }

@@ -133,7 +133,8 @@ func TestRejectsOptions(t *testing.T) {
 		`{"latency_ns": -1}`, `{"gflops": -2}`, `{"capacity_bytes": -1}`, `{"name": " "}`, `{"bandwith_gbps": 1}`,
 		`{"profile": "nope"}`, `{"link": "pcie9"}`, `{"link_efficiency": 0}`, `{"compute_efficiency": 2}`,
 		`{"op_efficiency": {"scatter": 0}}`, `{"op_efficiency": {"": 0.5}}`, `{"peak": "yes"}`,
-		`{"op_overhead_ms": {"train-step": -1}}`, `{"op_overhead_ms": {"": 1}}`,
+		`{"op_overhead_ms": {"train-step": -1}}`, `{"op_overhead_ms": {"": 1}}`, `{"servers": -1}`,
+		`{"profile": {"name": "x", "bandwidth_gbps": 1, "efficiency": 1, "servers": -4}}`,
 	} {
 		d := New(testSpec())
 		err := d.Configure(context.Background(), plugin.Setup{Options: json.RawMessage(opts)})
@@ -337,5 +338,22 @@ func TestInlineProfileErrors(t *testing.T) {
 				t.Errorf("options %s: %v does not name %s", opts, err, k)
 			}
 		}
+	}
+}
+
+// TestServers checks the servers figure: 0 by default, set by an option
+// (and noted in the source), and part of an inline profile.
+func TestServers(t *testing.T) {
+	ctx := context.Background()
+	if p, _ := newConfigured(t, ``).Profile(ctx); p.Servers != 0 {
+		t.Errorf("default servers = %d, want 0", p.Servers)
+	}
+	p, _ := newConfigured(t, `{"servers": 64}`).Profile(ctx)
+	if p.Servers != 64 || !strings.Contains(p.Source, "servers") {
+		t.Errorf("servers option: %d, source %q", p.Servers, p.Source)
+	}
+	p, _ = newConfigured(t, `{"profile": {"name": "x", "bandwidth_gbps": 1, "efficiency": 1, "servers": 8}}`).Profile(ctx)
+	if p.Servers != 8 {
+		t.Errorf("inline servers = %d, want 8", p.Servers)
 	}
 }

@@ -32,6 +32,7 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) device.Device
 	t.Run("Cost", k.deterministic)
 	t.Run("MoreWorkNotFaster", k.moreWorkNotFaster)
 	t.Run("InvalidRequest", k.invalidRequest)
+	t.Run("OptionalFields", k.optionalFields)
 }
 
 // contract is one run of the contract: the configuration, the devices'
@@ -117,6 +118,22 @@ func (k *contract) moreWorkNotFaster(t *testing.T) {
 			t.Errorf("op kind %d: 2^36 units cost %d ns, no more than 0 units (%d ns)", kind, ns[len(ns)-1], ns[0])
 		}
 	}
+}
+
+// optionalFields checks that ops carrying the optional Keys and Layers
+// (which a device may use or ignore) are priced like any other: one
+// non-negative time each, and an empty Keys or Layers refused by none.
+func (k *contract) optionalFields(t *testing.T) {
+	d := k.configured(t)
+	keys := make([]uint64, 64)
+	for i := range keys {
+		keys[i] = device.RowKey(i%2, int64(i%7))
+	}
+	k.cost(t, d, []device.Op{
+		{Name: "gather-reduce", Kind: device.Read, Bytes: 64 * 256, Keys: keys},
+		{Name: "mlp", Kind: device.Compute, FLOPs: 2 * 128 * 13 * 64, Layers: []device.Layer{{M: 128, K: 13, N: 64}}},
+		{Name: "gather-reduce", Kind: device.Read, Bytes: 0, Keys: []uint64{}},
+	})
 }
 
 func (k *contract) invalidRequest(t *testing.T) {

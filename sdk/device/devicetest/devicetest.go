@@ -11,8 +11,9 @@
 // The suite checks that the profile is sane (positive bandwidth, an
 // efficiency in (0, 1], a name and a source), that Cost answers one
 // non-negative modeled time per op, deterministically, that more bytes or
-// more FLOPs never cost less time, and that impossible ops are refused with
-// plugin.ErrInvalidRequest.
+// more FLOPs never cost less time, that ops carrying the optional Keys and
+// Layers are priced like any other, and that impossible ops are refused
+// with plugin.ErrInvalidRequest.
 //
 // Mock is a Device with function fields for tests of code that uses devices.
 package devicetest

@@ -1768,11 +1768,15 @@ func (x *DigestResult) GetDigest() []byte {
 }
 
 type Op struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Kind          int32                  `protobuf:"varint,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Bytes         int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
-	Flops         int64                  `protobuf:"varint,4,opt,name=flops,proto3" json:"flops,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Kind  int32                  `protobuf:"varint,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Bytes int64                  `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Flops int64                  `protobuf:"varint,4,opt,name=flops,proto3" json:"flops,omitempty"`
+	// Optional detail for devices that model more than bytes and FLOPs
+	// (added compatibly: old peers leave them empty and ignore them).
+	Keys          []uint64 `protobuf:"varint,5,rep,packed,name=keys,proto3" json:"keys,omitempty"`
+	Layers        []*Layer `protobuf:"bytes,6,rep,name=layers,proto3" json:"layers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1835,6 +1839,80 @@ func (x *Op) GetFlops() int64 {
 	return 0
 }
 
+func (x *Op) GetKeys() []uint64 {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *Op) GetLayers() []*Layer {
+	if x != nil {
+		return x.Layers
+	}
+	return nil
+}
+
+type Layer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	M             int64                  `protobuf:"varint,1,opt,name=m,proto3" json:"m,omitempty"`
+	K             int64                  `protobuf:"varint,2,opt,name=k,proto3" json:"k,omitempty"`
+	N             int64                  `protobuf:"varint,3,opt,name=n,proto3" json:"n,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Layer) Reset() {
+	*x = Layer{}
+	mi := &file_flowrun_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Layer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Layer) ProtoMessage() {}
+
+func (x *Layer) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Layer.ProtoReflect.Descriptor instead.
+func (*Layer) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *Layer) GetM() int64 {
+	if x != nil {
+		return x.M
+	}
+	return 0
+}
+
+func (x *Layer) GetK() int64 {
+	if x != nil {
+		return x.K
+	}
+	return 0
+}
+
+func (x *Layer) GetN() int64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
 type DeviceProfile struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1845,13 +1923,14 @@ type DeviceProfile struct {
 	Gflops        float64                `protobuf:"fixed64,6,opt,name=gflops,proto3" json:"gflops,omitempty"`
 	Efficiency    float64                `protobuf:"fixed64,7,opt,name=efficiency,proto3" json:"efficiency,omitempty"`
 	Source        string                 `protobuf:"bytes,8,opt,name=source,proto3" json:"source,omitempty"`
+	Servers       int32                  `protobuf:"varint,9,opt,name=servers,proto3" json:"servers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeviceProfile) Reset() {
 	*x = DeviceProfile{}
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +1942,7 @@ func (x *DeviceProfile) String() string {
 func (*DeviceProfile) ProtoMessage() {}
 
 func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +1955,7 @@ func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceProfile.ProtoReflect.Descriptor instead.
 func (*DeviceProfile) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{26}
+	return file_flowrun_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeviceProfile) GetName() string {
@@ -1935,6 +2014,13 @@ func (x *DeviceProfile) GetSource() string {
 	return ""
 }
 
+func (x *DeviceProfile) GetServers() int32 {
+	if x != nil {
+		return x.Servers
+	}
+	return 0
+}
+
 type CostRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1945,7 +2031,7 @@ type CostRequest struct {
 
 func (x *CostRequest) Reset() {
 	*x = CostRequest{}
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2043,7 @@ func (x *CostRequest) String() string {
 func (*CostRequest) ProtoMessage() {}
 
 func (x *CostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2056,7 @@ func (x *CostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostRequest.ProtoReflect.Descriptor instead.
 func (*CostRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{27}
+	return file_flowrun_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CostRequest) GetSeq() uint64 {
@@ -1996,7 +2082,7 @@ type CostResult struct {
 
 func (x *CostResult) Reset() {
 	*x = CostResult{}
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2008,7 +2094,7 @@ func (x *CostResult) String() string {
 func (*CostResult) ProtoMessage() {}
 
 func (x *CostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2021,7 +2107,7 @@ func (x *CostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostResult.ProtoReflect.Descriptor instead.
 func (*CostResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{28}
+	return file_flowrun_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CostResult) GetModeledNs() []int64 {
@@ -2040,7 +2126,7 @@ type CostModelParams struct {
 
 func (x *CostModelParams) Reset() {
 	*x = CostModelParams{}
-	mi := &file_flowrun_proto_msgTypes[29]
+	mi := &file_flowrun_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2052,7 +2138,7 @@ func (x *CostModelParams) String() string {
 func (*CostModelParams) ProtoMessage() {}
 
 func (x *CostModelParams) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[29]
+	mi := &file_flowrun_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2065,7 +2151,7 @@ func (x *CostModelParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostModelParams.ProtoReflect.Descriptor instead.
 func (*CostModelParams) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{29}
+	return file_flowrun_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CostModelParams) GetJson() []byte {
@@ -2212,12 +2298,18 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x04loss\x18\x01 \x01(\x01R\x04loss\x12\x14\n" +
 	"\x05flops\x18\x02 \x01(\x03R\x05flops\"&\n" +
 	"\fDigestResult\x12\x16\n" +
-	"\x06digest\x18\x01 \x01(\fR\x06digest\"X\n" +
+	"\x06digest\x18\x01 \x01(\fR\x06digest\"\x97\x01\n" +
 	"\x02Op\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\x05R\x04kind\x12\x14\n" +
 	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x14\n" +
-	"\x05flops\x18\x04 \x01(\x03R\x05flops\"\xfd\x01\n" +
+	"\x05flops\x18\x04 \x01(\x03R\x05flops\x12\x12\n" +
+	"\x04keys\x18\x05 \x03(\x04R\x04keys\x12)\n" +
+	"\x06layers\x18\x06 \x03(\v2\x11.flowrun.v1.LayerR\x06layers\"1\n" +
+	"\x05Layer\x12\f\n" +
+	"\x01m\x18\x01 \x01(\x03R\x01m\x12\f\n" +
+	"\x01k\x18\x02 \x01(\x03R\x01k\x12\f\n" +
+	"\x01n\x18\x03 \x01(\x03R\x01n\"\x97\x02\n" +
 	"\rDeviceProfile\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0ecapacity_bytes\x18\x02 \x01(\x03R\rcapacityBytes\x12%\n" +
@@ -2229,7 +2321,8 @@ const file_flowrun_proto_rawDesc = "" +
 	"\n" +
 	"efficiency\x18\a \x01(\x01R\n" +
 	"efficiency\x12\x16\n" +
-	"\x06source\x18\b \x01(\tR\x06source\"A\n" +
+	"\x06source\x18\b \x01(\tR\x06source\x12\x18\n" +
+	"\aservers\x18\t \x01(\x05R\aservers\"A\n" +
 	"\vCostRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12 \n" +
 	"\x03ops\x18\x02 \x03(\v2\x0e.flowrun.v1.OpR\x03ops\"+\n" +
@@ -2282,7 +2375,7 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_flowrun_proto_goTypes = []any{
 	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
 	(*Empty)(nil),                 // 1: flowrun.v1.Empty
@@ -2311,10 +2404,11 @@ var file_flowrun_proto_goTypes = []any{
 	(*StepResult)(nil),            // 24: flowrun.v1.StepResult
 	(*DigestResult)(nil),          // 25: flowrun.v1.DigestResult
 	(*Op)(nil),                    // 26: flowrun.v1.Op
-	(*DeviceProfile)(nil),         // 27: flowrun.v1.DeviceProfile
-	(*CostRequest)(nil),           // 28: flowrun.v1.CostRequest
-	(*CostResult)(nil),            // 29: flowrun.v1.CostResult
-	(*CostModelParams)(nil),       // 30: flowrun.v1.CostModelParams
+	(*Layer)(nil),                 // 27: flowrun.v1.Layer
+	(*DeviceProfile)(nil),         // 28: flowrun.v1.DeviceProfile
+	(*CostRequest)(nil),           // 29: flowrun.v1.CostRequest
+	(*CostResult)(nil),            // 30: flowrun.v1.CostResult
+	(*CostModelParams)(nil),       // 31: flowrun.v1.CostModelParams
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -2351,50 +2445,51 @@ var file_flowrun_proto_depIdxs = []int32{
 	2,  // 31: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
 	2,  // 32: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
 	2,  // 33: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	26, // 34: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 35: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 36: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 37: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	5,  // 38: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 39: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 40: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	16, // 41: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	17, // 42: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	19, // 43: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	21, // 44: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	1,  // 45: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 46: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	23, // 47: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 48: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 49: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 50: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 51: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	28, // 52: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	1,  // 53: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
-	7,  // 54: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 55: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 56: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	13, // 57: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
-	7,  // 58: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 59: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	22, // 60: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	22, // 61: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	20, // 62: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	22, // 63: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	7,  // 64: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 65: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	24, // 66: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	25, // 67: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	7,  // 68: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 69: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	27, // 70: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	29, // 71: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	30, // 72: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
-	54, // [54:73] is the sub-list for method output_type
-	35, // [35:54] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	27, // 34: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
+	26, // 35: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 36: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 37: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 38: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	5,  // 39: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 40: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 41: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	16, // 42: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	17, // 43: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	19, // 44: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	21, // 45: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	1,  // 46: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 47: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	23, // 48: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 49: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 50: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 51: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 52: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	29, // 53: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	1,  // 54: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
+	7,  // 55: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 56: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 57: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 58: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	7,  // 59: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 60: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	22, // 61: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	22, // 62: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	20, // 63: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	22, // 64: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	7,  // 65: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 66: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	24, // 67: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	25, // 68: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	7,  // 69: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 70: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	28, // 71: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	30, // 72: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	31, // 73: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
+	55, // [55:74] is the sub-list for method output_type
+	36, // [36:55] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
@@ -2408,7 +2503,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   4,
 		},
