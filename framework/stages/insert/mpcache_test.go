@@ -176,10 +176,36 @@ func TestMPCacheReplayIsTheRun(t *testing.T) {
 	}
 }
 
-// replayed is a replay's per-table counts and the tables' rows.
+// replayed is a replay's per-table counts and the tables' rows, and how
+// often Algorithm 2, within one batch, evicted a row it had hit earlier
+// in it (hitThenEvicted) or let a row it had evicted back in
+// (evictedThenBack): where flowrun's plan, which shows each set's net
+// change, and the paper's loop round an FP32 row differently once host
+// tables are low-precision (the README's "Where the update happens").
 type replayed struct {
-	counts []mpcache.Counts
-	rows   []int64
+	counts                          []mpcache.Counts
+	rows                            []int64
+	hitThenEvicted, evictedThenBack int64
+}
+
+// withinBatch counts, in one batch's steps, the rows hit and later
+// evicted, and the rows evicted and later readmitted.
+func (r *replayed) withinBatch(events []mpcache.Event) {
+	hit, evicted := map[int64]bool{}, map[int64]bool{}
+	for _, e := range events {
+		if evicted[e.Row] && (e.Action == mpcache.Fill || e.Action == mpcache.Replace) {
+			r.evictedThenBack++
+		}
+		if e.Action == mpcache.Hit {
+			hit[e.Row] = true
+		}
+		if e.Action == mpcache.Replace {
+			evicted[e.Victim] = true
+			if hit[e.Victim] {
+				r.hitThenEvicted++
+			}
+		}
+	}
 }
 
 func replayMPCache(t *testing.T, sets []string) replayed {
@@ -207,12 +233,16 @@ func replayMPCache(t *testing.T, sets []string) replayed {
 	if err := p.Configure(context.Background(), setup); err != nil {
 		t.Fatal(err)
 	}
+	var out replayed
 	for i, b := range all {
 		if _, err := p.Plan(context.Background(), a.NewPlan(uint64(i), b).Req); err != nil {
 			t.Fatal(err)
 		}
+		for tab := range b {
+			out.withinBatch(p.(*mpcache.Policy).Events(tab))
+		}
 	}
-	out := replayed{counts: p.(*mpcache.Policy).Counts()}
+	out.counts = p.(*mpcache.Policy).Counts()
 	for _, tab := range setup.Tables {
 		out.rows = append(out.rows, tab.Rows)
 	}
@@ -230,13 +260,14 @@ func logOver1K(t *testing.T, sets string, r replayed) {
 				continue
 			}
 			s.Lookups, s.Hits, s.Unique, s.UniqueHits = s.Lookups+c.Lookups, s.Hits+c.Hits, s.Unique+c.Unique, s.UniqueHits+c.UniqueHits
+			s.Replacements += c.Replacements
 		}
 		if r.rows[i] > 1000 {
 			nBig++
 		}
 	}
 	rate := func(a, b int64) float64 { return 100 * float64(a) / float64(max(b, 1)) }
-	t.Logf("%s: all %d tables: per lookup %.2f%%, per distinct row %.2f%%; the %d tables of more than 1000 rows: per lookup %.2f%%, per distinct row %.2f%%",
+	t.Logf("%s: all %d tables: per lookup %.2f%%, per distinct row %.2f%%; the %d tables of more than 1000 rows: per lookup %.2f%%, per distinct row %.2f%%; within a batch, rows hit then evicted %d, evicted then readmitted %d, of %d replacements",
 		sets, len(r.counts), rate(all.Hits, all.Lookups), rate(all.UniqueHits, all.Unique),
-		nBig, rate(big.Hits, big.Lookups), rate(big.UniqueHits, big.Unique))
+		nBig, rate(big.Hits, big.Lookups), rate(big.UniqueHits, big.Unique), r.hitThenEvicted, r.evictedThenBack, all.Replacements)
 }
