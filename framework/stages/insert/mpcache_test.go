@@ -44,7 +44,7 @@ func TestMPCacheEndsWithNoCacheDigest(t *testing.T) {
 		{"zipf", "256", "adagrad", 2, 10, []string{"ways=1", "replacement=lru"}},
 		{"low", "300", "rowwise_adagrad", 3, 9, []string{"ways=1", "replacement=lfu", "hash=mix"}},
 		{"high", "0.05", "sgd", 4, 8, []string{"ways=8", "replacement=lru", "lru_clock=update"}},
-		{"random", "2000", "adagrad", 5, 7, []string{"ways=4", "replacement=lru", "fraction=0.02"}},
+		{"random", "2000", "adagrad", 5, 7, []string{"ways=4", "replacement=lru", "per_table=false", "fraction=0.02"}},
 	}
 	for _, c := range combos {
 		name := fmt.Sprintf("%s/seed=%d/cache=%s/%v/%s", c.locality, c.seed, c.cacheSize, c.options, c.optimizer)
@@ -91,7 +91,7 @@ func TestMPCacheCriteoEndsWithCriteoNoCacheDigest(t *testing.T) {
 	}{
 		{1, "64", "sgd", nil},
 		{2, "0.05", "adagrad", []string{"ways=1", "replacement=lru"}},
-		{3, "256", "rowwise_adagrad", []string{"ways=2", "hash=mix", "fraction=0"}},
+		{3, "256", "rowwise_adagrad", []string{"ways=2", "hash=mix", "per_table=false"}},
 	} {
 		t.Run(fmt.Sprintf("seed=%d/cache=%s/%s", c.seed, c.cacheSize, c.optimizer), func(t *testing.T) {
 			t.Parallel()

@@ -51,6 +51,12 @@ type Config struct {
 	// its own rows: n = max(1, ⌊fraction·rows/α⌋) sets, capped at the
 	// capacity. 0 sizes it from the capacity alone.
 	Fraction float64 `json:"fraction"`
+	// PerTable, instead of Fraction, takes the fraction from the host:
+	// capacity over the largest table's rows, which is cache.size when
+	// that is a share (the host's capacity is that share of the largest
+	// table). So cache.size: 0.05 caches 5 % of every table, and a sweep
+	// over cache.size alone sweeps the paper's cache sizes.
+	PerTable bool `json:"per_table"`
 	// Hash maps a row to its set: mod (row mod n, the default) or mix.
 	Hash string `json:"hash"`
 	// HashSeed seeds mix.
@@ -80,6 +86,9 @@ func (c Config) Validate() error {
 	if !(c.Fraction >= 0 && c.Fraction <= 1) {
 		errs.Add("fraction", "must be in [0, 1] (0: size from capacity), got %g", c.Fraction)
 	}
+	if c.PerTable && c.Fraction > 0 {
+		errs.Add("per_table", "given with fraction %g: size the tables by one of them", c.Fraction)
+	}
 	if c.Hash != HashMod && c.Hash != HashMix {
 		errs.Add("hash", "must be %s or %s, got %q", HashMod, HashMix, c.Hash)
 	}
@@ -89,16 +98,26 @@ func (c Config) Validate() error {
 	return errs.Err()
 }
 
-// geometry is one table's sets and ways. A table whose slots are fewer
-// than α is one set of that many ways; a table of at most MinRows rows, or
-// with no slots, has no sets.
-func (c Config) geometry(rows int64, slots int32) (sets, ways int) {
+// fraction is the share of its rows each table caches under the options,
+// for tables whose largest has maxRows rows; 0: size from the capacity.
+func (c Config) fraction(maxRows int64) float64 {
+	if c.PerTable && maxRows > 0 {
+		return min(1, float64(c.Capacity)/float64(maxRows))
+	}
+	return c.Fraction
+}
+
+// geometry is one table's sets and ways, caching the share f of its rows
+// (0: as many slots as it has). A table whose slots are fewer than α is
+// one set of that many ways; a table of at most MinRows rows, or with no
+// slots, has no sets.
+func (c Config) geometry(rows int64, slots int32, f float64) (sets, ways int) {
 	if rows <= c.MinRows || slots < 1 {
 		return 0, 0
 	}
 	n := int64(slots)
-	if c.Fraction > 0 {
-		want := int64(math.Floor(c.Fraction * float64(rows) / float64(c.Ways)))
+	if f > 0 {
+		want := int64(math.Floor(f * float64(rows) / float64(c.Ways)))
 		n = min(n, max(1, want)*int64(c.Ways))
 	}
 	ways = min(c.Ways, int(n))
@@ -112,6 +131,7 @@ func fields() []plugin.Field {
 		{Name: "replacement", Type: "string", Default: LFU, Description: "the priority PV: lfu (an access count per row, kept across evictions) or lru (the latest update's clock)"},
 		{Name: "lru_clock", Type: "string", Default: ClockBatch, Description: "lru's clock: batch (the plan's sequence: a row updated in the same batch is not displaced) or update (one tick per update)"},
 		{Name: "fraction", Type: "float", Default: "0", Description: "> 0: each table gets max(1, ⌊fraction·rows/α⌋) sets of its own rows, capped at capacity; 0: capacity/α sets"},
+		{Name: "per_table", Type: "bool", Default: "false", Description: "the fraction is capacity / the largest table's rows (cache.size when it is a share): every table caches that share of its own rows"},
 		{Name: "hash", Type: "string", Default: HashMod, Description: "the set of row i: mod (i mod n) or mix (splitmix64(i + hash_seed·φ) mod n)"},
 		{Name: "hash_seed", Type: "uint", Default: "0", Description: "seed of mix"},
 		{Name: "min_rows", Type: "int", Default: "0", Description: "tables of at most this many rows get no cache (the paper: 1000)"},

@@ -21,6 +21,7 @@ func TestConformance(t *testing.T) {
 		"DirectMappedLFU": `{"ways":1,"replacement":"lfu","hash":"mix","hash_seed":7}`,
 		"4WayLRUUpdate":   `{"ways":4,"replacement":"lru","lru_clock":"update"}`,
 		"Fraction":        `{"ways":8,"fraction":0.05,"min_rows":50}`,
+		"PerTable":        `{"ways":2,"per_table":true}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			cachetest.Run(t, newMP, cachetest.WithOptions(json.RawMessage(opts)))

@@ -68,8 +68,13 @@ func (p *Policy) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := plankit.Decode(setup, &cfg); err != nil {
 		return err
 	}
+	var maxRows int64
+	for _, tab := range setup.Tables {
+		maxRows = max(maxRows, tab.Rows)
+	}
+	f := cfg.fraction(maxRows)
 	tables, err := plankit.PerTable(cfg.Capacity, setup.Tables, func(t int, slots int32) *table {
-		return newTable(cfg.geometry(setup.Tables[t].Rows, slots))
+		return newTable(cfg.geometry(setup.Tables[t].Rows, slots, f))
 	})
 	if err != nil {
 		return err

@@ -229,7 +229,7 @@ func TestOptions(t *testing.T) {
 		`{"capacity":0}`, `{"capacity":8,"ways":3}`, `{"capacity":8,"ways":64}`,
 		`{"capacity":8,"replacement":"fifo"}`, `{"capacity":8,"lru_clock":"wall"}`,
 		`{"capacity":8,"fraction":1.5}`, `{"capacity":8,"hash":"crc"}`, `{"capacity":8,"min_rows":-1}`,
-		`{"capacity":8,"colour":"red"}`)
+		`{"capacity":8,"colour":"red"}`, `{"capacity":8,"per_table":true,"fraction":0.1}`)
 	reftest.CheckNeeds(t, newMP, map[string]cache.Needs{`{"capacity":8}`: {}, `{"capacity":8,"past":3,"future":2}`: {}},
 		map[string]string{`{"capacity":8,"ways":5}`: "ways", `{"capacity":8,"fraction":-1}`: "fraction"})
 }
@@ -243,6 +243,15 @@ func TestGeometry(t *testing.T) {
 	for tab, want := range [][2]int{{156, 32}, {1, 32}, {1, 32}, {0, 0}, {156, 32}} {
 		if s, w := p.Geometry(tab); s != want[0] || w != want[1] {
 			t.Errorf("table %d: %d sets × %d ways, want %d × %d", tab, s, w, want[0], want[1])
+		}
+	}
+	// per_table: the host's capacity is 5 % of the largest table (the
+	// host's cache.size 0.05), so every table caches 5 % of its own rows.
+	r := reftest.Configured(t, mpcache.New(), 1, `{"capacity":5000,"ways":32,"per_table":true}`,
+		100000, 1000, 40000).(*mpcache.Policy)
+	for tab, want := range [][2]int{{156, 32}, {1, 32}, {62, 32}} {
+		if s, w := r.Geometry(tab); s != want[0] || w != want[1] {
+			t.Errorf("per_table, table %d: %d sets × %d ways, want %d × %d", tab, s, w, want[0], want[1])
 		}
 	}
 	q := reftest.Configured(t, mpcache.New(), 1, `{"capacity":100,"ways":16}`, 1000, 12).(*mpcache.Policy)
