@@ -17,6 +17,7 @@ import (
 	"github.com/flowrun/flowrun/plugins/caches/heca"
 	"github.com/flowrun/flowrun/plugins/caches/lfu"
 	"github.com/flowrun/flowrun/plugins/caches/lru"
+	"github.com/flowrun/flowrun/plugins/caches/mpcache"
 	"github.com/flowrun/flowrun/plugins/caches/none"
 	"github.com/flowrun/flowrun/plugins/caches/scratchpipe"
 	"github.com/flowrun/flowrun/plugins/caches/static"
@@ -64,6 +65,7 @@ func builtins() pluginhost.Builtins {
 			"static":      static.New,
 			"belady":      belady.New,
 			"heca":        heca.New,
+			"mpcache":     mpcache.New,
 		},
 		Kernels: map[string]func() kernel.Kernel{
 			"cpu": cpu.New,

@@ -96,6 +96,12 @@ type Run struct {
 	// graph (Shadow), not a run's own; there is no time or digest then.
 	FromShadows bool            `json:"from_shadows,omitempty"`
 	Shadow      *results.Shadow `json:"shadow,omitempty"`
+	// Accuracy is the run's held-out accuracy (threshold 0.5), and
+	// AccuracyDropPct its relative drop against the first graph's at the
+	// same point, the mixed-precision paper's Eq. 1:
+	// (Acc_first − Acc)/Acc_first · 100 (negative: more accurate).
+	Accuracy        *float64 `json:"accuracy,omitempty"`
+	AccuracyDropPct *float64 `json:"accuracy_drop_pct,omitempty"`
 	// Results is the run's whole results.json.
 	Results *results.Results `json:"results,omitempty"`
 }
@@ -300,6 +306,7 @@ func fileStem(path string) string {
 // fill takes the run's figures from its results.
 func (r *Run) fill(res *results.Results) {
 	r.Graph, r.Batches, r.IterationMs, r.Digest, r.Results = res.Graph, res.Batches, res.IterationMs, res.Digest, res
+	r.Accuracy = res.Metrics.Accuracy
 	if c := res.Cache; c != nil {
 		hr := c.HitRate
 		r.HitRate = &hr
@@ -362,6 +369,36 @@ func (c *Comparison) speedups(n int) {
 			r.Speedup = s
 		}
 	}
+	c.accuracyDrops(n)
+}
+
+// accuracyDrops sets every run's relative accuracy drop against the first
+// graph at its point (Eq. 1 of the mixed-precision paper), where both
+// have a held-out accuracy and the first's is not 0.
+func (c *Comparison) accuracyDrops(n int) {
+	for start := 0; start+n <= len(c.Runs); start += n {
+		base := c.Runs[start].Accuracy
+		if base == nil || *base == 0 {
+			continue
+		}
+		for i := start; i < start+n; i++ {
+			if a := c.Runs[i].Accuracy; a != nil {
+				d := (*base - *a) / *base * 100
+				c.Runs[i].AccuracyDropPct = &d
+			}
+		}
+	}
+}
+
+// hasAccuracy reports whether any run has an accuracy drop, so that the
+// table shows the accuracy columns.
+func (c *Comparison) hasAccuracy() bool {
+	for _, r := range c.Runs {
+		if r.AccuracyDropPct != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Failed counts the runs without figures.

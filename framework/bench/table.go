@@ -26,6 +26,11 @@ func WriteTable(w io.Writer, c *Comparison) {
 	}
 	header = append(header, "batches", "wall ms/batch", modeledHead, "speedup wall", "speedup modeled",
 		"hit rate", "to device/batch", "to host/batch", "digest")
+	acc := c.hasAccuracy()
+	if acc {
+		header = append(header, "accuracy", "acc drop")
+		t.Align += "rr"
+	}
 	t.Row(header...)
 	var errs []string
 	for _, r := range c.Runs {
@@ -42,10 +47,16 @@ func WriteTable(w io.Writer, c *Comparison) {
 		default:
 			cells = append(cells, r.cells(c.Warmup)...)
 		}
+		if acc {
+			cells = append(cells, r.accuracyCells()...)
+		}
 		t.Row(cells...)
 	}
 	t.Write(w, "")
 	fmt.Fprintln(w)
+	if acc {
+		fmt.Fprintf(w, "%-12s %s\n", "accuracy", "held-out, prediction ≥ 0.5 against the label; acc drop: (first graph's − this run's)/first graph's · 100 at the same point (mixed-precision paper, Eq. 1)")
+	}
 	writeFooter(w, c, errs)
 }
 
@@ -166,4 +177,17 @@ func firstLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
+}
+
+// accuracyCells are a run's held-out accuracy and its relative drop
+// against the first graph (Eq. 1, in %), "-" where it has none.
+func (r *Run) accuracyCells() []string {
+	a, d := "-", "-"
+	if r.Accuracy != nil {
+		a = fmt.Sprintf("%.4f", *r.Accuracy)
+	}
+	if r.AccuracyDropPct != nil {
+		d = fmt.Sprintf("%+.3f%%", *r.AccuracyDropPct)
+	}
+	return []string{a, d}
 }

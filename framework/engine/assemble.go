@@ -61,6 +61,7 @@ func (r *run) summarize(cfg *config.Config, digest string, uses []results.Plugin
 		res.Metrics.Loss = results.NewLossCurve(rp, max(1, len(rp)/20))
 	}
 	named := map[string]**float64{"auc": &res.Metrics.AUC, "logloss": &res.Metrics.LogLoss, "ne": &res.Metrics.NE, "ndcg": &res.Metrics.NDCG}
+	named["accuracy"] = &res.Metrics.Accuracy
 	for name, v := range values {
 		switch dst, ok := named[name]; {
 		case ok:
@@ -86,6 +87,12 @@ func (r *run) summarize(cfg *config.Config, digest string, uses []results.Plugin
 				"to_device": int64(totals["link.bytes_to_device"]),
 				"to_host":   int64(totals["link.bytes_to_host"]),
 			},
+		}
+	}
+	if c := res.Cache; c != nil {
+		c.DistinctHits, c.DistinctMisses = int64(totals["cache.distinct_hits"]), int64(totals["cache.distinct_misses"])
+		if n := c.DistinctHits + c.DistinctMisses; n > 0 {
+			c.DistinctHitRate = float64(c.DistinctHits) / float64(n)
 		}
 	}
 	res.Shadows = r.metrics.Shadows()

@@ -147,6 +147,12 @@ type Cache struct {
 	// larger than them holds no more, and hits no more, than one of
 	// their size.
 	ProfileRows []int64 `json:"profile_rows_per_table,omitempty"`
+	// DistinctHits and DistinctMisses count each batch's distinct rows
+	// once per table (cache.TableStats), the mixed-precision cache paper's
+	// unit; DistinctHitRate is their hit rate.
+	DistinctHits    int64   `json:"distinct_hits,omitempty"`
+	DistinctMisses  int64   `json:"distinct_misses,omitempty"`
+	DistinctHitRate float64 `json:"distinct_hit_rate,omitempty"`
 }
 
 // ProfileLimit reports the most distinct rows the warm-up profile saw in
@@ -173,6 +179,9 @@ type Metrics struct {
 	AUC     *float64   `json:"auc,omitempty"`
 	LogLoss *float64   `json:"logloss,omitempty"`
 	NE      *float64   `json:"ne,omitempty"`
+	// Accuracy is the held-out share of samples whose prediction,
+	// thresholded at 0.5, equals the label.
+	Accuracy *float64 `json:"accuracy,omitempty"`
 	// NDCG is the mean NDCG@k of an inference graph's filter stage.
 	NDCG      *float64           `json:"ndcg,omitempty"`
 	Extra     map[string]float64 `json:"extra,omitempty"`

@@ -176,6 +176,10 @@ func writeCache(line lineFunc, c *results.Cache) {
 	line("cache", "%s, %s rows/table: hit rate %.1f%% (%s hits, %s misses, %s evictions)",
 		c.Plugin, Thousands(float64(c.Rows)), 100*c.HitRate,
 		Thousands(float64(c.Hits)), Thousands(float64(c.Misses)), Thousands(float64(c.Evictions)))
+	if c.DistinctHits+c.DistinctMisses > 0 {
+		line("", "per distinct row of a batch: hit rate %.1f%% (%s hits, %s misses)",
+			100*c.DistinctHitRate, Thousands(float64(c.DistinctHits)), Thousands(float64(c.DistinctMisses)))
+	}
 	if len(c.LinkBytes) > 0 {
 		links := make([]string, 0, len(c.LinkBytes))
 		for _, k := range slices.Sorted(maps.Keys(c.LinkBytes)) {
@@ -234,6 +238,9 @@ func writeMetrics(line lineFunc, m results.Metrics) {
 		}
 		if m.NE != nil {
 			parts = append(parts, fmt.Sprintf("NE %.4f", *m.NE))
+		}
+		if m.Accuracy != nil {
+			parts = append(parts, fmt.Sprintf("accuracy %.4f", *m.Accuracy))
 		}
 		line("held-out", "%s  (%s samples)", strings.Join(parts, "  "), Thousands(float64(m.EvalCount)))
 	}

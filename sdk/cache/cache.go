@@ -98,6 +98,14 @@ type TableStats struct {
 	Hits      int64
 	Misses    int64
 	Evictions int64
+	// DistinctHits and DistinctMisses count the batch's distinct rows
+	// (each row once, however many lookups it has): the unit of the
+	// mixed-precision cache paper's hit rate. A policy may fill them with
+	// its own definition of a distinct row's hit; plankit.Guard fills them,
+	// when a policy leaves both 0, from the hit bytes (a row hits when its
+	// lookups do).
+	DistinctHits   int64
+	DistinctMisses int64
 }
 
 // PlanResult is a policy's answer for one batch.

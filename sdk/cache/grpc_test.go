@@ -33,7 +33,7 @@ func TestPlanCrossesTheWire(t *testing.T) {
 			{Seq: 44, IDs: region.Ref{Region: "flowrun-1-6-ids", Offset: 16, Length: 80}},
 		},
 	}
-	result := &cache.PlanResult{Tables: []cache.TableStats{{Hits: 1, Misses: 3, Evictions: 2}, {Misses: 6}}, Victims: 2}
+	result := &cache.PlanResult{Tables: []cache.TableStats{{Hits: 1, Misses: 3, Evictions: 2, DistinctHits: 1, DistinctMisses: 2}, {Misses: 6}}, Victims: 2}
 	var got *cache.PlanRequest
 	c := connect(t, &cachetest.Mock{PlanF: func(_ context.Context, req *cache.PlanRequest) (*cache.PlanResult, error) {
 		got = req

@@ -77,7 +77,7 @@ func TestBatchRowsStayResident(t *testing.T) {
 	if want := []int64{-1, 0, -1, 1}; !slices.Equal(p.Slots(0), want) {
 		t.Fatalf("slots %v, want %v", p.Slots(0), want)
 	}
-	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Hits: 2, Misses: 2}) {
+	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Hits: 2, Misses: 2, DistinctHits: 2, DistinctMisses: 2}) {
 		t.Fatalf("result %+v", res)
 	}
 }

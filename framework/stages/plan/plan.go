@@ -94,6 +94,12 @@ func (p *planner) ProcessAhead(ctx context.Context, b *batch.Batch, next []*batc
 		p.set.Metrics.Add("cache.hits", float64(hits))
 		p.set.Metrics.Add("cache.misses", float64(misses))
 		p.set.Metrics.Add("cache.evictions", float64(evictions))
+		var dHits, dMisses int64
+		for _, t := range res.Tables {
+			dHits, dMisses = dHits+t.DistinctHits, dMisses+t.DistinctMisses
+		}
+		p.set.Metrics.Add("cache.distinct_hits", float64(dHits))
+		p.set.Metrics.Add("cache.distinct_misses", float64(dMisses))
 	}
 	return nil
 }

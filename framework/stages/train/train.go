@@ -319,6 +319,7 @@ func (t *trainer) Finish(context.Context) error {
 	if !math.IsNaN(e.LogLoss) {
 		t.set.Metrics.Set("logloss", e.LogLoss)
 	}
+	t.set.Metrics.Set("accuracy", e.Accuracy)
 	t.set.Metrics.Set("eval_samples", float64(len(t.scores)))
 	return nil
 }

@@ -48,7 +48,7 @@ func TestEvictsLeastFrequentThenLeastRecent(t *testing.T) {
 	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{0, -1, -1, 2, 1}) {
 		t.Fatalf("slots %v", got)
 	}
-	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Hits: 3, Misses: 2}) {
+	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Hits: 3, Misses: 2, DistinctHits: 3, DistinctMisses: 2}) {
 		t.Fatalf("batch 4 = %+v", res)
 	}
 }

@@ -34,7 +34,7 @@ func TestHitsMissesEvictionAndBypass(t *testing.T) {
 	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{0, 1}) {
 		t.Fatalf("batch 1 slots %v, want [0 1]", got)
 	}
-	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Misses: 2}) {
+	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Misses: 2, DistinctMisses: 2}) {
 		t.Fatalf("batch 1 = %+v", res)
 	}
 
@@ -49,7 +49,7 @@ func TestHitsMissesEvictionAndBypass(t *testing.T) {
 	if got := p.Victims(res.Victims); !reflect.DeepEqual(got, []cachetest.Victim{{Table: 0, Row: 2, Slot: 1}}) {
 		t.Fatalf("batch 2 victims %v", got)
 	}
-	if res.Tables[0] != (cache.TableStats{Hits: 1, Misses: 1, Evictions: 1}) {
+	if res.Tables[0] != (cache.TableStats{Hits: 1, Misses: 1, Evictions: 1, DistinctHits: 1, DistinctMisses: 1}) {
 		t.Fatalf("batch 2 stats %+v", res.Tables[0])
 	}
 
@@ -59,7 +59,7 @@ func TestHitsMissesEvictionAndBypass(t *testing.T) {
 	if got := p.Slots(0); !reflect.DeepEqual(got, []int64{-1, 1, -1, 0, -1}) {
 		t.Fatalf("batch 3 slots %v", got)
 	}
-	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Hits: 2, Misses: 3}) {
+	if res.Victims != 0 || res.Tables[0] != (cache.TableStats{Hits: 2, Misses: 3, DistinctHits: 2, DistinctMisses: 2}) {
 		t.Fatalf("batch 3 = %+v", res)
 	}
 }

@@ -45,7 +45,7 @@ func TestFirstBatchesProfile(t *testing.T) {
 	// Counts: 7:3, 5:2, 9:2, 1:1. Top-2: 7, then 5 (ties by the lower row).
 	for seq, ids := range [][]int64{{7, 9, 5, 7}, {1, 7, 9, 5}} {
 		got := plan(t, c, a, uint64(seq), ids)[0]
-		if !reflect.DeepEqual(got.slots, []int64{-1, -1, -1, -1}) || got.res.Tables[0] != (cache.TableStats{Misses: 4}) {
+		if !reflect.DeepEqual(got.slots, []int64{-1, -1, -1, -1}) || got.res.Tables[0] != (cache.TableStats{Misses: 4, DistinctMisses: []int64{3, 4}[seq]}) {
 			t.Fatalf("warm-up batch %d: slots %v stats %+v", seq, got.slots, got.res.Tables[0])
 		}
 	}
@@ -58,7 +58,7 @@ func TestFirstBatchesProfile(t *testing.T) {
 	if !reflect.DeepEqual(got.slots, []int64{0, -1, 1}) || !reflect.DeepEqual(got.hits, []byte{1, 0, 1}) {
 		t.Fatalf("batch 3: slots %v hits %v", got.slots, got.hits)
 	}
-	if got.res.Tables[0] != (cache.TableStats{Hits: 2, Misses: 1}) {
+	if got.res.Tables[0] != (cache.TableStats{Hits: 2, Misses: 1, DistinctHits: 2, DistinctMisses: 1}) {
 		t.Fatalf("batch 3 stats %+v", got.res.Tables[0])
 	}
 }

@@ -3,9 +3,10 @@
 // outside flowrun is written with the same parts as the built-in ones.
 //
 //   - Guard serialises Configure and Plan and checks and maps each request
-//     with cache.PlanRequest.View before the policy touches its state;
-//     Decode, HostOptions, PerTable and Info are what Configure and Info do
-//     around it.
+//     with cache.PlanRequest.View before the policy touches its state,
+//     and fills each table's distinct-row counts from the hit bytes when
+//     the policy leaves them 0; Decode, HostOptions, PerTable and Info are
+//     what Configure and Info do around it.
 //   - TwoPass plans one batch over per-table Slots: hits first (so that no
 //     miss of the batch evicts a row the batch uses), then misses in request
 //     order, free slots before victims, a bypass (slot -1) when every slot

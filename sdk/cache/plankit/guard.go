@@ -17,7 +17,8 @@ import (
 type Guard struct {
 	mu     sync.Mutex
 	mapper region.Mapper
-	tables []plugin.Table // nil until Configure
+	tables []plugin.Table     // nil until Configure
+	seen   map[int64]struct{} // countDistinct's scratch, reused
 }
 
 // Configure records the run's tables and, under the lock, lets the policy
@@ -42,7 +43,43 @@ func (g *Guard) Plan(name string, req *cache.PlanRequest, plan func(*cache.Batch
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return plan(b)
+	res, err := plan(b)
+	if err == nil {
+		g.countDistinct(b, res)
+	}
+	return res, err
+}
+
+// countDistinct fills, for every table whose plan left both distinct
+// counts 0, cache.TableStats' DistinctHits and DistinctMisses from the
+// hit bytes: each distinct row of the batch once, a hit when its first
+// lookup hit (a policy gives every lookup of a row one answer).
+func (g *Guard) countDistinct(b *cache.Batch, res *cache.PlanResult) {
+	if res == nil || len(res.Tables) != len(b.Offsets)-1 {
+		return // the host refuses such a result; nothing to count
+	}
+	if g.seen == nil {
+		g.seen = map[int64]struct{}{}
+	}
+	for t := range res.Tables {
+		st := &res.Tables[t]
+		if st.DistinctHits != 0 || st.DistinctMisses != 0 {
+			continue
+		}
+		lo, hi := b.Table(t)
+		clear(g.seen)
+		for i := lo; i < hi; i++ {
+			if _, ok := g.seen[b.IDs[i]]; ok {
+				continue
+			}
+			g.seen[b.IDs[i]] = struct{}{}
+			if b.Hits[i] == 1 {
+				st.DistinctHits++
+			} else {
+				st.DistinctMisses++
+			}
+		}
+	}
 }
 
 // Future maps and checks req's future windows

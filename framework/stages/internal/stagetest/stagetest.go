@@ -30,6 +30,7 @@ import (
 	"github.com/flowrun/flowrun/plugins/caches/heca"
 	"github.com/flowrun/flowrun/plugins/caches/lfu"
 	"github.com/flowrun/flowrun/plugins/caches/lru"
+	"github.com/flowrun/flowrun/plugins/caches/mpcache"
 	"github.com/flowrun/flowrun/plugins/caches/none"
 	"github.com/flowrun/flowrun/plugins/caches/scratchpipe"
 	"github.com/flowrun/flowrun/plugins/caches/static"
@@ -337,6 +338,7 @@ func newHost(t testing.TB) *pluginhost.Host {
 		Caches: map[string]func() cache.Cache{
 			"lru": lru.New, "lfu": lfu.New, "belady": belady.New, "none": none.New, "scratchpipe": scratchpipe.New, "static": static.New,
 			"heca":                     heca.New,
+			"mpcache":                  mpcache.New,
 			"overclaiming-scratchpipe": func() cache.Cache { return overclaiming{scratchpipe.New()} },
 			OnePassFIFO:                func() cache.Cache { return &onePassFIFO{} },
 		},
