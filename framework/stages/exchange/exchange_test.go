@@ -3,6 +3,7 @@ package exchange
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -100,7 +101,7 @@ func TestExchangeChargesTheLinkForStagedRowsAndVictims(t *testing.T) {
 		{Name: "rows-to-device", Kind: device.Transfer, Bytes: 5 * rowBytes},
 		{Name: "victims-to-host", Kind: device.Transfer, Bytes: 3 * rowBytes},
 	}
-	if req.Seq != 7 || !slices.Equal(req.Ops, want) {
+	if req.Seq != 7 || !reflect.DeepEqual(req.Ops, want) {
 		t.Errorf("cost request seq %d ops %+v, want seq 7 ops %+v", req.Seq, req.Ops, want)
 	}
 	// The two directions at once: the longer one.
