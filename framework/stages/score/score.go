@@ -33,6 +33,9 @@ type scorer struct {
 	// ranks a subset or uses a model of its own (nil: the batch's arrays).
 	sub        *subset
 	all, cands []int64
+	// keys are the rows the batch's scored candidates look up, as
+	// device.RowKeys, sent with the gather's cost.
+	keys []uint64
 }
 
 func newScorer(set stage.Settings, cfg *Config) (*scorer, error) {
@@ -93,6 +96,15 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return fmt.Errorf("model step: %w", err)
 	}
+	ids, err := batch.IDs.View(b)
+	if err != nil {
+		return err
+	}
+	offs, err := batch.Offsets.View(b)
+	if err != nil {
+		return err
+	}
+	s.keys = rowKeys(s.keys[:0], ids, offs, bags.IndexStart, l.BatchSize)
 	return s.charge(ctx, b, gather.BytesRead, pooled.Length, res.FLOPs, l.BatchSize)
 }
 

@@ -172,6 +172,7 @@ func (s *scorer) processSubset(ctx context.Context, b *batch.Batch, cands []int6
 	for i, c := range cands {
 		out[c] = sub.scores[i]
 	}
+	s.keys = rowKeys(s.keys[:0], sub.ids, sub.offs, start, m)
 	return s.charge(ctx, b, gather.BytesRead, pooled.Length, res.FLOPs, m)
 }
 
@@ -205,7 +206,7 @@ func (s *scorer) candidates(b *batch.Batch) ([]int64, error) {
 // charge charges the gather to the host device and the transfer of the
 // pooled embeddings and the dense model to the compute device.
 func (s *scorer) charge(ctx context.Context, b *batch.Batch, gathered, pooled, flops int64, m int) error {
-	hostNs, err := stage.Charge(ctx, b, s.cfg.HostDevice, s.host, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: gathered})
+	hostNs, err := stage.Charge(ctx, b, s.cfg.HostDevice, s.host, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: gathered, Keys: s.keys})
 	if err != nil {
 		return err
 	}
@@ -221,4 +222,17 @@ func (s *scorer) charge(ctx context.Context, b *batch.Batch, gathered, pooled, f
 		batch.ModeledNs.Set(b, hostNs+gpuNs)
 	}
 	return nil
+}
+
+// rowKeys appends the device.RowKey of every lookup of n bags (kernel.Bags'
+// layout: table t's IDs from start[t], its offsets at t·(n+1)), the rows a
+// device with a cache of its own (rpaccel) prices by its hit rate.
+func rowKeys(dst []uint64, ids, offs, start []int64, n int) []uint64 {
+	for t, st := range start {
+		lo, hi := st+offs[t*(n+1)], st+offs[t*(n+1)+n]
+		for _, row := range ids[lo:hi] {
+			dst = append(dst, device.RowKey(t, row))
+		}
+	}
+	return dst
 }
