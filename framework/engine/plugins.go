@@ -127,7 +127,7 @@ func configure(ctx context.Context, p plugin.Base, ref pluginRef, shape *Shape, 
 	if d, ok := p.(device.Device); ok {
 		// What the device models, for the summary: the hardware, not the plugin.
 		if prof, err := d.Profile(ctx); err == nil {
-			use.Profile = prof.Name
+			use.Profile, use.Servers = prof.Name, prof.Servers
 		}
 	}
 	return use, nil

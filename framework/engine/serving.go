@@ -2,7 +2,9 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,7 +129,7 @@ func (r *run) servingNetwork(s *config.Serving) *serving.Network {
 			producer[out] = n.Name
 		}
 	}
-	net := &serving.Network{Servers: s.Servers, Split: s.Demand == serving.DemandSplit}
+	net := &serving.Network{Servers: r.servers(s), Split: s.Demand == serving.DemandSplit}
 	for _, n := range r.nodes {
 		res, byDevice := stageResources(n.Options)
 		st := serving.Stage{Name: n.Name, Resources: res, Demand: n.modBySeq[:r.total]}
@@ -148,4 +150,18 @@ func (r *run) servingNetwork(s *config.Serving) *serving.Network {
 		net.Stages = append(net.Stages, st)
 	}
 	return net
+}
+
+// servers is how many queries each device serves at once: what its
+// profile says (device.Profile.Servers, e.g. a 64-core CPU's 64), unless
+// the graph's serving.servers names the device.
+func (r *run) servers(s *config.Serving) map[string]int {
+	out := map[string]int{}
+	for _, u := range r.uses {
+		if name, ok := strings.CutPrefix(u.Role, "devices."); ok && u.Servers > 0 {
+			out[name] = int(u.Servers)
+		}
+	}
+	maps.Copy(out, s.Servers)
+	return out
 }

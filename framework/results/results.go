@@ -235,6 +235,10 @@ type PluginUse struct {
 	// Profile is the hardware a device plugin models (its profile's name,
 	// e.g. "NVIDIA V100 32 GB HBM2, PCIe gen3 x16"); devices only.
 	Profile string `json:"profile,omitempty"`
+	// Servers is how many queries the device serves at once by its
+	// profile (device.Profile.Servers; 0: one); devices only. Serving
+	// replays take it unless the graph's serving.servers says otherwise.
+	Servers int32 `json:"servers,omitempty"`
 }
 
 // PercentilesOf summarises durations given in nanoseconds.
