@@ -45,6 +45,8 @@ type runFlags struct {
 	// modeled, when set, is handed the run's modeled timeline and the
 	// stages' lookahead (engine.Options.Modeled): bench --warmup.
 	modeled func(*clock.Timeline, int)
+	// ckpt is --checkpoint-every, --checkpoint-dir and --resume.
+	ckpt checkpointFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -137,6 +139,7 @@ interleaving actually broke.`,
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the summary (the content of --out's file)")
 	cmd.Flags().StringVar(&f.hazards, "check-hazards", "off", "check ScratchPipe's RAW hazards at run time: `strict` (the flag alone), dynamic or off")
 	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(engine.HazardsStrict)
+	f.ckpt.register(cmd)
 	return cmd
 }
 
@@ -212,6 +215,10 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	}
 	cfg := g.Config
 	runID := engine.NewRunID()
+	ckpt, err := f.ckpt.options(cfg.Name)
+	if err != nil {
+		return nil, err
+	}
 
 	spec := cfg.Tracing.Exporter
 	if f.trace != "" {
@@ -253,13 +260,13 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	res, err := engine.Run(ctx, engine.Options{
 		Graph: g, Stages: stages(), Plugins: locatedOpener{host, cfg}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
-		CheckHazards: hazards, Modeled: f.modeled,
+		CheckHazards: hazards, Modeled: f.modeled, Checkpoint: ckpt,
 	})
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("run %s interrupted; no results written", runID)
 		}
-		return nil, openFailure(err, path, f.sets)
+		return nil, checkpointFailure(openFailure(err, path, f.sets))
 	}
 	res.File = path
 	if res.Dataset, err = datasetUse(cfg.Dataset); err != nil {
