@@ -97,7 +97,7 @@ type Manifest struct {
 	Written time.Time `json:"written"`
 	// Notes says what was saved and how (e.g. how the cache restarts).
 	Notes map[string]string `json:"notes,omitempty"`
-	Files []File `json:"files"`
+	Files []File            `json:"files"`
 }
 
 // Part is a file of a checkpoint to write: Write streams its bytes.

@@ -292,7 +292,7 @@ func (s storageOverlay) init() checkpoint.RowSource {
 }
 
 func (s storageOverlay) Tables() int                  { return s.tables.Len() }
-func (s storageOverlay) RowBytes(table int) int        { return s.tables.RowBytes(table) }
+func (s storageOverlay) RowBytes(table int) int       { return s.tables.RowBytes(table) }
 func (s storageOverlay) TouchedIDs(table int) []int64 { return s.tables.TouchedIDs(table) }
 
 func (s storageOverlay) RowData(table int, id int64) []byte {
