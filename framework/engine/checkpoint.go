@@ -147,11 +147,12 @@ func (c *checkpointer) gate(k uint64, stages int) *gate {
 	return g
 }
 
-// checkIn is a non-source stage's hook after it processed batch seq: at
-// the batch before a boundary it leaves its measures at the gate.
+// checkIn is a stage's hook after it processed batch seq: at the batch
+// before a boundary it leaves its measures at the gate (the source's
+// too, before it issues the batches a stage looks ahead at).
 func (r *run) checkIn(n *node, seq uint64) {
 	c := r.ckpt
-	if !c.boundary(seq+1, r.total) || n.In == "" {
+	if !c.boundary(seq+1, r.total) {
 		return
 	}
 	m := n.measuresUpTo(seq + 1)
@@ -159,6 +160,9 @@ func (r *run) checkIn(n *node, seq uint64) {
 	defer c.mu.Unlock()
 	g := c.gate(seq+1, len(r.nodes)-r.sources())
 	g.measures[n.id] = m
+	if n.In == "" {
+		return // the source waits at the gate itself
+	}
 	if g.waiting--; g.waiting == 0 {
 		close(g.ready)
 	}
@@ -177,7 +181,7 @@ func (r *run) sources() int {
 // beforeIssue is the source's hook before it issues batch seq: when seq
 // is a boundary's k+L, it waits for the stages to drain batch k−1 and
 // writes the checkpoint of boundary k.
-func (r *run) beforeIssue(ctx context.Context, src *node, seq uint64) error {
+func (r *run) beforeIssue(ctx context.Context, seq uint64) error {
 	c := r.ckpt
 	if c == nil || seq < c.ahead || !c.boundary(seq-c.ahead, r.total) {
 		return nil
@@ -198,7 +202,6 @@ func (r *run) beforeIssue(ctx context.Context, src *node, seq uint64) error {
 	all := g.measures
 	delete(c.gates, k)
 	c.mu.Unlock()
-	all[src.id] = src.measuresUpTo(k)
 	dir, err := r.writeCheckpoint(ctx, k, all)
 	if err != nil {
 		return fmt.Errorf("checkpoint at batch %d: %w", k, err)

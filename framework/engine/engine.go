@@ -405,7 +405,7 @@ func (r *run) endBatches(err error) {
 func (r *run) source(ctx context.Context, n *node) error {
 	src := n.stage.(stage.Source)
 	for seq := r.ckpt.first(); seq < src.Batches(); seq++ {
-		if err := r.beforeIssue(ctx, n, seq); err != nil {
+		if err := r.beforeIssue(ctx, seq); err != nil {
 			return err
 		}
 		h, err := r.pool.Acquire(ctx, seq)

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flowrun/framework/checkpoint"
+	"github.com/flowrun/flowrun/framework/results"
+)
+
+// small is the dataset every checkpoint test runs: a second or less a run.
+var small = []string{
+	"--set", "dataset.batches=20", "--set", "dataset.rows=40000", "--set", "dataset.batch_size=128",
+	"--set", "dataset.eval_batches=4", "--set", "cache.size=0.5",
+}
+
+// ckptCase is a graph and the overrides that make one of its variants.
+type ckptCase struct {
+	name, graph string
+	sets        []string
+	// ref is the graph whose uninterrupted run gives the digest: an exact
+	// design ends with its no-cache graph's.
+	ref string
+}
+
+func ckptCases() []ckptCase {
+	credits2 := []string{"--set", "nats.credits=2", "--set", "stages.plan.past_window=9", "--set", "stages.plan.future_window=6"}
+	seq := []string{"--set", "pipeline=sequential"}
+	lru := []string{"--set", "cache.plugin=builtin:lru", "--set", "cache.options=null"}
+	belady := []string{"--set", "cache.plugin=builtin:belady", "--set", "cache.options=null"}
+	const dlrm, tc = "no-cache.yaml", "tensorcasting.yaml"
+	return []ckptCase{
+		{"scratchpipe", "scratchpipe.yaml", nil, dlrm},
+		{"scratchpipe-credits2", "scratchpipe.yaml", credits2, dlrm},
+		{"scratchpipe-sequential", "scratchpipe.yaml", seq, dlrm},
+		{"static", "static-cache.yaml", nil, dlrm},
+		{"static-credits2", "static-cache.yaml", credits2, dlrm},
+		{"static-sequential", "static-cache.yaml", seq, dlrm},
+		// LRU and Belady hold no window: sequential graphs only.
+		{"lru-sequential", "strawman.yaml", lru, dlrm},
+		{"belady-sequential", "strawman.yaml", belady, dlrm},
+		{"tensorcasting", tc, nil, tc},
+		{"tensorcasting-credits2", tc, []string{"--set", "nats.credits=2"}, tc},
+		{"tensorcasting-sequential", tc, seq, tc},
+	}
+}
+
+// TestResumeGivesTheUninterruptedDigest runs each graph with a checkpoint
+// every 8 batches (at 8 and 16), then resumed from the checkpoint at
+// batch 8: both end with the digest of the uninterrupted run (of the
+// graph's exact reference: the same digest, DESIGN §2.4), and the resumed
+// run's results count every batch and hold the whole loss curve.
+func TestResumeGivesTheUninterruptedDigest(t *testing.T) {
+	refs := map[string]*results.Results{}
+	for _, c := range ckptCases() {
+		t.Run(c.name, func(t *testing.T) {
+			graph := filepath.Join(repoGraphs, c.graph)
+			args := append(append([]string(nil), small...), c.sets...)
+			plain := refs[c.ref]
+			if plain == nil {
+				plain = runResults(t, filepath.Join(repoGraphs, c.ref), small...)
+				refs[c.ref] = plain
+			}
+			dir := t.TempDir()
+			ck := runResults(t, graph, append(args, "--checkpoint-every", "8", "--checkpoint-dir", dir)...)
+			if ck.Digest != plain.Digest {
+				t.Fatalf("checkpointing changed the digest: %s, uninterrupted %s", ck.Digest, plain.Digest)
+			}
+			for _, b := range []uint64{8, 16} {
+				if _, err := checkpoint.Open(filepath.Join(dir, checkpoint.Name(b))); err != nil {
+					t.Fatalf("checkpoint at %d: %v", b, err)
+				}
+			}
+			res := runResults(t, graph, append(args, "--resume", filepath.Join(dir, checkpoint.Name(8)))...)
+			if res.Digest != plain.Digest {
+				t.Fatalf("resumed at batch 8: digest %s, uninterrupted %s", res.Digest, plain.Digest)
+			}
+			for i, s := range res.Stages {
+				if s.Batches != ck.Stages[i].Batches {
+					t.Errorf("stage %s: %d batches after resume, %d uninterrupted", s.Name, s.Batches, ck.Stages[i].Batches)
+				}
+			}
+			if a, b := res.Metrics.Loss, ck.Metrics.Loss; fmt.Sprint(a) != fmt.Sprint(b) {
+				t.Errorf("loss curve after resume %v, uninterrupted %v", a, b)
+			}
+		})
+	}
+}
+
+// TestResumeRefusesAnotherRunsCheckpoint: a checkpoint of another seed,
+// graph or config, or one corrupted, is refused with one line and exit 2.
+func TestResumeRefusesAnotherRunsCheckpoint(t *testing.T) {
+	graph := filepath.Join(repoGraphs, "scratchpipe.yaml")
+	dir := t.TempDir()
+	runResults(t, graph, append(append([]string(nil), small...), "--checkpoint-every", "8", "--checkpoint-dir", dir)...)
+	at8 := filepath.Join(dir, checkpoint.Name(8))
+	refused := func(t *testing.T, want string, args ...string) {
+		t.Helper()
+		r := flowrun(t, append([]string{"run", "-q"}, args...)...)
+		var ue usageError
+		if !errors.As(r.err, &ue) {
+			t.Fatalf("%v: not a usage error (exit 2)\n%s", r.err, r.stderr)
+		}
+		if msg := r.err.Error(); !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+			t.Fatalf("error %q, want one line saying %q", msg, want)
+		}
+	}
+	with := func(extra ...string) []string { return append(append([]string(nil), small...), extra...) }
+	t.Run("seed", func(t *testing.T) {
+		refused(t, "seed 1, this run has seed 2", append([]string{graph, "--resume", at8}, with("--set", "seed=2")...)...)
+	})
+	t.Run("graph", func(t *testing.T) {
+		refused(t, "of graph", append([]string{filepath.Join(repoGraphs, "tensorcasting.yaml"), "--resume", at8}, small...)...)
+	})
+	t.Run("config", func(t *testing.T) {
+		refused(t, "config", append([]string{graph, "--resume", at8}, with("--set", "model.options.learning_rate=0.1")...)...)
+	})
+	t.Run("corrupt", func(t *testing.T) {
+		rows := filepath.Join(dir, checkpoint.Name(16), "rows")
+		b, err := os.ReadFile(rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[len(b)/2] ^= 1
+		if err := os.WriteFile(rows, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, "rows has another SHA-256", append([]string{graph, "--resume", dir}, small...)...)
+		if err := os.Truncate(rows, int64(len(b)-3)); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, "truncated", append([]string{graph, "--resume", dir}, small...)...)
+	})
+}
