@@ -1767,6 +1767,60 @@ func (x *DigestResult) GetDigest() []byte {
 	return nil
 }
 
+// ModelState is a model's opaque state (model.Stater): in state, or, when
+// the host sends one too large for a message, in the region ref names.
+type ModelState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         []byte                 `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	Ref           *Ref                   `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelState) Reset() {
+	*x = ModelState{}
+	mi := &file_flowrun_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelState) ProtoMessage() {}
+
+func (x *ModelState) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelState.ProtoReflect.Descriptor instead.
+func (*ModelState) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ModelState) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *ModelState) GetRef() *Ref {
+	if x != nil {
+		return x.Ref
+	}
+	return nil
+}
+
 type Op struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -1779,7 +1833,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +1845,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +1858,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{25}
+	return file_flowrun_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Op) GetName() string {
@@ -1851,7 +1905,7 @@ type DeviceProfile struct {
 
 func (x *DeviceProfile) Reset() {
 	*x = DeviceProfile{}
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +1917,7 @@ func (x *DeviceProfile) String() string {
 func (*DeviceProfile) ProtoMessage() {}
 
 func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +1930,7 @@ func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceProfile.ProtoReflect.Descriptor instead.
 func (*DeviceProfile) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{26}
+	return file_flowrun_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeviceProfile) GetName() string {
@@ -1945,7 +1999,7 @@ type CostRequest struct {
 
 func (x *CostRequest) Reset() {
 	*x = CostRequest{}
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2011,7 @@ func (x *CostRequest) String() string {
 func (*CostRequest) ProtoMessage() {}
 
 func (x *CostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2024,7 @@ func (x *CostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostRequest.ProtoReflect.Descriptor instead.
 func (*CostRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{27}
+	return file_flowrun_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CostRequest) GetSeq() uint64 {
@@ -1996,7 +2050,7 @@ type CostResult struct {
 
 func (x *CostResult) Reset() {
 	*x = CostResult{}
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2008,7 +2062,7 @@ func (x *CostResult) String() string {
 func (*CostResult) ProtoMessage() {}
 
 func (x *CostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2021,7 +2075,7 @@ func (x *CostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostResult.ProtoReflect.Descriptor instead.
 func (*CostResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{28}
+	return file_flowrun_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CostResult) GetModeledNs() []int64 {
@@ -2168,7 +2222,11 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x04loss\x18\x01 \x01(\x01R\x04loss\x12\x14\n" +
 	"\x05flops\x18\x02 \x01(\x03R\x05flops\"&\n" +
 	"\fDigestResult\x12\x16\n" +
-	"\x06digest\x18\x01 \x01(\fR\x06digest\"X\n" +
+	"\x06digest\x18\x01 \x01(\fR\x06digest\"E\n" +
+	"\n" +
+	"ModelState\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\fR\x05state\x12!\n" +
+	"\x03ref\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ref\"X\n" +
 	"\x02Op\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\x05R\x04kind\x12\x14\n" +
@@ -2210,12 +2268,14 @@ const file_flowrun_proto_rawDesc = "" +
 	"\fGatherReduce\x12\x1f.flowrun.v1.GatherReduceRequest\x1a\x18.flowrun.v1.KernelResult\x12?\n" +
 	"\aScatter\x12\x1a.flowrun.v1.ScatterRequest\x1a\x18.flowrun.v1.KernelResult\x12O\n" +
 	"\x0eExpandCoalesce\x12!.flowrun.v1.ExpandCoalesceRequest\x1a\x1a.flowrun.v1.CoalesceResult\x12;\n" +
-	"\x05Apply\x12\x18.flowrun.v1.ApplyRequest\x1a\x18.flowrun.v1.KernelResult2\xe8\x01\n" +
+	"\x05Apply\x12\x18.flowrun.v1.ApplyRequest\x1a\x18.flowrun.v1.KernelResult2\xd3\x02\n" +
 	"\x05Model\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
 	"\x04Step\x12\x17.flowrun.v1.StepRequest\x1a\x16.flowrun.v1.StepResult\x125\n" +
-	"\x06Digest\x12\x11.flowrun.v1.Empty\x1a\x18.flowrun.v1.DigestResult2\xeb\x01\n" +
+	"\x06Digest\x12\x11.flowrun.v1.Empty\x1a\x18.flowrun.v1.DigestResult\x122\n" +
+	"\x05State\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.ModelState\x125\n" +
+	"\bSetState\x12\x16.flowrun.v1.ModelState\x1a\x11.flowrun.v1.Empty2\xeb\x01\n" +
 	"\x06Device\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
@@ -2235,7 +2295,7 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_flowrun_proto_goTypes = []any{
 	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
 	(*Empty)(nil),                 // 1: flowrun.v1.Empty
@@ -2263,10 +2323,11 @@ var file_flowrun_proto_goTypes = []any{
 	(*StepRequest)(nil),           // 23: flowrun.v1.StepRequest
 	(*StepResult)(nil),            // 24: flowrun.v1.StepResult
 	(*DigestResult)(nil),          // 25: flowrun.v1.DigestResult
-	(*Op)(nil),                    // 26: flowrun.v1.Op
-	(*DeviceProfile)(nil),         // 27: flowrun.v1.DeviceProfile
-	(*CostRequest)(nil),           // 28: flowrun.v1.CostRequest
-	(*CostResult)(nil),            // 29: flowrun.v1.CostResult
+	(*ModelState)(nil),            // 26: flowrun.v1.ModelState
+	(*Op)(nil),                    // 27: flowrun.v1.Op
+	(*DeviceProfile)(nil),         // 28: flowrun.v1.DeviceProfile
+	(*CostRequest)(nil),           // 29: flowrun.v1.CostRequest
+	(*CostResult)(nil),            // 30: flowrun.v1.CostResult
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -2303,48 +2364,53 @@ var file_flowrun_proto_depIdxs = []int32{
 	2,  // 31: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
 	2,  // 32: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
 	2,  // 33: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	26, // 34: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 35: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 36: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 37: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	5,  // 38: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 39: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 40: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	16, // 41: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	17, // 42: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	19, // 43: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	21, // 44: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	1,  // 45: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 46: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	23, // 47: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 48: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 49: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 50: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 51: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	28, // 52: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	7,  // 53: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 54: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 55: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	13, // 56: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
-	7,  // 57: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 58: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	22, // 59: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	22, // 60: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	20, // 61: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	22, // 62: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	7,  // 63: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 64: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	24, // 65: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	25, // 66: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	7,  // 67: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 68: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	27, // 69: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	29, // 70: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	53, // [53:71] is the sub-list for method output_type
-	35, // [35:53] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	2,  // 34: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
+	27, // 35: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 36: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 37: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 38: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	5,  // 39: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 40: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 41: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	16, // 42: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	17, // 43: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	19, // 44: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	21, // 45: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	1,  // 46: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 47: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	23, // 48: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 49: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 50: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
+	26, // 51: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
+	1,  // 52: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 53: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 54: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	29, // 55: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	7,  // 56: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 57: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 58: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 59: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	7,  // 60: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 61: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	22, // 62: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	22, // 63: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	20, // 64: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	22, // 65: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	7,  // 66: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 67: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	24, // 68: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	25, // 69: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	26, // 70: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
+	1,  // 71: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
+	7,  // 72: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 73: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	28, // 74: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	30, // 75: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	56, // [56:76] is the sub-list for method output_type
+	36, // [36:56] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
@@ -2358,7 +2424,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   4,
 		},
