@@ -64,3 +64,18 @@ func (s *Storage) SlotData(table int, slot int64) []byte {
 	row := s.Row(table, slot)
 	return unsafe.Slice((*byte)(unsafe.Pointer(&row[0])), 4*len(row))
 }
+
+// RestoreSlot puts a saved slot back: raw (SlotData's bytes) into slot,
+// which then holds row.
+func (s *Storage) RestoreSlot(table int, slot, row int64, raw []byte) error {
+	if !s.ValidSlot(table, slot) || row < 0 {
+		return fmt.Errorf("storage: slot %d of table %d (row %d) is outside Storage", slot, table, row)
+	}
+	dst := s.SlotData(table, slot)
+	if len(raw) != len(dst) {
+		return fmt.Errorf("storage table %d: a saved slot of %d bytes, slots here are %d", table, len(raw), len(dst))
+	}
+	copy(dst, raw)
+	s.rowOf[table][slot] = row
+	return nil
+}

@@ -247,17 +247,19 @@ func (r *run) writeCheckpoint(ctx context.Context, k uint64, all map[string]meas
 	if err != nil {
 		return "", err
 	}
+	cacheParts, note, err := r.cacheParts(ctx)
+	if err != nil {
+		return "", err
+	}
 	m := checkpoint.Manifest{Identity: c.id, Batch: k, Total: uint64(r.total), Written: time.Now().UTC(),
-		Notes: map[string]string{
-			"cache": "not saved: the policy and Storage restart empty on resume, every row in the host tables (exact designs keep their digest; hit counts after the boundary differ)",
-		}}
+		Notes: map[string]string{"cache": note}}
 	rows := storageOverlay{tables: r.tables, storage: r.storage}
-	dir, err := checkpoint.Write(c.opts.Dir, m, []checkpoint.Part{
+	dir, err := checkpoint.Write(c.opts.Dir, m, append([]checkpoint.Part{
 		{Name: partRows, Write: func(w io.Writer) error { return checkpoint.EncodeRows(w, rows.init()) }},
 		{Name: partModel, Write: writeBytes(state)},
 		{Name: partMetrics, Write: writeBytes(met)},
 		{Name: partMeasures, Write: writeBytes(mea)},
-	})
+	}, cacheParts...))
 	if err != nil {
 		return "", err
 	}
@@ -308,9 +310,10 @@ func (s storageOverlay) RowData(table int, id int64) []byte {
 }
 
 // resume puts back what the checkpoint saved, after the build: the host
-// rows, the model's state and the metrics so far. The cache and Storage
-// start empty: every row is in the host tables, where the cache finds
-// it on its first miss.
+// rows, the model's state, the cache's snapshot and Storage's slots when
+// the policy took one (else both start empty: every row is in the host
+// tables, where the cache finds it on its first miss), and the metrics so
+// far.
 func (r *run) resume(ctx context.Context) error {
 	c := r.ckpt
 	if c == nil || c.opts.Resume == nil {
@@ -333,6 +336,9 @@ func (r *run) resume(ctx context.Context) error {
 	}
 	state, _ := ck.Part(partModel)
 	if err := model.SetStateOf(ctx, r.plugins.Model, state); err != nil {
+		return fail(err)
+	}
+	if err := r.restoreCache(ctx, ck); err != nil {
 		return fail(err)
 	}
 	var met savedMetrics

@@ -3,6 +3,7 @@ package pluginhost
 import (
 	"context"
 
+	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/model"
 )
 
@@ -17,6 +18,20 @@ func (m *tracedModel) State(ctx context.Context) ([]byte, error) {
 func (m *tracedModel) SetState(ctx context.Context, state []byte) error {
 	_, err := traced(ctx, m.tr, "SetState", func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, model.SetStateOf(ctx, m.impl, state)
+	}, nil)
+	return err
+}
+
+// Snapshot and Restore keep a policy's optional cache.Snapshotter through
+// the host's wrapper; a policy without it answers plugin.ErrUnsupported.
+
+func (c *tracedCache) Snapshot(ctx context.Context) ([]byte, error) {
+	return traced(ctx, c.tr, "Snapshot", func(ctx context.Context) ([]byte, error) { return cache.SnapshotOf(ctx, c.impl) }, nil)
+}
+
+func (c *tracedCache) Restore(ctx context.Context, snapshot []byte) error {
+	_, err := traced(ctx, c.tr, "Restore", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, cache.RestoreOf(ctx, c.impl, snapshot)
 	}, nil)
 	return err
 }

@@ -932,6 +932,61 @@ func (x *CacheNeeds) GetProfileBatches() int64 {
 	return 0
 }
 
+// CacheSnapshot is a policy's opaque state (sdk/cache.Snapshotter): in
+// snapshot, or, when the host sends one too large for a message, in the
+// region ref names.
+type CacheSnapshot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot      []byte                 `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Ref           *Ref                   `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CacheSnapshot) Reset() {
+	*x = CacheSnapshot{}
+	mi := &file_flowrun_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CacheSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CacheSnapshot) ProtoMessage() {}
+
+func (x *CacheSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CacheSnapshot.ProtoReflect.Descriptor instead.
+func (*CacheSnapshot) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CacheSnapshot) GetSnapshot() []byte {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *CacheSnapshot) GetRef() *Ref {
+	if x != nil {
+		return x.Ref
+	}
+	return nil
+}
+
 type KernelTable struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Data  *Ref                   `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
@@ -945,7 +1000,7 @@ type KernelTable struct {
 
 func (x *KernelTable) Reset() {
 	*x = KernelTable{}
-	mi := &file_flowrun_proto_msgTypes[13]
+	mi := &file_flowrun_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -957,7 +1012,7 @@ func (x *KernelTable) String() string {
 func (*KernelTable) ProtoMessage() {}
 
 func (x *KernelTable) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[13]
+	mi := &file_flowrun_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -970,7 +1025,7 @@ func (x *KernelTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelTable.ProtoReflect.Descriptor instead.
 func (*KernelTable) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{13}
+	return file_flowrun_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KernelTable) GetData() *Ref {
@@ -1013,7 +1068,7 @@ type Bags struct {
 
 func (x *Bags) Reset() {
 	*x = Bags{}
-	mi := &file_flowrun_proto_msgTypes[14]
+	mi := &file_flowrun_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1025,7 +1080,7 @@ func (x *Bags) String() string {
 func (*Bags) ProtoMessage() {}
 
 func (x *Bags) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[14]
+	mi := &file_flowrun_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,7 +1093,7 @@ func (x *Bags) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bags.ProtoReflect.Descriptor instead.
 func (*Bags) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{14}
+	return file_flowrun_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Bags) GetBatch() int64 {
@@ -1081,7 +1136,7 @@ type GatherReduceRequest struct {
 
 func (x *GatherReduceRequest) Reset() {
 	*x = GatherReduceRequest{}
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1148,7 @@ func (x *GatherReduceRequest) String() string {
 func (*GatherReduceRequest) ProtoMessage() {}
 
 func (x *GatherReduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1161,7 @@ func (x *GatherReduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatherReduceRequest.ProtoReflect.Descriptor instead.
 func (*GatherReduceRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{15}
+	return file_flowrun_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GatherReduceRequest) GetTables() []*KernelTable {
@@ -1152,7 +1207,7 @@ type ScatterRequest struct {
 
 func (x *ScatterRequest) Reset() {
 	*x = ScatterRequest{}
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1164,7 +1219,7 @@ func (x *ScatterRequest) String() string {
 func (*ScatterRequest) ProtoMessage() {}
 
 func (x *ScatterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1177,7 +1232,7 @@ func (x *ScatterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScatterRequest.ProtoReflect.Descriptor instead.
 func (*ScatterRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{16}
+	return file_flowrun_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ScatterRequest) GetTables() []*KernelTable {
@@ -1244,7 +1299,7 @@ type Coalesced struct {
 
 func (x *Coalesced) Reset() {
 	*x = Coalesced{}
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1311,7 @@ func (x *Coalesced) String() string {
 func (*Coalesced) ProtoMessage() {}
 
 func (x *Coalesced) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1324,7 @@ func (x *Coalesced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Coalesced.ProtoReflect.Descriptor instead.
 func (*Coalesced) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{17}
+	return file_flowrun_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Coalesced) GetRows() *Ref {
@@ -1320,7 +1375,7 @@ type ExpandCoalesceRequest struct {
 
 func (x *ExpandCoalesceRequest) Reset() {
 	*x = ExpandCoalesceRequest{}
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1332,7 +1387,7 @@ func (x *ExpandCoalesceRequest) String() string {
 func (*ExpandCoalesceRequest) ProtoMessage() {}
 
 func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1345,7 +1400,7 @@ func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandCoalesceRequest.ProtoReflect.Descriptor instead.
 func (*ExpandCoalesceRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{18}
+	return file_flowrun_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExpandCoalesceRequest) GetTables() []*KernelTable {
@@ -1393,7 +1448,7 @@ type CoalesceResult struct {
 
 func (x *CoalesceResult) Reset() {
 	*x = CoalesceResult{}
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1460,7 @@ func (x *CoalesceResult) String() string {
 func (*CoalesceResult) ProtoMessage() {}
 
 func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1473,7 @@ func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoalesceResult.ProtoReflect.Descriptor instead.
 func (*CoalesceResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{19}
+	return file_flowrun_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CoalesceResult) GetResult() *KernelResult {
@@ -1448,7 +1503,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1460,7 +1515,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1473,7 +1528,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{20}
+	return file_flowrun_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ApplyRequest) GetTables() []*KernelTable {
@@ -1522,7 +1577,7 @@ type KernelResult struct {
 
 func (x *KernelResult) Reset() {
 	*x = KernelResult{}
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1534,7 +1589,7 @@ func (x *KernelResult) String() string {
 func (*KernelResult) ProtoMessage() {}
 
 func (x *KernelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1547,7 +1602,7 @@ func (x *KernelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelResult.ProtoReflect.Descriptor instead.
 func (*KernelResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{21}
+	return file_flowrun_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *KernelResult) GetBytesRead() int64 {
@@ -1587,7 +1642,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1654,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1667,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{22}
+	return file_flowrun_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StepRequest) GetSeq() uint64 {
@@ -1681,7 +1736,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +1748,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +1761,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{23}
+	return file_flowrun_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StepResult) GetLoss() float64 {
@@ -1732,7 +1787,7 @@ type DigestResult struct {
 
 func (x *DigestResult) Reset() {
 	*x = DigestResult{}
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1799,7 @@ func (x *DigestResult) String() string {
 func (*DigestResult) ProtoMessage() {}
 
 func (x *DigestResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1812,7 @@ func (x *DigestResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestResult.ProtoReflect.Descriptor instead.
 func (*DigestResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{24}
+	return file_flowrun_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DigestResult) GetDigest() []byte {
@@ -1779,7 +1834,7 @@ type ModelState struct {
 
 func (x *ModelState) Reset() {
 	*x = ModelState{}
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +1846,7 @@ func (x *ModelState) String() string {
 func (*ModelState) ProtoMessage() {}
 
 func (x *ModelState) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +1859,7 @@ func (x *ModelState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelState.ProtoReflect.Descriptor instead.
 func (*ModelState) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{25}
+	return file_flowrun_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ModelState) GetState() []byte {
@@ -1833,7 +1888,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +1900,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +1913,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{26}
+	return file_flowrun_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Op) GetName() string {
@@ -1905,7 +1960,7 @@ type DeviceProfile struct {
 
 func (x *DeviceProfile) Reset() {
 	*x = DeviceProfile{}
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1917,7 +1972,7 @@ func (x *DeviceProfile) String() string {
 func (*DeviceProfile) ProtoMessage() {}
 
 func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1930,7 +1985,7 @@ func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceProfile.ProtoReflect.Descriptor instead.
 func (*DeviceProfile) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{27}
+	return file_flowrun_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeviceProfile) GetName() string {
@@ -1999,7 +2054,7 @@ type CostRequest struct {
 
 func (x *CostRequest) Reset() {
 	*x = CostRequest{}
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2011,7 +2066,7 @@ func (x *CostRequest) String() string {
 func (*CostRequest) ProtoMessage() {}
 
 func (x *CostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2024,7 +2079,7 @@ func (x *CostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostRequest.ProtoReflect.Descriptor instead.
 func (*CostRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{28}
+	return file_flowrun_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CostRequest) GetSeq() uint64 {
@@ -2050,7 +2105,7 @@ type CostResult struct {
 
 func (x *CostResult) Reset() {
 	*x = CostResult{}
-	mi := &file_flowrun_proto_msgTypes[29]
+	mi := &file_flowrun_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2117,7 @@ func (x *CostResult) String() string {
 func (*CostResult) ProtoMessage() {}
 
 func (x *CostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[29]
+	mi := &file_flowrun_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2130,7 @@ func (x *CostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostResult.ProtoReflect.Descriptor instead.
 func (*CostResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{29}
+	return file_flowrun_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CostResult) GetModeledNs() []int64 {
@@ -2155,7 +2210,10 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x04past\x18\x02 \x01(\x03R\x04past\x12\x16\n" +
 	"\x06future\x18\x03 \x01(\x03R\x06future\x12%\n" +
 	"\x0enever_bypasses\x18\x04 \x01(\bR\rneverBypasses\x12'\n" +
-	"\x0fprofile_batches\x18\x05 \x01(\x03R\x0eprofileBatches\"p\n" +
+	"\x0fprofile_batches\x18\x05 \x01(\x03R\x0eprofileBatches\"N\n" +
+	"\rCacheSnapshot\x12\x1a\n" +
+	"\bsnapshot\x18\x01 \x01(\fR\bsnapshot\x12!\n" +
+	"\x03ref\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ref\"p\n" +
 	"\vKernelTable\x12#\n" +
 	"\x04data\x18\x01 \x01(\v2\x0f.flowrun.v1.RefR\x04data\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x10\n" +
@@ -2256,12 +2314,14 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x17SENTINEL_INVALID_CONFIG\x10\x01\x12\x1b\n" +
 	"\x17SENTINEL_NOT_CONFIGURED\x10\x02\x12\x1c\n" +
 	"\x18SENTINEL_INVALID_REQUEST\x10\x03\x12\x18\n" +
-	"\x14SENTINEL_UNSUPPORTED\x10\x042\xf0\x01\n" +
+	"\x14SENTINEL_UNSUPPORTED\x10\x042\xe3\x02\n" +
 	"\x05Cache\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
 	"\x04Plan\x12\x17.flowrun.v1.PlanRequest\x1a\x16.flowrun.v1.PlanResult\x12=\n" +
-	"\x05Needs\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x16.flowrun.v1.CacheNeeds2\x93\x03\n" +
+	"\x05Needs\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x16.flowrun.v1.CacheNeeds\x128\n" +
+	"\bSnapshot\x12\x11.flowrun.v1.Empty\x1a\x19.flowrun.v1.CacheSnapshot\x127\n" +
+	"\aRestore\x12\x19.flowrun.v1.CacheSnapshot\x1a\x11.flowrun.v1.Empty2\x93\x03\n" +
 	"\x06Kernel\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x12I\n" +
@@ -2295,7 +2355,7 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_flowrun_proto_goTypes = []any{
 	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
 	(*Empty)(nil),                 // 1: flowrun.v1.Empty
@@ -2311,23 +2371,24 @@ var file_flowrun_proto_goTypes = []any{
 	(*TableStats)(nil),            // 11: flowrun.v1.TableStats
 	(*PlanResult)(nil),            // 12: flowrun.v1.PlanResult
 	(*CacheNeeds)(nil),            // 13: flowrun.v1.CacheNeeds
-	(*KernelTable)(nil),           // 14: flowrun.v1.KernelTable
-	(*Bags)(nil),                  // 15: flowrun.v1.Bags
-	(*GatherReduceRequest)(nil),   // 16: flowrun.v1.GatherReduceRequest
-	(*ScatterRequest)(nil),        // 17: flowrun.v1.ScatterRequest
-	(*Coalesced)(nil),             // 18: flowrun.v1.Coalesced
-	(*ExpandCoalesceRequest)(nil), // 19: flowrun.v1.ExpandCoalesceRequest
-	(*CoalesceResult)(nil),        // 20: flowrun.v1.CoalesceResult
-	(*ApplyRequest)(nil),          // 21: flowrun.v1.ApplyRequest
-	(*KernelResult)(nil),          // 22: flowrun.v1.KernelResult
-	(*StepRequest)(nil),           // 23: flowrun.v1.StepRequest
-	(*StepResult)(nil),            // 24: flowrun.v1.StepResult
-	(*DigestResult)(nil),          // 25: flowrun.v1.DigestResult
-	(*ModelState)(nil),            // 26: flowrun.v1.ModelState
-	(*Op)(nil),                    // 27: flowrun.v1.Op
-	(*DeviceProfile)(nil),         // 28: flowrun.v1.DeviceProfile
-	(*CostRequest)(nil),           // 29: flowrun.v1.CostRequest
-	(*CostResult)(nil),            // 30: flowrun.v1.CostResult
+	(*CacheSnapshot)(nil),         // 14: flowrun.v1.CacheSnapshot
+	(*KernelTable)(nil),           // 15: flowrun.v1.KernelTable
+	(*Bags)(nil),                  // 16: flowrun.v1.Bags
+	(*GatherReduceRequest)(nil),   // 17: flowrun.v1.GatherReduceRequest
+	(*ScatterRequest)(nil),        // 18: flowrun.v1.ScatterRequest
+	(*Coalesced)(nil),             // 19: flowrun.v1.Coalesced
+	(*ExpandCoalesceRequest)(nil), // 20: flowrun.v1.ExpandCoalesceRequest
+	(*CoalesceResult)(nil),        // 21: flowrun.v1.CoalesceResult
+	(*ApplyRequest)(nil),          // 22: flowrun.v1.ApplyRequest
+	(*KernelResult)(nil),          // 23: flowrun.v1.KernelResult
+	(*StepRequest)(nil),           // 24: flowrun.v1.StepRequest
+	(*StepResult)(nil),            // 25: flowrun.v1.StepResult
+	(*DigestResult)(nil),          // 26: flowrun.v1.DigestResult
+	(*ModelState)(nil),            // 27: flowrun.v1.ModelState
+	(*Op)(nil),                    // 28: flowrun.v1.Op
+	(*DeviceProfile)(nil),         // 29: flowrun.v1.DeviceProfile
+	(*CostRequest)(nil),           // 30: flowrun.v1.CostRequest
+	(*CostResult)(nil),            // 31: flowrun.v1.CostResult
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -2341,76 +2402,81 @@ var file_flowrun_proto_depIdxs = []int32{
 	10, // 8: flowrun.v1.PlanRequest.future:type_name -> flowrun.v1.Window
 	2,  // 9: flowrun.v1.Window.ids:type_name -> flowrun.v1.Ref
 	11, // 10: flowrun.v1.PlanResult.tables:type_name -> flowrun.v1.TableStats
-	2,  // 11: flowrun.v1.KernelTable.data:type_name -> flowrun.v1.Ref
-	2,  // 12: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
-	2,  // 13: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
-	14, // 14: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
-	15, // 15: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 16: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
-	14, // 17: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
-	15, // 18: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 19: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
-	2,  // 20: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
-	2,  // 21: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
-	14, // 22: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
-	15, // 23: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 24: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
-	18, // 25: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
-	22, // 26: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
-	14, // 27: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
-	18, // 28: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
-	2,  // 29: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
-	2,  // 30: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
-	2,  // 31: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
-	2,  // 32: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
-	2,  // 33: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	2,  // 34: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
-	27, // 35: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 36: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 37: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 38: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	5,  // 39: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 40: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 41: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	16, // 42: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	17, // 43: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	19, // 44: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	21, // 45: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	1,  // 46: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 47: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	23, // 48: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 49: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 50: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
-	26, // 51: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
-	1,  // 52: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 53: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 54: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	29, // 55: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	7,  // 56: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 57: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 58: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	13, // 59: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
-	7,  // 60: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 61: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	22, // 62: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	22, // 63: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	20, // 64: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	22, // 65: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	7,  // 66: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 67: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	24, // 68: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	25, // 69: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	26, // 70: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
-	1,  // 71: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
-	7,  // 72: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 73: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	28, // 74: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	30, // 75: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	56, // [56:76] is the sub-list for method output_type
-	36, // [36:56] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	2,  // 11: flowrun.v1.CacheSnapshot.ref:type_name -> flowrun.v1.Ref
+	2,  // 12: flowrun.v1.KernelTable.data:type_name -> flowrun.v1.Ref
+	2,  // 13: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
+	2,  // 14: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
+	15, // 15: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
+	16, // 16: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 17: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
+	15, // 18: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
+	16, // 19: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 20: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
+	2,  // 21: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
+	2,  // 22: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
+	15, // 23: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
+	16, // 24: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 25: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
+	19, // 26: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
+	23, // 27: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
+	15, // 28: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
+	19, // 29: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
+	2,  // 30: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
+	2,  // 31: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
+	2,  // 32: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
+	2,  // 33: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
+	2,  // 34: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
+	2,  // 35: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
+	28, // 36: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 37: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 38: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 39: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	5,  // 40: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 41: flowrun.v1.Cache.Snapshot:input_type -> flowrun.v1.Empty
+	14, // 42: flowrun.v1.Cache.Restore:input_type -> flowrun.v1.CacheSnapshot
+	1,  // 43: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 44: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	17, // 45: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	18, // 46: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	20, // 47: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	22, // 48: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	1,  // 49: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 50: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	24, // 51: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 52: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 53: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
+	27, // 54: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
+	1,  // 55: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 56: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 57: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	30, // 58: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	7,  // 59: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 60: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 61: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 62: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	14, // 63: flowrun.v1.Cache.Snapshot:output_type -> flowrun.v1.CacheSnapshot
+	1,  // 64: flowrun.v1.Cache.Restore:output_type -> flowrun.v1.Empty
+	7,  // 65: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 66: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	23, // 67: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	23, // 68: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	21, // 69: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	23, // 70: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	7,  // 71: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 72: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	25, // 73: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	26, // 74: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	27, // 75: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
+	1,  // 76: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
+	7,  // 77: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 78: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	29, // 79: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	31, // 80: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	59, // [59:81] is the sub-list for method output_type
+	37, // [37:59] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
@@ -2424,7 +2490,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   30,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -32,6 +32,8 @@ const (
 	Cache_Configure_FullMethodName = "/flowrun.v1.Cache/Configure"
 	Cache_Plan_FullMethodName      = "/flowrun.v1.Cache/Plan"
 	Cache_Needs_FullMethodName     = "/flowrun.v1.Cache/Needs"
+	Cache_Snapshot_FullMethodName  = "/flowrun.v1.Cache/Snapshot"
+	Cache_Restore_FullMethodName   = "/flowrun.v1.Cache/Restore"
 )
 
 // CacheClient is the client API for Cache service.
@@ -44,6 +46,11 @@ type CacheClient interface {
 	// Needs answers sdk/cache.Declarer (the zero CacheNeeds when the policy
 	// does not declare any); it must not change the policy's state.
 	Needs(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*CacheNeeds, error)
+	// Snapshot and Restore are sdk/cache.Snapshotter: the policy's state
+	// (Hit-Map, hold masks, clocks), saved by a checkpoint and put back on
+	// resume.
+	Snapshot(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*CacheSnapshot, error)
+	Restore(ctx context.Context, in *CacheSnapshot, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type cacheClient struct {
@@ -94,6 +101,26 @@ func (c *cacheClient) Needs(ctx context.Context, in *ConfigureRequest, opts ...g
 	return out, nil
 }
 
+func (c *cacheClient) Snapshot(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*CacheSnapshot, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CacheSnapshot)
+	err := c.cc.Invoke(ctx, Cache_Snapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cacheClient) Restore(ctx context.Context, in *CacheSnapshot, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Cache_Restore_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CacheServer is the server API for Cache service.
 // All implementations must embed UnimplementedCacheServer
 // for forward compatibility.
@@ -104,6 +131,11 @@ type CacheServer interface {
 	// Needs answers sdk/cache.Declarer (the zero CacheNeeds when the policy
 	// does not declare any); it must not change the policy's state.
 	Needs(context.Context, *ConfigureRequest) (*CacheNeeds, error)
+	// Snapshot and Restore are sdk/cache.Snapshotter: the policy's state
+	// (Hit-Map, hold masks, clocks), saved by a checkpoint and put back on
+	// resume.
+	Snapshot(context.Context, *Empty) (*CacheSnapshot, error)
+	Restore(context.Context, *CacheSnapshot) (*Empty, error)
 	mustEmbedUnimplementedCacheServer()
 }
 
@@ -125,6 +157,12 @@ func (UnimplementedCacheServer) Plan(context.Context, *PlanRequest) (*PlanResult
 }
 func (UnimplementedCacheServer) Needs(context.Context, *ConfigureRequest) (*CacheNeeds, error) {
 	return nil, status.Error(codes.Unimplemented, "method Needs not implemented")
+}
+func (UnimplementedCacheServer) Snapshot(context.Context, *Empty) (*CacheSnapshot, error) {
+	return nil, status.Error(codes.Unimplemented, "method Snapshot not implemented")
+}
+func (UnimplementedCacheServer) Restore(context.Context, *CacheSnapshot) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method Restore not implemented")
 }
 func (UnimplementedCacheServer) mustEmbedUnimplementedCacheServer() {}
 func (UnimplementedCacheServer) testEmbeddedByValue()               {}
@@ -219,6 +257,42 @@ func _Cache_Needs_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cache_Snapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CacheServer).Snapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cache_Snapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CacheServer).Snapshot(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Cache_Restore_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CacheSnapshot)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CacheServer).Restore(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cache_Restore_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CacheServer).Restore(ctx, req.(*CacheSnapshot))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cache_ServiceDesc is the grpc.ServiceDesc for Cache service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -241,6 +315,14 @@ var Cache_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Needs",
 			Handler:    _Cache_Needs_Handler,
+		},
+		{
+			MethodName: "Snapshot",
+			Handler:    _Cache_Snapshot_Handler,
+		},
+		{
+			MethodName: "Restore",
+			Handler:    _Cache_Restore_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
