@@ -182,3 +182,53 @@ func (g *Guard) Locked(f func() error) error {
 	}
 	return f()
 }
+
+// Int64sAny reads an array of any length (a map's pairs, say).
+func (r *SnapshotReader) Int64sAny(what string) []int64 {
+	n := r.length(-1, 8, what)
+	out := make([]int64, n)
+	for i := range n {
+		out[i] = int64(binary.LittleEndian.Uint64(r.buf[8*i:]))
+	}
+	r.buf = r.buf[8*n:]
+	return out
+}
+
+// SlotHeap appends a heap exactly: its array order (which breaks ties
+// between equal keys) and each member's key.
+func (w *SnapshotWriter) SlotHeap(h *SlotHeap) {
+	w.Int32s(h.heap)
+	keys := make([]uint64, 0, 2*len(h.heap))
+	for _, s := range h.heap {
+		keys = append(keys, h.keys[s].Major, h.keys[s].Minor)
+	}
+	w.Uint64s(keys)
+}
+
+// SlotHeap reads a heap SnapshotWriter.SlotHeap wrote into a fresh heap
+// of capacity slots.
+func (r *SnapshotReader) SlotHeap(capacity int32, what string) *SlotHeap {
+	h := NewSlotHeap(capacity)
+	n := r.length(-1, 4, what)
+	if n > int(capacity) {
+		r.fail("%s: %d slots in a heap of %d", what, n, capacity)
+		return h
+	}
+	heap := make([]int32, n)
+	for i := range n {
+		heap[i] = int32(binary.LittleEndian.Uint32(r.buf[4*i:]))
+	}
+	r.buf = r.buf[4*n:]
+	keys := make([]uint64, 2*n)
+	r.Uint64s(keys, what+" keys")
+	for i, s := range heap {
+		if s < 0 || s >= capacity || h.pos[s] >= 0 {
+			r.fail("%s: slot %d twice or outside %d", what, s, capacity)
+			return h
+		}
+		h.pos[s] = int32(i)
+		h.keys[s] = Key{Major: keys[2*i], Minor: keys[2*i+1]}
+	}
+	h.heap = append(h.heap, heap...)
+	return h
+}
