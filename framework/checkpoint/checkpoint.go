@@ -22,10 +22,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -133,7 +133,9 @@ func Write(root string, m Manifest, parts []Part) (string, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
-	tmp, err := os.MkdirTemp(root, ".tmp-"+Name(m.Batch)+"-")
+	// The writer's pid in the name lets Prune tell a dead writer's
+	// leftovers from another live run's write in progress.
+	tmp, err := os.MkdirTemp(root, fmt.Sprintf("%s%s-%d-", tmpPrefix, Name(m.Batch), os.Getpid()))
 	if err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
@@ -319,8 +321,26 @@ func readManifest(dir string) (*Manifest, error) {
 	return &m, nil
 }
 
-// Prune removes every checkpoint under root but the newest keep, and
-// temporary directories a crashed Write left.
+// tmpPrefix starts the name of a checkpoint being written:
+// .tmp-ckpt-BATCH-PID-RANDOM.
+const tmpPrefix = ".tmp-"
+
+// writerGone reports whether the process whose pid a temporary
+// directory's name carries is gone (a Write it never finished).
+func writerGone(name string) bool {
+	parts := strings.Split(strings.TrimPrefix(name, tmpPrefix), "-")
+	if len(parts) != 4 {
+		return false
+	}
+	pid, err := strconv.Atoi(parts[2])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+// Prune removes every checkpoint under root but the newest keep, and the
+// temporary directories of Writes whose process died before the rename.
 func Prune(root string, keep int) error {
 	entries, err := os.ReadDir(root)
 	if err != nil {
@@ -329,8 +349,7 @@ func Prune(root string, keep int) error {
 	var names []string
 	for _, e := range entries {
 		switch {
-		case strings.HasPrefix(e.Name(), ".tmp-ckpt-"):
-			names = append(names, "") // placeholder, removed below
+		case strings.HasPrefix(e.Name(), tmpPrefix) && writerGone(e.Name()):
 			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
 				return err
 			}
@@ -338,7 +357,6 @@ func Prune(root string, keep int) error {
 			names = append(names, e.Name())
 		}
 	}
-	names = slices.DeleteFunc(names, func(n string) bool { return n == "" })
 	sort.Strings(names)
 	for len(names) > keep {
 		if err := os.RemoveAll(filepath.Join(root, names[0])); err != nil {

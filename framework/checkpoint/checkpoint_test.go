@@ -207,3 +207,25 @@ func TestAtomicAndPruned(t *testing.T) {
 		t.Fatalf("latest: %v %v", c, err)
 	}
 }
+
+// TestPruneLeavesLiveWrites: a temporary directory of a live writer (this
+// process) stays; one of a dead writer goes.
+func TestPruneLeavesLiveWrites(t *testing.T) {
+	root := t.TempDir()
+	live := filepath.Join(root, tmpPrefix+Name(4)+"-"+strconv.Itoa(os.Getpid())+"-1")
+	dead := filepath.Join(root, tmpPrefix+Name(8)+"-"+strconv.Itoa(1<<22+7)+"-1") // above pid_max's default
+	for _, d := range []string{live, dead} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Prune(root, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("a live write's directory was removed: %v", err)
+	}
+	if _, err := os.Stat(dead); err == nil {
+		t.Error("a dead write's directory was kept")
+	}
+}

@@ -10,10 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/checkpoint"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/framework/telemetry"
 	"github.com/flowrun/flowrun/sdk/model"
 )
 
@@ -234,6 +238,8 @@ func (n *node) measuresUpTo(k uint64) measures {
 // writeCheckpoint writes boundary k's checkpoint under the root.
 func (r *run) writeCheckpoint(ctx context.Context, k uint64, all map[string]measures) (string, error) {
 	c := r.ckpt
+	ctx, span := r.tracer.Start(ctx, "flowrun.checkpoint", trace.WithAttributes(attribute.Int64(telemetry.AttrBatchSeq, int64(k))))
+	defer span.End()
 	state, err := model.StateOf(ctx, r.plugins.Model)
 	if err != nil {
 		return "", err
