@@ -71,8 +71,16 @@ goes to stdout (--json: the results JSON instead; --quiet: nothing; with
 A failed run names the stage, batch and cause and writes no results file;
 an older results file at --out's path is renamed FILE.stale when the run
 starts (removed once the new one is written), so it never looks current.
-Exit codes: 0 ok, 1 the run failed, 2 bad usage or an invalid graph,
-130 interrupted (Ctrl-C or SIGTERM).
+Exit codes: 0 ok, 1 the run failed, 2 bad usage or an invalid graph
+(or a checkpoint that is corrupt or another run's), 130 interrupted
+(Ctrl-C or SIGTERM).
+
+--checkpoint-every N writes, every N training batches, what the run needs
+to continue (host rows, the model's and the cache's state, Storage,
+metrics) under --checkpoint-dir, atomically; --resume DIR continues from
+the newest checkpoint there (or from DIR itself, a ckpt-BATCH directory),
+with the same graph file and --set flags, and ends with the digest of the
+run never interrupted.
 
 --check-hazards checks, while the graph runs, that no stage reads a Storage
 slot or host row that an earlier batch still in flight has yet to write
