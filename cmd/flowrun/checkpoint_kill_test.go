@@ -32,10 +32,17 @@ func TestKill9ThenResume(t *testing.T) {
 		{name: "scratchpipe", graph: "scratchpipe.yaml"},
 		{name: "static-sequential", graph: "static-cache.yaml", sets: []string{"--set", "pipeline=sequential"}},
 		{name: "tensorcasting-credits2", graph: "tensorcasting.yaml", sets: []string{"--set", "nats.credits=2"}},
+		// Every plugin out of process: the model's state and the LRU
+		// policy's snapshot cross gRPC.
+		{name: "demo-subprocess", graph: "demo-subprocess.yaml", ref: "staged"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			graph := filepath.Join(repoGraphs, c.graph)
 			args := append(append([]string(nil), long...), c.sets...)
+			if c.ref == "staged" {
+				graph = filepath.Join(stagedGraphs(t), c.graph)
+				args = []string{"--set", "dataset.batches=48"}
+			}
 			want := runResults(t, graph, args...).Digest
 			dir := t.TempDir()
 			killed := killAfterCheckpoint(t, bin, graph, dir, args)
