@@ -401,10 +401,16 @@ func (r *run) restoreMeasures() error {
 
 // startCheckpoints completes the checkpointer once the stages exist: the
 // largest lookahead, and the one source it can stop.
-func (r *run) startCheckpoints() error {
+func (r *run) startCheckpoints(ctx context.Context) error {
 	c := r.ckpt
 	if c == nil {
 		return nil
+	}
+	if c.opts.Every > 0 {
+		// Fail now, not at the first checkpoint hours in.
+		if _, err := model.StateOf(ctx, r.plugins.Model); err != nil {
+			return fmt.Errorf("--checkpoint-every: %w", err)
+		}
 	}
 	for _, n := range r.nodes {
 		if la, ok := n.stage.(stage.Lookahead); ok {

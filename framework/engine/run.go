@@ -254,7 +254,7 @@ func (r *run) start(ctx context.Context, cancel context.CancelCauseFunc) (wg *sy
 	for _, n := range r.nodes {
 		n.modBySeq = make([]int64, r.total)
 	}
-	if err := r.startCheckpoints(); err != nil {
+	if err := r.startCheckpoints(ctx); err != nil {
 		stopWorkers()
 		return nil, nil, err
 	}
