@@ -48,6 +48,8 @@ func ckptCases() []ckptCase {
 		{"belady-sequential", "strawman.yaml", belady, dlrm, false},
 		{"lfu-sequential", "strawman.yaml", []string{"--set", "cache.plugin=builtin:lfu", "--set", "cache.options=null"}, dlrm, false},
 		{"scratchpipe-random-victims", "strawman.yaml", []string{"--set", "cache.options.victim=random"}, dlrm, true},
+		// HECA is not exact: its reference is itself, uninterrupted.
+		{"heca", "heca.yaml", nil, "heca.yaml", false},
 		{"tensorcasting", tc, nil, tc, false},
 		{"tensorcasting-credits2", tc, []string{"--set", "nats.credits=2"}, tc, false},
 		{"tensorcasting-sequential", tc, seq, tc, false},
