@@ -1,8 +1,8 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,7 +60,9 @@ func ckptCases() []ckptCase {
 // every 8 batches (at 8 and 16), then resumed from the checkpoint at
 // batch 8: both end with the digest of the uninterrupted run (of the
 // graph's exact reference: the same digest, DESIGN §2.4), and the resumed
-// run's results count every batch and hold the whole loss curve.
+// run's results count every batch and hold the same training metrics
+// (loss curve, AUC, DSF ratio); with a policy that takes snapshots, the
+// same cache statistics and modeled clock.
 func TestResumeGivesTheUninterruptedDigest(t *testing.T) {
 	refs := map[string]*results.Results{}
 	for _, c := range ckptCases() {
@@ -91,22 +93,32 @@ func TestResumeGivesTheUninterruptedDigest(t *testing.T) {
 					t.Errorf("stage %s: %d batches after resume, %d uninterrupted", s.Name, s.Batches, ck.Stages[i].Batches)
 				}
 			}
-			if a, b := res.Metrics.Loss, ck.Metrics.Loss; fmt.Sprint(a) != fmt.Sprint(b) {
-				t.Errorf("loss curve after resume %v, uninterrupted %v", a, b)
+			// Training metrics (loss curve, AUC, dsf_ratio, ...) too.
+			if a, b := asJSON(t, res.Metrics), asJSON(t, ck.Metrics); a != b {
+				t.Errorf("metrics after resume %s, uninterrupted %s", a, b)
 			}
 			if c.cold {
 				return
 			}
 			// With the policy's snapshot and Storage restored, the cache
 			// and the modeled clock are the uninterrupted run's too.
-			if a, b := fmt.Sprintf("%+v", res.Cache), fmt.Sprintf("%+v", ck.Cache); a != b {
+			if a, b := asJSON(t, res.Cache), asJSON(t, ck.Cache); a != b {
 				t.Errorf("cache after resume %s, uninterrupted %s", a, b)
 			}
-			if a, b := fmt.Sprintf("%+v", res.ModeledClock), fmt.Sprintf("%+v", ck.ModeledClock); a != b {
+			if a, b := asJSON(t, res.ModeledClock), asJSON(t, ck.ModeledClock); a != b {
 				t.Errorf("modeled clock after resume %s, uninterrupted %s", a, b)
 			}
 		})
 	}
+}
+
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
 
 // TestResumeRefusesAnotherRunsCheckpoint: a checkpoint of another seed,

@@ -53,6 +53,7 @@ const (
 	partModel    = "model"    // the model's model.Stater state
 	partMetrics  = "metrics"  // stage.Metrics so far (JSON)
 	partMeasures = "measures" // per stage: both clocks per batch so far (JSON)
+	partStages   = "stages"   // per stage: its stage.Checkpointer state (JSON)
 )
 
 // Identity is the checkpoint identity of a run of g: its graph's stages
@@ -92,7 +93,9 @@ type checkpointer struct {
 type gate struct {
 	waiting  int
 	measures map[string]measures
-	ready    chan struct{}
+	// states are the stage.Checkpointer states, by stage id.
+	states map[string][]byte
+	ready  chan struct{}
 }
 
 // measures is what a stage measured of the batches before a boundary,
@@ -145,7 +148,7 @@ func (c *checkpointer) boundary(k uint64, total int) bool {
 func (c *checkpointer) gate(k uint64, stages int) *gate {
 	g, ok := c.gates[k]
 	if !ok {
-		g = &gate{waiting: stages, measures: map[string]measures{}, ready: make(chan struct{})}
+		g = &gate{waiting: stages, measures: map[string]measures{}, states: map[string][]byte{}, ready: make(chan struct{})}
 		c.gates[k] = g
 	}
 	return g
@@ -154,22 +157,33 @@ func (c *checkpointer) gate(k uint64, stages int) *gate {
 // checkIn is a stage's hook after it processed batch seq: at the batch
 // before a boundary it leaves its measures at the gate (the source's
 // too, before it issues the batches a stage looks ahead at).
-func (r *run) checkIn(n *node, seq uint64) {
+func (r *run) checkIn(ctx context.Context, n *node, seq uint64) error {
 	c := r.ckpt
 	if !c.boundary(seq+1, r.total) {
-		return
+		return nil
 	}
 	m := n.measuresUpTo(seq + 1)
+	var state []byte
+	if cp, ok := n.stage.(stage.Checkpointer); ok {
+		var err error
+		if state, err = cp.Checkpoint(ctx); err != nil {
+			return fmt.Errorf("checkpoint at batch %d: %w", seq+1, err)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.gate(seq+1, len(r.nodes)-r.sources())
 	g.measures[n.id] = m
+	if state != nil {
+		g.states[n.id] = state
+	}
 	if n.In == "" {
-		return // the source waits at the gate itself
+		return nil // the source waits at the gate itself
 	}
 	if g.waiting--; g.waiting == 0 {
 		close(g.ready)
 	}
+	return nil
 }
 
 func (r *run) sources() int {
@@ -203,10 +217,9 @@ func (r *run) beforeIssue(ctx context.Context, seq uint64) error {
 		return err
 	}
 	c.mu.Lock()
-	all := g.measures
 	delete(c.gates, k)
 	c.mu.Unlock()
-	dir, err := r.writeCheckpoint(ctx, k, all)
+	dir, err := r.writeCheckpoint(ctx, k, g)
 	if err != nil {
 		return fmt.Errorf("checkpoint at batch %d: %w", k, err)
 	}
@@ -236,7 +249,7 @@ func (n *node) measuresUpTo(k uint64) measures {
 }
 
 // writeCheckpoint writes boundary k's checkpoint under the root.
-func (r *run) writeCheckpoint(ctx context.Context, k uint64, all map[string]measures) (string, error) {
+func (r *run) writeCheckpoint(ctx context.Context, k uint64, g *gate) (string, error) {
 	c := r.ckpt
 	ctx, span := r.tracer.Start(ctx, "flowrun.checkpoint", trace.WithAttributes(attribute.Int64(telemetry.AttrBatchSeq, int64(k))))
 	defer span.End()
@@ -249,7 +262,11 @@ func (r *run) writeCheckpoint(ctx context.Context, k uint64, all map[string]meas
 	if err != nil {
 		return "", err
 	}
-	mea, err := json.Marshal(all)
+	mea, err := json.Marshal(g.measures)
+	if err != nil {
+		return "", err
+	}
+	states, err := json.Marshal(g.states)
 	if err != nil {
 		return "", err
 	}
@@ -265,6 +282,7 @@ func (r *run) writeCheckpoint(ctx context.Context, k uint64, all map[string]meas
 		{Name: partModel, Write: writeBytes(state)},
 		{Name: partMetrics, Write: writeBytes(met)},
 		{Name: partMeasures, Write: writeBytes(mea)},
+		{Name: partStages, Write: writeBytes(states)},
 	}, cacheParts...))
 	if err != nil {
 		return "", err
@@ -345,6 +363,9 @@ func (r *run) resume(ctx context.Context) error {
 		return fail(err)
 	}
 	if err := r.restoreCache(ctx, ck); err != nil {
+		return fail(err)
+	}
+	if err := r.restoreStages(ctx, ck); err != nil {
 		return fail(err)
 	}
 	var met savedMetrics
@@ -430,6 +451,28 @@ func jsonPart(ck *checkpoint.Checkpoint, name string, v any) error {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%w: %s: %v", checkpoint.ErrCorrupt, name, err)
+	}
+	return nil
+}
+
+// restoreStages gives each stage.Checkpointer its saved state.
+func (r *run) restoreStages(ctx context.Context, ck *checkpoint.Checkpoint) error {
+	var states map[string][]byte
+	if err := jsonPart(ck, partStages, &states); err != nil {
+		return err
+	}
+	for _, n := range r.nodes {
+		cp, ok := n.stage.(stage.Checkpointer)
+		if !ok {
+			continue
+		}
+		state, ok := states[n.id]
+		if !ok {
+			return fmt.Errorf("%w: it has no state of stage %s", checkpoint.ErrMismatch, n.id)
+		}
+		if err := cp.Restore(ctx, state); err != nil {
+			return fmt.Errorf("stage %s: %w", n.id, err)
+		}
 	}
 	return nil
 }

@@ -304,7 +304,7 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 		r.hazards.Wrote(b.Seq, r.opts.Stages.HazardName(n.Kind))
 	}
 	if err == nil {
-		r.checkIn(n, b.Seq)
+		err = r.checkIn(ctx, n, b.Seq)
 	}
 	span.SetAttributes(r.spanAttrs(n, b)...)
 	span.SetAttributes(attribute.Float64("flowrun.wall_ms", float64(elapsed.Nanoseconds())/1e6))
