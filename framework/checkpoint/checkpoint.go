@@ -86,10 +86,9 @@ type File struct {
 type Manifest struct {
 	Format int `json:"format"`
 	Identity
-	// Batch is the boundary: batches 0 … Batch−1 have left the graph and
-	// no stage but the source (and a stage looking ahead, which holds
-	// them unprocessed) has seen a later one. A resumed run starts at
-	// Batch.
+	// Batch is the boundary: batches 0 … Batch−1 have left the graph,
+	// and every stage's part was taken as it stood after batch Batch−1.
+	// A resumed run starts at Batch.
 	Batch uint64 `json:"batch"`
 	// Total is the run's batches (training and held-out).
 	Total uint64 `json:"total"`
