@@ -45,6 +45,8 @@ type runFlags struct {
 	// modeled, when set, is handed the run's modeled timeline and the
 	// stages' lookahead (engine.Options.Modeled): bench --warmup.
 	modeled func(*clock.Timeline, int)
+	// ckpt is --checkpoint-every, --checkpoint-dir and --resume.
+	ckpt checkpointFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -69,8 +71,16 @@ goes to stdout (--json: the results JSON instead; --quiet: nothing; with
 A failed run names the stage, batch and cause and writes no results file;
 an older results file at --out's path is renamed FILE.stale when the run
 starts (removed once the new one is written), so it never looks current.
-Exit codes: 0 ok, 1 the run failed, 2 bad usage or an invalid graph,
-130 interrupted (Ctrl-C or SIGTERM).
+Exit codes: 0 ok, 1 the run failed, 2 bad usage or an invalid graph
+(or a checkpoint that is corrupt or another run's), 130 interrupted
+(Ctrl-C or SIGTERM).
+
+--checkpoint-every N writes, every N training batches, what the run needs
+to continue (host rows, the model's and the cache's state, Storage,
+metrics) under --checkpoint-dir, atomically; --resume DIR continues from
+the newest checkpoint there (or from DIR itself, a ckpt-BATCH directory),
+with the same graph file and --set flags, and ends with the digest of the
+run never interrupted.
 
 --check-hazards checks, while the graph runs, that no stage reads a Storage
 slot or host row that an earlier batch still in flight has yet to write
@@ -137,6 +147,7 @@ interleaving actually broke.`,
 	cmd.Flags().BoolVar(&f.json, "json", false, "print the results as JSON on stdout instead of the summary (the content of --out's file)")
 	cmd.Flags().StringVar(&f.hazards, "check-hazards", "off", "check ScratchPipe's RAW hazards at run time: `strict` (the flag alone), dynamic or off")
 	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(engine.HazardsStrict)
+	f.ckpt.register(cmd)
 	return cmd
 }
 
@@ -212,6 +223,10 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	}
 	cfg := g.Config
 	runID := engine.NewRunID()
+	ckpt, err := f.ckpt.options(cfg.Name)
+	if err != nil {
+		return nil, err
+	}
 
 	spec := cfg.Tracing.Exporter
 	if f.trace != "" {
@@ -253,13 +268,13 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	res, err := engine.Run(ctx, engine.Options{
 		Graph: g, Stages: stages(), Plugins: locatedOpener{host, cfg}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
-		CheckHazards: hazards, Modeled: f.modeled,
+		CheckHazards: hazards, Modeled: f.modeled, Checkpoint: ckpt,
 	})
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("run %s interrupted; no results written", runID)
 		}
-		return nil, openFailure(err, path, f.sets)
+		return nil, checkpointFailure(openFailure(err, path, f.sets))
 	}
 	res.File = path
 	if res.Dataset, err = datasetUse(cfg.Dataset); err != nil {

@@ -67,6 +67,9 @@ type Options struct {
 	// is not called when no stage charged a device. flowrun bench --warmup
 	// times the batches after a warm-up on it.
 	Modeled func(tl *clock.Timeline, lookahead int)
+	// Checkpoint writes checkpoints at batch boundaries, or resumes from
+	// one (checkpoint.go).
+	Checkpoint CheckpointOptions
 }
 
 // StageError is a stage failing on a batch.
@@ -133,6 +136,8 @@ type run struct {
 	hazards *hazard.Checker
 	// served is the measured arrival and completion of paced batches.
 	served servedLog
+	// ckpt writes checkpoints and resumes; nil when the run does neither.
+	ckpt *checkpointer
 
 	mu   sync.Mutex
 	seen map[uint64]int // sinks that have seen a batch
@@ -302,6 +307,9 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 	if err == nil && r.hazards != nil {
 		r.hazards.Wrote(b.Seq, r.opts.Stages.HazardName(n.Kind))
 	}
+	if err == nil {
+		err = r.checkIn(ctx, n, b.Seq)
+	}
 	span.SetAttributes(r.spanAttrs(n, b)...)
 	span.SetAttributes(attribute.Float64("flowrun.wall_ms", float64(elapsed.Nanoseconds())/1e6))
 	if err != nil {
@@ -400,7 +408,10 @@ func (r *run) endBatches(err error) {
 // blocks while the graph is full.
 func (r *run) source(ctx context.Context, n *node) error {
 	src := n.stage.(stage.Source)
-	for seq := uint64(0); seq < src.Batches(); seq++ {
+	for seq := r.ckpt.first(); seq < src.Batches(); seq++ {
+		if err := r.beforeIssue(ctx, seq); err != nil {
+			return err
+		}
 		h, err := r.pool.Acquire(ctx, seq)
 		if err != nil {
 			return err

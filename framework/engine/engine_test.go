@@ -67,6 +67,9 @@ type recorder struct {
 	// Finish with the stage's name and Settings, after the last batch and
 	// before the run's digest.
 	atFinish func(name string, set stage.Settings) error
+	// atBatch, when set before the run, is called by the sink with each
+	// batch it processes (checkpoint_test.go: stands in for training).
+	atBatch func(name string, seq uint64, set stage.Settings)
 }
 
 func newRecorder() *recorder {
@@ -215,6 +218,9 @@ func (s *sink) Process(ctx context.Context, b *batch.Batch) error {
 	}
 	time.Sleep(time.Duration(s.cfg.DelayMs) * time.Millisecond)
 	s.rec.saw(s.name, b.Seq)
+	if s.rec.atBatch != nil {
+		s.rec.atBatch(s.name, b.Seq, s.set)
+	}
 	s.rec.mu.Lock()
 	s.rec.sunk++
 	s.rec.mu.Unlock()

@@ -70,7 +70,14 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		return nil, err
 	}
 	defer r.shutdown(context.WithoutCancel(ctx))
+	var err error
+	if r.ckpt, err = newCheckpointer(opts.Checkpoint, opts.Graph); err != nil {
+		return fail(err)
+	}
 	if err := r.build(ctx); err != nil {
+		return fail(err)
+	}
+	if err := r.resume(ctx); err != nil {
 		return fail(err)
 	}
 	wg, stopWorkers, err := r.start(ctx, cancel)
@@ -253,6 +260,10 @@ func (r *run) start(ctx context.Context, cancel context.CancelCauseFunc) (wg *sy
 	r.checkDone()
 	for _, n := range r.nodes {
 		n.modBySeq = make([]int64, r.total)
+	}
+	if err := r.startCheckpoints(ctx); err != nil {
+		stopWorkers()
+		return nil, nil, err
 	}
 	wg = &sync.WaitGroup{}
 	for _, n := range r.nodes {

@@ -950,6 +950,61 @@ func (x *CacheNeeds) GetProfileBatches() int64 {
 	return 0
 }
 
+// CacheSnapshot is a policy's opaque state (sdk/cache.Snapshotter): in
+// snapshot, or, when the host sends one too large for a message, in the
+// region ref names.
+type CacheSnapshot struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot      []byte                 `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Ref           *Ref                   `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CacheSnapshot) Reset() {
+	*x = CacheSnapshot{}
+	mi := &file_flowrun_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CacheSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CacheSnapshot) ProtoMessage() {}
+
+func (x *CacheSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CacheSnapshot.ProtoReflect.Descriptor instead.
+func (*CacheSnapshot) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CacheSnapshot) GetSnapshot() []byte {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *CacheSnapshot) GetRef() *Ref {
+	if x != nil {
+		return x.Ref
+	}
+	return nil
+}
+
 type KernelTable struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Data  *Ref                   `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
@@ -963,7 +1018,7 @@ type KernelTable struct {
 
 func (x *KernelTable) Reset() {
 	*x = KernelTable{}
-	mi := &file_flowrun_proto_msgTypes[13]
+	mi := &file_flowrun_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1030,7 @@ func (x *KernelTable) String() string {
 func (*KernelTable) ProtoMessage() {}
 
 func (x *KernelTable) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[13]
+	mi := &file_flowrun_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1043,7 @@ func (x *KernelTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelTable.ProtoReflect.Descriptor instead.
 func (*KernelTable) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{13}
+	return file_flowrun_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KernelTable) GetData() *Ref {
@@ -1031,7 +1086,7 @@ type Bags struct {
 
 func (x *Bags) Reset() {
 	*x = Bags{}
-	mi := &file_flowrun_proto_msgTypes[14]
+	mi := &file_flowrun_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1043,7 +1098,7 @@ func (x *Bags) String() string {
 func (*Bags) ProtoMessage() {}
 
 func (x *Bags) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[14]
+	mi := &file_flowrun_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1056,7 +1111,7 @@ func (x *Bags) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bags.ProtoReflect.Descriptor instead.
 func (*Bags) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{14}
+	return file_flowrun_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Bags) GetBatch() int64 {
@@ -1099,7 +1154,7 @@ type GatherReduceRequest struct {
 
 func (x *GatherReduceRequest) Reset() {
 	*x = GatherReduceRequest{}
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1166,7 @@ func (x *GatherReduceRequest) String() string {
 func (*GatherReduceRequest) ProtoMessage() {}
 
 func (x *GatherReduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1179,7 @@ func (x *GatherReduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatherReduceRequest.ProtoReflect.Descriptor instead.
 func (*GatherReduceRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{15}
+	return file_flowrun_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GatherReduceRequest) GetTables() []*KernelTable {
@@ -1170,7 +1225,7 @@ type ScatterRequest struct {
 
 func (x *ScatterRequest) Reset() {
 	*x = ScatterRequest{}
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1237,7 @@ func (x *ScatterRequest) String() string {
 func (*ScatterRequest) ProtoMessage() {}
 
 func (x *ScatterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1195,7 +1250,7 @@ func (x *ScatterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScatterRequest.ProtoReflect.Descriptor instead.
 func (*ScatterRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{16}
+	return file_flowrun_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ScatterRequest) GetTables() []*KernelTable {
@@ -1262,7 +1317,7 @@ type Coalesced struct {
 
 func (x *Coalesced) Reset() {
 	*x = Coalesced{}
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1274,7 +1329,7 @@ func (x *Coalesced) String() string {
 func (*Coalesced) ProtoMessage() {}
 
 func (x *Coalesced) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1287,7 +1342,7 @@ func (x *Coalesced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Coalesced.ProtoReflect.Descriptor instead.
 func (*Coalesced) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{17}
+	return file_flowrun_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Coalesced) GetRows() *Ref {
@@ -1338,7 +1393,7 @@ type ExpandCoalesceRequest struct {
 
 func (x *ExpandCoalesceRequest) Reset() {
 	*x = ExpandCoalesceRequest{}
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1405,7 @@ func (x *ExpandCoalesceRequest) String() string {
 func (*ExpandCoalesceRequest) ProtoMessage() {}
 
 func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1418,7 @@ func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandCoalesceRequest.ProtoReflect.Descriptor instead.
 func (*ExpandCoalesceRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{18}
+	return file_flowrun_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExpandCoalesceRequest) GetTables() []*KernelTable {
@@ -1411,7 +1466,7 @@ type CoalesceResult struct {
 
 func (x *CoalesceResult) Reset() {
 	*x = CoalesceResult{}
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1423,7 +1478,7 @@ func (x *CoalesceResult) String() string {
 func (*CoalesceResult) ProtoMessage() {}
 
 func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1436,7 +1491,7 @@ func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoalesceResult.ProtoReflect.Descriptor instead.
 func (*CoalesceResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{19}
+	return file_flowrun_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CoalesceResult) GetResult() *KernelResult {
@@ -1466,7 +1521,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1478,7 +1533,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1491,7 +1546,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{20}
+	return file_flowrun_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ApplyRequest) GetTables() []*KernelTable {
@@ -1540,7 +1595,7 @@ type KernelResult struct {
 
 func (x *KernelResult) Reset() {
 	*x = KernelResult{}
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1607,7 @@ func (x *KernelResult) String() string {
 func (*KernelResult) ProtoMessage() {}
 
 func (x *KernelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1620,7 @@ func (x *KernelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelResult.ProtoReflect.Descriptor instead.
 func (*KernelResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{21}
+	return file_flowrun_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *KernelResult) GetBytesRead() int64 {
@@ -1605,7 +1660,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1672,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1685,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{22}
+	return file_flowrun_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *StepRequest) GetSeq() uint64 {
@@ -1699,7 +1754,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1766,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1779,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{23}
+	return file_flowrun_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StepResult) GetLoss() float64 {
@@ -1750,7 +1805,7 @@ type DigestResult struct {
 
 func (x *DigestResult) Reset() {
 	*x = DigestResult{}
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1762,7 +1817,7 @@ func (x *DigestResult) String() string {
 func (*DigestResult) ProtoMessage() {}
 
 func (x *DigestResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1775,12 +1830,66 @@ func (x *DigestResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestResult.ProtoReflect.Descriptor instead.
 func (*DigestResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{24}
+	return file_flowrun_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *DigestResult) GetDigest() []byte {
 	if x != nil {
 		return x.Digest
+	}
+	return nil
+}
+
+// ModelState is a model's opaque state (model.Stater): in state, or, when
+// the host sends one too large for a message, in the region ref names.
+type ModelState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	State         []byte                 `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	Ref           *Ref                   `protobuf:"bytes,2,opt,name=ref,proto3" json:"ref,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelState) Reset() {
+	*x = ModelState{}
+	mi := &file_flowrun_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelState) ProtoMessage() {}
+
+func (x *ModelState) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelState.ProtoReflect.Descriptor instead.
+func (*ModelState) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ModelState) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *ModelState) GetRef() *Ref {
+	if x != nil {
+		return x.Ref
 	}
 	return nil
 }
@@ -1801,7 +1910,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1813,7 +1922,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1826,7 +1935,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{25}
+	return file_flowrun_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Op) GetName() string {
@@ -1882,7 +1991,7 @@ type Layer struct {
 
 func (x *Layer) Reset() {
 	*x = Layer{}
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1894,7 +2003,7 @@ func (x *Layer) String() string {
 func (*Layer) ProtoMessage() {}
 
 func (x *Layer) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1907,7 +2016,7 @@ func (x *Layer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layer.ProtoReflect.Descriptor instead.
 func (*Layer) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{26}
+	return file_flowrun_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Layer) GetM() int64 {
@@ -1948,7 +2057,7 @@ type DeviceProfile struct {
 
 func (x *DeviceProfile) Reset() {
 	*x = DeviceProfile{}
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2069,7 @@ func (x *DeviceProfile) String() string {
 func (*DeviceProfile) ProtoMessage() {}
 
 func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2082,7 @@ func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceProfile.ProtoReflect.Descriptor instead.
 func (*DeviceProfile) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{27}
+	return file_flowrun_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DeviceProfile) GetName() string {
@@ -2049,7 +2158,7 @@ type CostRequest struct {
 
 func (x *CostRequest) Reset() {
 	*x = CostRequest{}
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2061,7 +2170,7 @@ func (x *CostRequest) String() string {
 func (*CostRequest) ProtoMessage() {}
 
 func (x *CostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2074,7 +2183,7 @@ func (x *CostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostRequest.ProtoReflect.Descriptor instead.
 func (*CostRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{28}
+	return file_flowrun_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CostRequest) GetSeq() uint64 {
@@ -2100,7 +2209,7 @@ type CostResult struct {
 
 func (x *CostResult) Reset() {
 	*x = CostResult{}
-	mi := &file_flowrun_proto_msgTypes[29]
+	mi := &file_flowrun_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2112,7 +2221,7 @@ func (x *CostResult) String() string {
 func (*CostResult) ProtoMessage() {}
 
 func (x *CostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[29]
+	mi := &file_flowrun_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2125,7 +2234,7 @@ func (x *CostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostResult.ProtoReflect.Descriptor instead.
 func (*CostResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{29}
+	return file_flowrun_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CostResult) GetModeledNs() []int64 {
@@ -2144,7 +2253,7 @@ type CostModelParams struct {
 
 func (x *CostModelParams) Reset() {
 	*x = CostModelParams{}
-	mi := &file_flowrun_proto_msgTypes[30]
+	mi := &file_flowrun_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2265,7 @@ func (x *CostModelParams) String() string {
 func (*CostModelParams) ProtoMessage() {}
 
 func (x *CostModelParams) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[30]
+	mi := &file_flowrun_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2278,7 @@ func (x *CostModelParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostModelParams.ProtoReflect.Descriptor instead.
 func (*CostModelParams) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{30}
+	return file_flowrun_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CostModelParams) GetJson() []byte {
@@ -2252,7 +2361,10 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x04past\x18\x02 \x01(\x03R\x04past\x12\x16\n" +
 	"\x06future\x18\x03 \x01(\x03R\x06future\x12%\n" +
 	"\x0enever_bypasses\x18\x04 \x01(\bR\rneverBypasses\x12'\n" +
-	"\x0fprofile_batches\x18\x05 \x01(\x03R\x0eprofileBatches\"p\n" +
+	"\x0fprofile_batches\x18\x05 \x01(\x03R\x0eprofileBatches\"N\n" +
+	"\rCacheSnapshot\x12\x1a\n" +
+	"\bsnapshot\x18\x01 \x01(\fR\bsnapshot\x12!\n" +
+	"\x03ref\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ref\"p\n" +
 	"\vKernelTable\x12#\n" +
 	"\x04data\x18\x01 \x01(\v2\x0f.flowrun.v1.RefR\x04data\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x10\n" +
@@ -2319,7 +2431,11 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x04loss\x18\x01 \x01(\x01R\x04loss\x12\x14\n" +
 	"\x05flops\x18\x02 \x01(\x03R\x05flops\"&\n" +
 	"\fDigestResult\x12\x16\n" +
-	"\x06digest\x18\x01 \x01(\fR\x06digest\"\x97\x01\n" +
+	"\x06digest\x18\x01 \x01(\fR\x06digest\"E\n" +
+	"\n" +
+	"ModelState\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\fR\x05state\x12!\n" +
+	"\x03ref\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ref\"\x97\x01\n" +
 	"\x02Op\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04kind\x18\x02 \x01(\x05R\x04kind\x12\x14\n" +
@@ -2358,24 +2474,28 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x17SENTINEL_INVALID_CONFIG\x10\x01\x12\x1b\n" +
 	"\x17SENTINEL_NOT_CONFIGURED\x10\x02\x12\x1c\n" +
 	"\x18SENTINEL_INVALID_REQUEST\x10\x03\x12\x18\n" +
-	"\x14SENTINEL_UNSUPPORTED\x10\x042\xf0\x01\n" +
+	"\x14SENTINEL_UNSUPPORTED\x10\x042\xe3\x02\n" +
 	"\x05Cache\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
 	"\x04Plan\x12\x17.flowrun.v1.PlanRequest\x1a\x16.flowrun.v1.PlanResult\x12=\n" +
-	"\x05Needs\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x16.flowrun.v1.CacheNeeds2\x93\x03\n" +
+	"\x05Needs\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x16.flowrun.v1.CacheNeeds\x128\n" +
+	"\bSnapshot\x12\x11.flowrun.v1.Empty\x1a\x19.flowrun.v1.CacheSnapshot\x127\n" +
+	"\aRestore\x12\x19.flowrun.v1.CacheSnapshot\x1a\x11.flowrun.v1.Empty2\x93\x03\n" +
 	"\x06Kernel\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x12I\n" +
 	"\fGatherReduce\x12\x1f.flowrun.v1.GatherReduceRequest\x1a\x18.flowrun.v1.KernelResult\x12?\n" +
 	"\aScatter\x12\x1a.flowrun.v1.ScatterRequest\x1a\x18.flowrun.v1.KernelResult\x12O\n" +
 	"\x0eExpandCoalesce\x12!.flowrun.v1.ExpandCoalesceRequest\x1a\x1a.flowrun.v1.CoalesceResult\x12;\n" +
-	"\x05Apply\x12\x18.flowrun.v1.ApplyRequest\x1a\x18.flowrun.v1.KernelResult2\xe8\x01\n" +
+	"\x05Apply\x12\x18.flowrun.v1.ApplyRequest\x1a\x18.flowrun.v1.KernelResult2\xd3\x02\n" +
 	"\x05Model\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
 	"\x04Step\x12\x17.flowrun.v1.StepRequest\x1a\x16.flowrun.v1.StepResult\x125\n" +
-	"\x06Digest\x12\x11.flowrun.v1.Empty\x1a\x18.flowrun.v1.DigestResult2\xa8\x02\n" +
+	"\x06Digest\x12\x11.flowrun.v1.Empty\x1a\x18.flowrun.v1.DigestResult\x122\n" +
+	"\x05State\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.ModelState\x125\n" +
+	"\bSetState\x12\x16.flowrun.v1.ModelState\x1a\x11.flowrun.v1.Empty2\xa8\x02\n" +
 	"\x06Device\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
@@ -2396,7 +2516,7 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_flowrun_proto_goTypes = []any{
 	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
 	(*Empty)(nil),                 // 1: flowrun.v1.Empty
@@ -2412,24 +2532,26 @@ var file_flowrun_proto_goTypes = []any{
 	(*TableStats)(nil),            // 11: flowrun.v1.TableStats
 	(*PlanResult)(nil),            // 12: flowrun.v1.PlanResult
 	(*CacheNeeds)(nil),            // 13: flowrun.v1.CacheNeeds
-	(*KernelTable)(nil),           // 14: flowrun.v1.KernelTable
-	(*Bags)(nil),                  // 15: flowrun.v1.Bags
-	(*GatherReduceRequest)(nil),   // 16: flowrun.v1.GatherReduceRequest
-	(*ScatterRequest)(nil),        // 17: flowrun.v1.ScatterRequest
-	(*Coalesced)(nil),             // 18: flowrun.v1.Coalesced
-	(*ExpandCoalesceRequest)(nil), // 19: flowrun.v1.ExpandCoalesceRequest
-	(*CoalesceResult)(nil),        // 20: flowrun.v1.CoalesceResult
-	(*ApplyRequest)(nil),          // 21: flowrun.v1.ApplyRequest
-	(*KernelResult)(nil),          // 22: flowrun.v1.KernelResult
-	(*StepRequest)(nil),           // 23: flowrun.v1.StepRequest
-	(*StepResult)(nil),            // 24: flowrun.v1.StepResult
-	(*DigestResult)(nil),          // 25: flowrun.v1.DigestResult
-	(*Op)(nil),                    // 26: flowrun.v1.Op
-	(*Layer)(nil),                 // 27: flowrun.v1.Layer
-	(*DeviceProfile)(nil),         // 28: flowrun.v1.DeviceProfile
-	(*CostRequest)(nil),           // 29: flowrun.v1.CostRequest
-	(*CostResult)(nil),            // 30: flowrun.v1.CostResult
-	(*CostModelParams)(nil),       // 31: flowrun.v1.CostModelParams
+	(*CacheSnapshot)(nil),         // 14: flowrun.v1.CacheSnapshot
+	(*KernelTable)(nil),           // 15: flowrun.v1.KernelTable
+	(*Bags)(nil),                  // 16: flowrun.v1.Bags
+	(*GatherReduceRequest)(nil),   // 17: flowrun.v1.GatherReduceRequest
+	(*ScatterRequest)(nil),        // 18: flowrun.v1.ScatterRequest
+	(*Coalesced)(nil),             // 19: flowrun.v1.Coalesced
+	(*ExpandCoalesceRequest)(nil), // 20: flowrun.v1.ExpandCoalesceRequest
+	(*CoalesceResult)(nil),        // 21: flowrun.v1.CoalesceResult
+	(*ApplyRequest)(nil),          // 22: flowrun.v1.ApplyRequest
+	(*KernelResult)(nil),          // 23: flowrun.v1.KernelResult
+	(*StepRequest)(nil),           // 24: flowrun.v1.StepRequest
+	(*StepResult)(nil),            // 25: flowrun.v1.StepResult
+	(*DigestResult)(nil),          // 26: flowrun.v1.DigestResult
+	(*ModelState)(nil),            // 27: flowrun.v1.ModelState
+	(*Op)(nil),                    // 28: flowrun.v1.Op
+	(*Layer)(nil),                 // 29: flowrun.v1.Layer
+	(*DeviceProfile)(nil),         // 30: flowrun.v1.DeviceProfile
+	(*CostRequest)(nil),           // 31: flowrun.v1.CostRequest
+	(*CostResult)(nil),            // 32: flowrun.v1.CostResult
+	(*CostModelParams)(nil),       // 33: flowrun.v1.CostModelParams
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -2443,74 +2565,84 @@ var file_flowrun_proto_depIdxs = []int32{
 	10, // 8: flowrun.v1.PlanRequest.future:type_name -> flowrun.v1.Window
 	2,  // 9: flowrun.v1.Window.ids:type_name -> flowrun.v1.Ref
 	11, // 10: flowrun.v1.PlanResult.tables:type_name -> flowrun.v1.TableStats
-	2,  // 11: flowrun.v1.KernelTable.data:type_name -> flowrun.v1.Ref
-	2,  // 12: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
-	2,  // 13: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
-	14, // 14: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
-	15, // 15: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 16: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
-	14, // 17: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
-	15, // 18: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 19: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
-	2,  // 20: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
-	2,  // 21: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
-	14, // 22: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
-	15, // 23: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 24: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
-	18, // 25: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
-	22, // 26: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
-	14, // 27: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
-	18, // 28: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
-	2,  // 29: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
-	2,  // 30: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
-	2,  // 31: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
-	2,  // 32: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
-	2,  // 33: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	27, // 34: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
-	26, // 35: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 36: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 37: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 38: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	5,  // 39: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 40: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 41: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	16, // 42: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	17, // 43: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	19, // 44: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	21, // 45: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	1,  // 46: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 47: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	23, // 48: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 49: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 50: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 51: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 52: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	29, // 53: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	1,  // 54: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
-	7,  // 55: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 56: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 57: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	13, // 58: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
-	7,  // 59: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 60: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	22, // 61: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	22, // 62: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	20, // 63: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	22, // 64: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	7,  // 65: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 66: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	24, // 67: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	25, // 68: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	7,  // 69: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 70: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	28, // 71: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	30, // 72: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	31, // 73: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
-	55, // [55:74] is the sub-list for method output_type
-	36, // [36:55] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	2,  // 11: flowrun.v1.CacheSnapshot.ref:type_name -> flowrun.v1.Ref
+	2,  // 12: flowrun.v1.KernelTable.data:type_name -> flowrun.v1.Ref
+	2,  // 13: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
+	2,  // 14: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
+	15, // 15: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
+	16, // 16: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 17: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
+	15, // 18: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
+	16, // 19: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 20: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
+	2,  // 21: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
+	2,  // 22: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
+	15, // 23: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
+	16, // 24: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 25: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
+	19, // 26: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
+	23, // 27: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
+	15, // 28: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
+	19, // 29: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
+	2,  // 30: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
+	2,  // 31: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
+	2,  // 32: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
+	2,  // 33: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
+	2,  // 34: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
+	2,  // 35: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
+	29, // 36: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
+	28, // 37: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 38: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 39: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 40: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	5,  // 41: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 42: flowrun.v1.Cache.Snapshot:input_type -> flowrun.v1.Empty
+	14, // 43: flowrun.v1.Cache.Restore:input_type -> flowrun.v1.CacheSnapshot
+	1,  // 44: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 45: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	17, // 46: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	18, // 47: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	20, // 48: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	22, // 49: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	1,  // 50: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 51: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	24, // 52: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 53: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 54: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
+	27, // 55: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
+	1,  // 56: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 57: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 58: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	31, // 59: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	1,  // 60: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
+	7,  // 61: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 62: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 63: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 64: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	14, // 65: flowrun.v1.Cache.Snapshot:output_type -> flowrun.v1.CacheSnapshot
+	1,  // 66: flowrun.v1.Cache.Restore:output_type -> flowrun.v1.Empty
+	7,  // 67: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 68: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	23, // 69: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	23, // 70: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	21, // 71: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	23, // 72: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	7,  // 73: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 74: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	25, // 75: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	26, // 76: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	27, // 77: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
+	1,  // 78: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
+	7,  // 79: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 80: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	30, // 81: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	32, // 82: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	33, // 83: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
+	61, // [61:84] is the sub-list for method output_type
+	38, // [38:61] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
@@ -2524,7 +2656,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

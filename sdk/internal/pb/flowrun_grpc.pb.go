@@ -32,6 +32,8 @@ const (
 	Cache_Configure_FullMethodName = "/flowrun.v1.Cache/Configure"
 	Cache_Plan_FullMethodName      = "/flowrun.v1.Cache/Plan"
 	Cache_Needs_FullMethodName     = "/flowrun.v1.Cache/Needs"
+	Cache_Snapshot_FullMethodName  = "/flowrun.v1.Cache/Snapshot"
+	Cache_Restore_FullMethodName   = "/flowrun.v1.Cache/Restore"
 )
 
 // CacheClient is the client API for Cache service.
@@ -44,6 +46,11 @@ type CacheClient interface {
 	// Needs answers sdk/cache.Declarer (the zero CacheNeeds when the policy
 	// does not declare any); it must not change the policy's state.
 	Needs(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*CacheNeeds, error)
+	// Snapshot and Restore are sdk/cache.Snapshotter: the policy's state
+	// (Hit-Map, hold masks, clocks), saved by a checkpoint and put back on
+	// resume.
+	Snapshot(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*CacheSnapshot, error)
+	Restore(ctx context.Context, in *CacheSnapshot, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type cacheClient struct {
@@ -94,6 +101,26 @@ func (c *cacheClient) Needs(ctx context.Context, in *ConfigureRequest, opts ...g
 	return out, nil
 }
 
+func (c *cacheClient) Snapshot(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*CacheSnapshot, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CacheSnapshot)
+	err := c.cc.Invoke(ctx, Cache_Snapshot_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cacheClient) Restore(ctx context.Context, in *CacheSnapshot, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Cache_Restore_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CacheServer is the server API for Cache service.
 // All implementations must embed UnimplementedCacheServer
 // for forward compatibility.
@@ -104,6 +131,11 @@ type CacheServer interface {
 	// Needs answers sdk/cache.Declarer (the zero CacheNeeds when the policy
 	// does not declare any); it must not change the policy's state.
 	Needs(context.Context, *ConfigureRequest) (*CacheNeeds, error)
+	// Snapshot and Restore are sdk/cache.Snapshotter: the policy's state
+	// (Hit-Map, hold masks, clocks), saved by a checkpoint and put back on
+	// resume.
+	Snapshot(context.Context, *Empty) (*CacheSnapshot, error)
+	Restore(context.Context, *CacheSnapshot) (*Empty, error)
 	mustEmbedUnimplementedCacheServer()
 }
 
@@ -125,6 +157,12 @@ func (UnimplementedCacheServer) Plan(context.Context, *PlanRequest) (*PlanResult
 }
 func (UnimplementedCacheServer) Needs(context.Context, *ConfigureRequest) (*CacheNeeds, error) {
 	return nil, status.Error(codes.Unimplemented, "method Needs not implemented")
+}
+func (UnimplementedCacheServer) Snapshot(context.Context, *Empty) (*CacheSnapshot, error) {
+	return nil, status.Error(codes.Unimplemented, "method Snapshot not implemented")
+}
+func (UnimplementedCacheServer) Restore(context.Context, *CacheSnapshot) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method Restore not implemented")
 }
 func (UnimplementedCacheServer) mustEmbedUnimplementedCacheServer() {}
 func (UnimplementedCacheServer) testEmbeddedByValue()               {}
@@ -219,6 +257,42 @@ func _Cache_Needs_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cache_Snapshot_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CacheServer).Snapshot(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cache_Snapshot_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CacheServer).Snapshot(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Cache_Restore_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CacheSnapshot)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CacheServer).Restore(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cache_Restore_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CacheServer).Restore(ctx, req.(*CacheSnapshot))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cache_ServiceDesc is the grpc.ServiceDesc for Cache service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -241,6 +315,14 @@ var Cache_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Needs",
 			Handler:    _Cache_Needs_Handler,
+		},
+		{
+			MethodName: "Snapshot",
+			Handler:    _Cache_Snapshot_Handler,
+		},
+		{
+			MethodName: "Restore",
+			Handler:    _Cache_Restore_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
@@ -544,6 +626,8 @@ const (
 	Model_Configure_FullMethodName = "/flowrun.v1.Model/Configure"
 	Model_Step_FullMethodName      = "/flowrun.v1.Model/Step"
 	Model_Digest_FullMethodName    = "/flowrun.v1.Model/Digest"
+	Model_State_FullMethodName     = "/flowrun.v1.Model/State"
+	Model_SetState_FullMethodName  = "/flowrun.v1.Model/SetState"
 )
 
 // ModelClient is the client API for Model service.
@@ -554,6 +638,10 @@ type ModelClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*Empty, error)
 	Step(ctx context.Context, in *StepRequest, opts ...grpc.CallOption) (*StepResult, error)
 	Digest(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*DigestResult, error)
+	// State and SetState are model.Stater: the dense parameters and their
+	// optimizer state, saved by a checkpoint and put back on resume.
+	State(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ModelState, error)
+	SetState(ctx context.Context, in *ModelState, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type modelClient struct {
@@ -604,6 +692,26 @@ func (c *modelClient) Digest(ctx context.Context, in *Empty, opts ...grpc.CallOp
 	return out, nil
 }
 
+func (c *modelClient) State(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ModelState, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ModelState)
+	err := c.cc.Invoke(ctx, Model_State_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *modelClient) SetState(ctx context.Context, in *ModelState, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Model_SetState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ModelServer is the server API for Model service.
 // All implementations must embed UnimplementedModelServer
 // for forward compatibility.
@@ -612,6 +720,10 @@ type ModelServer interface {
 	Configure(context.Context, *ConfigureRequest) (*Empty, error)
 	Step(context.Context, *StepRequest) (*StepResult, error)
 	Digest(context.Context, *Empty) (*DigestResult, error)
+	// State and SetState are model.Stater: the dense parameters and their
+	// optimizer state, saved by a checkpoint and put back on resume.
+	State(context.Context, *Empty) (*ModelState, error)
+	SetState(context.Context, *ModelState) (*Empty, error)
 	mustEmbedUnimplementedModelServer()
 }
 
@@ -633,6 +745,12 @@ func (UnimplementedModelServer) Step(context.Context, *StepRequest) (*StepResult
 }
 func (UnimplementedModelServer) Digest(context.Context, *Empty) (*DigestResult, error) {
 	return nil, status.Error(codes.Unimplemented, "method Digest not implemented")
+}
+func (UnimplementedModelServer) State(context.Context, *Empty) (*ModelState, error) {
+	return nil, status.Error(codes.Unimplemented, "method State not implemented")
+}
+func (UnimplementedModelServer) SetState(context.Context, *ModelState) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetState not implemented")
 }
 func (UnimplementedModelServer) mustEmbedUnimplementedModelServer() {}
 func (UnimplementedModelServer) testEmbeddedByValue()               {}
@@ -727,6 +845,42 @@ func _Model_Digest_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Model_State_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ModelServer).State(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Model_State_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ModelServer).State(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Model_SetState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ModelState)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ModelServer).SetState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Model_SetState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ModelServer).SetState(ctx, req.(*ModelState))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Model_ServiceDesc is the grpc.ServiceDesc for Model service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -749,6 +903,14 @@ var Model_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Digest",
 			Handler:    _Model_Digest_Handler,
+		},
+		{
+			MethodName: "State",
+			Handler:    _Model_State_Handler,
+		},
+		{
+			MethodName: "SetState",
+			Handler:    _Model_SetState_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,104 @@
+package static
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/flowrun/flowrun/sdk/cache/plankit"
+)
+
+// snapshotTag names the format of a static snapshot: the plans answered,
+// whether the top-N is fixed, then per table its Hit-Map (row, slot
+// pairs), the plan that first filled each slot, and the warm-up's counts
+// (row, count pairs) while it still counts.
+const snapshotTag = "static/1"
+
+// Snapshot implements cache.Snapshotter.
+func (p *policy) Snapshot(context.Context) ([]byte, error) {
+	var out []byte
+	err := p.Guard.Locked(func() error {
+		w := plankit.NewSnapshotWriter(snapshotTag)
+		w.Uint64(p.plans)
+		w.Uint64(boolU(p.profiled))
+		w.Uint64(uint64(len(p.tables)))
+		for _, tb := range p.tables {
+			w.Uint64(boolU(tb.HitMap != nil))
+			w.Int64s(pairs(tb.HitMap, func(s int32) int64 { return int64(s) }))
+			w.Uint64s(tb.filledAt)
+			w.Uint64(boolU(tb.count != nil))
+			w.Int64s(pairs(tb.count, func(n uint64) int64 { return int64(n) }))
+		}
+		out = w.Bytes()
+		return nil
+	})
+	return out, err
+}
+
+// Restore implements cache.Snapshotter; a bad snapshot changes nothing.
+func (p *policy) Restore(_ context.Context, snapshot []byte) error {
+	return p.Guard.Locked(func() error {
+		r, err := plankit.NewSnapshotReader(snapshot, snapshotTag)
+		if err != nil {
+			return err
+		}
+		plans, profiled := r.Uint64("plans"), r.Uint64("profiled") == 1
+		if n := r.Uint64("tables"); n != uint64(len(p.tables)) {
+			return fmt.Errorf("static snapshot: %d tables, the policy has %d", n, len(p.tables))
+		}
+		fresh := make([]*table, len(p.tables))
+		for t, old := range p.tables {
+			what := fmt.Sprintf("table %d", t)
+			tb := &table{whole: old.whole, filledAt: make([]uint64, len(old.filledAt))}
+			hasHit := r.Uint64(what+" has a Hit-Map") == 1
+			hit := readPairs(r, what+" Hit-Map")
+			if hasHit {
+				tb.HitMap = make(map[int64]int32, len(hit)/2)
+				for i := 0; i+1 < len(hit); i += 2 {
+					tb.HitMap[hit[i]] = int32(hit[i+1])
+				}
+			}
+			r.Uint64s(tb.filledAt, what+" filled at")
+			hasCount := r.Uint64(what+" counts") == 1
+			count := readPairs(r, what+" counts")
+			if hasCount {
+				tb.count = make(map[int64]uint64, len(count)/2)
+				for i := 0; i+1 < len(count); i += 2 {
+					tb.count[count[i]] = uint64(count[i+1])
+				}
+			}
+			fresh[t] = tb
+		}
+		if err := r.Close(); err != nil {
+			return err
+		}
+		p.tables, p.plans, p.profiled = fresh, plans, profiled
+		return nil
+	})
+}
+
+func boolU(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// pairs is m as (key, value) pairs, keys ascending.
+func pairs[V any](m map[int64]V, val func(V) int64) []int64 {
+	keys := make([]int64, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := make([]int64, 0, 2*len(keys))
+	for _, k := range keys {
+		out = append(out, k, val(m[k]))
+	}
+	return out
+}
+
+// readPairs reads an array of pairs of any length.
+func readPairs(r *plankit.SnapshotReader, what string) []int64 {
+	return r.Int64sAny(what)
+}
