@@ -1,0 +1,267 @@
+package batch
+
+import (
+	"fmt"
+
+	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/sdk/kernel/quant"
+	"github.com/flowrun/flowrun/sdk/region"
+)
+
+// Precision is how the host tables store embedding values
+// (embedding.precision, .rounding, .lowprec_min_rows, .storage; the
+// mixed-precision paper's Sec. 3). The zero value is FP32: nothing
+// changes.
+//
+// A low-precision table (one of at least MinRows rows, when Precision is
+// not FP32) keeps its values and its optimizer state apart: the values in
+// region "table<t>" at quant.RowBytes per row (INT4 two codes to a byte,
+// INT2 four, plus the FP32 scale and bias; FP16 two bytes a value), or,
+// Emulated, as FP32 values holding the quantize-dequantized numbers (the
+// paper's CPU emulation, Sec. 4.1); the optimizer state, FP32 always (the
+// paper does not say; its memory factor does not count it), in region
+// "table<t>-state". Smaller tables keep the FP32 layout of the zero value.
+//
+// A kernel cannot read such a table directly (Direct is false and its
+// Kernel() entry has no region): stages read a row with ReadRow, which
+// dequantizes, and store one with WriteRow, which quantizes with the
+// configured rounding. A row's initial FP32 value (InitRow) is stored at
+// its first touch, so a never-updated row already holds low-precision
+// values; stochastic draws are keyed by (seed, table, row, batch, element),
+// quant.InitBatch for the first touch. Packed and emulated tables hold the
+// same numbers, so they end with the same digest.
+type Precision struct {
+	Precision quant.Precision
+	Rounding  quant.Rounding
+	// MinRows: tables with fewer rows stay FP32.
+	MinRows int64
+	// Emulated stores FP32 values instead of packed codes.
+	Emulated bool
+}
+
+// PrecisionOf reads the embedding keys.
+func PrecisionOf(e config.Embedding) (Precision, error) {
+	var p Precision
+	var err error
+	if e.Precision != "" {
+		if p.Precision, err = quant.ParsePrecision(e.Precision); err != nil {
+			return p, fmt.Errorf("embedding.precision: %w", err)
+		}
+	}
+	if e.Rounding != "" {
+		if p.Rounding, err = quant.ParseRounding(e.Rounding); err != nil {
+			return p, fmt.Errorf("embedding.rounding: %w", err)
+		}
+	}
+	p.MinRows, p.Emulated = e.LowprecMinRows, e.Storage == "emulated"
+	return p, nil
+}
+
+// of is the precision a table of rows rows is stored at.
+func (p Precision) of(rows int64) quant.Precision {
+	if p.Precision == quant.FP32 || rows < p.MinRows {
+		return quant.FP32
+	}
+	return p.Precision
+}
+
+// lowTable is the storage of one low-precision table.
+type lowTable struct {
+	prec quant.Precision
+	// values is the region's bytes: rows × rowBytes.
+	values   []byte
+	rowBytes int
+	// state is the optimizer state, rows × stateFloats (nil without).
+	state  []float32
+	stateR *region.Region
+	// tmp is an FP32 row for the first touch (under virtualTable.mu).
+	tmp []float32
+}
+
+// newLowTable creates table i's regions: values at the table's precision
+// (FP32 values when emulated), then the state.
+func (t *Tables) newLowTable(i int, n int64, p quant.Precision) (*region.Region, *lowTable, error) {
+	lt := &lowTable{prec: p, rowBytes: quant.RowBytes(p, t.Dim), tmp: make([]float32, t.Dim)}
+	if t.prec.Emulated {
+		lt.rowBytes = 4 * t.Dim
+	}
+	r, err := region.Create(fmt.Sprintf("table%d", i), n*int64(lt.rowBytes))
+	if err != nil {
+		return nil, nil, err
+	}
+	lt.values = r.Bytes()
+	if sf := t.Stride - t.Dim; sf > 0 {
+		if lt.stateR, err = region.Create(fmt.Sprintf("table%d-state", i), n*int64(sf)*4); err != nil {
+			r.Close()
+			return nil, nil, err
+		}
+		lt.state = region.Float32s(lt.stateR.Bytes())
+	}
+	return r, lt, nil
+}
+
+// Direct reports whether kernels may work on table's region as FP32 rows
+// of Stride floats (Kernel): true unless the table is low-precision.
+func (t *Tables) Direct(table int) bool { return t.tables[table].low == nil }
+
+// PrecisionOf is the precision table is stored at.
+func (t *Tables) PrecisionOf(table int) quant.Precision {
+	if lt := t.tables[table].low; lt != nil {
+		return lt.prec
+	}
+	return quant.FP32
+}
+
+// key is the stochastic rounding's key of a row stored by batch seq.
+func (t *Tables) key(table int, row int64, seq uint64) quant.Key {
+	return quant.Key{Seed: t.seed, Table: table, Row: row, Batch: seq}
+}
+
+// initLow stores row id's initial value in a low-precision table (its
+// first touch, under vt.mu; its pages are allocated).
+func (t *Tables) initLow(table int, id int64, lt *lowTable) {
+	InitRow(lt.tmp, t.seed, table, id, t.scale)
+	lt.store(id, lt.tmp, t.prec.Rounding, t.key(table, id, quant.InitBatch))
+	if lt.state != nil {
+		sf := int64(t.Stride - t.Dim)
+		clear(lt.state[id*sf : (id+1)*sf])
+	}
+}
+
+// store writes values (Dim floats) into row id, down-converted.
+func (lt *lowTable) store(id int64, values []float32, r quant.Rounding, key quant.Key) {
+	dst := lt.values[id*int64(lt.rowBytes) : (id+1)*int64(lt.rowBytes)]
+	if lt.rowBytes == 4*len(values) && lt.prec != quant.FP32 { // emulated
+		row := region.Float32s(dst)
+		copy(row, values)
+		quant.FakeQuantize(row, lt.prec, r, key)
+		return
+	}
+	quant.QuantizeRow(dst, values, lt.prec, r, key)
+}
+
+// load reads row id's values (len(dst) floats), up-converted.
+func (lt *lowTable) load(id int64, dst []float32) {
+	src := lt.values[id*int64(lt.rowBytes) : (id+1)*int64(lt.rowBytes)]
+	if lt.rowBytes == 4*len(dst) && lt.prec != quant.FP32 { // emulated
+		copy(dst, region.Float32s(src))
+		return
+	}
+	quant.DequantizeRow(dst, src, lt.prec)
+}
+
+// ReadRow copies row of table into dst (Stride floats: values, then the
+// optimizer state), up-converting a low-precision row. A row not touched
+// yet is touched first (see Row).
+func (t *Tables) ReadRow(table int, row int64, dst []float32) {
+	vt := t.tables[table]
+	if vt.low == nil {
+		copy(dst, t.Row(table, row))
+		return
+	}
+	t.ensureTouched(table, row)
+	vt.low.load(row, dst[:t.Dim])
+	if vt.low.state != nil {
+		sf := int64(t.Stride - t.Dim)
+		copy(dst[t.Dim:t.Stride], vt.low.state[row*sf:(row+1)*sf])
+	}
+}
+
+// WriteRow stores src (Stride floats) as row of table, written by batch
+// seq: a low-precision row's values are down-converted with the tables'
+// rounding, keyed by (seed, table, row, seq, element); its state is copied.
+func (t *Tables) WriteRow(table int, row int64, src []float32, seq uint64) {
+	vt := t.tables[table]
+	if vt.low == nil {
+		copy(t.Row(table, row), src)
+		return
+	}
+	t.ensureTouched(table, row)
+	vt.low.store(row, src[:t.Dim], t.prec.Rounding, t.key(table, row, seq))
+	if vt.low.state != nil {
+		sf := int64(t.Stride - t.Dim)
+		copy(vt.low.state[row*sf:(row+1)*sf], src[t.Dim:t.Stride])
+	}
+}
+
+// ensureTouched touches a row Go code reads or writes; see Row.
+func (t *Tables) ensureTouched(table int, row int64) {
+	if !t.Touched(table, row) {
+		if err := t.touchSlow(table, row); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// populateLow allocates row id's pages in a low-precision table's regions.
+func (vt *virtualTable) populateLow(id int64, stateFloats int) error {
+	lt := vt.low
+	rb := int64(lt.rowBytes)
+	if err := populate(&vt.noPopulate, lt.values, id*rb, rb); err != nil {
+		return err
+	}
+	if lt.state != nil {
+		sf := int64(stateFloats) * 4
+		return populate(&vt.noPopulate, lt.stateR.Bytes(), id*sf, sf)
+	}
+	return nil
+}
+
+// rowBytes is the bytes one row of table takes: Stride float32s, or the
+// packed values plus the FP32 state.
+func (t *Tables) rowBytes(table int) int64 {
+	if lt := t.tables[table].low; lt != nil {
+		return int64(lt.rowBytes) + 4*int64(t.Stride-t.Dim)
+	}
+	return 4 * int64(t.Stride)
+}
+
+// Compression is the tables' memory compression factor (Eq. 2 without a
+// cache): the bytes of their embedding values over the same values in
+// FP32. Optimizer state is left out, as the paper's factor leaves it out.
+type Compression struct {
+	// Eq3 is Eq. 2–3 over every row of every table (quant.TablesFactor).
+	Eq3 float64
+	// Counted is the touched rows' value bytes (packed rows, scale and
+	// bias) over their FP32 bytes.
+	Counted float64
+	// Measured is the blocks the value regions hold (an FP32 table's
+	// region counted for its values' share, Dim/Stride) over the touched
+	// rows' FP32 value bytes: page granularity makes it at least Counted.
+	Measured float64
+}
+
+// Compression measures the tables' compression; ok is false when every
+// table is FP32 (nothing to report).
+func (t *Tables) Compression() (c Compression, ok bool, err error) {
+	precs := make([]quant.Precision, len(t.tables))
+	var counted, fp32, measured float64
+	for i, vt := range t.tables {
+		precs[i] = t.PrecisionOf(i)
+		ok = ok || vt.low != nil
+		n := float64(vt.touched.Load())
+		fp32 += n * 4 * float64(t.Dim)
+		if vt.low == nil {
+			counted += n * 4 * float64(t.Dim)
+			b, err := allocatedBytes([]*region.Region{t.regions[i]})
+			if err != nil {
+				return c, ok, err
+			}
+			measured += float64(b) * float64(t.Dim) / float64(t.Stride)
+			continue
+		}
+		counted += n * float64(vt.low.rowBytes)
+		b, err := allocatedBytes([]*region.Region{t.regions[i]})
+		if err != nil {
+			return c, ok, err
+		}
+		measured += float64(b)
+	}
+	// Emulated tables store FP32, so their Counted and Measured are about
+	// 1; Eq3 is what packing them would give.
+	c.Eq3 = quant.TablesFactor(t.rows, precs, t.Dim)
+	if fp32 > 0 {
+		c.Counted, c.Measured = counted/fp32, measured/fp32
+	}
+	return c, ok, nil
+}
