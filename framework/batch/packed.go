@@ -2,6 +2,8 @@ package batch
 
 import (
 	"fmt"
+	"math/bits"
+	"os"
 
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/sdk/kernel/quant"
@@ -64,6 +66,10 @@ func (p Precision) of(rows int64) quant.Precision {
 	}
 	return p.Precision
 }
+
+// FlushBatch is the batch number that keys the down-conversion of the rows
+// Storage.Flush writes back at the end of a run; no batch has it.
+const FlushBatch = quant.InitBatch - 1
 
 // lowTable is the storage of one low-precision table.
 type lowTable struct {
@@ -225,43 +231,68 @@ type Compression struct {
 	// Counted is the touched rows' value bytes (packed rows, scale and
 	// bias) over their FP32 bytes.
 	Counted float64
-	// Measured is the blocks the value regions hold (an FP32 table's
-	// region counted for its values' share, Dim/Stride) over the touched
-	// rows' FP32 value bytes: page granularity makes it at least Counted.
+	// Measured is the blocks the value regions hold over the blocks FP32
+	// tables holding the same touched rows would hold. An FP32 table's
+	// region counts for its values' share (Dim/Stride). The numerator is
+	// measured (file blocks); the denominator, there being no FP32 copy in
+	// the run, is the pages the FP32 layout's touched rows cover (from the
+	// touched bitmap), so both pay the same page granularity.
 	Measured float64
+}
+
+// fp32Pages is the bytes of the pages that table's touched rows would
+// cover in the FP32 layout (rows of Stride float32s).
+func (t *Tables) fp32Pages(table int) int64 {
+	page := int64(os.Getpagesize())
+	rb := 4 * int64(t.Stride)
+	var n int64
+	last := int64(-1)
+	vt := t.tables[table]
+	for wi := range vt.bits {
+		w := vt.bits[wi].Load()
+		for w != 0 {
+			id := int64(wi)*64 + int64(bits.TrailingZeros64(w))
+			w &= w - 1
+			lo, hi := id*rb/page, ((id+1)*rb-1)/page
+			lo = max(lo, last+1)
+			if hi >= lo {
+				n += hi - lo + 1
+				last = hi
+			}
+		}
+	}
+	return n * page
 }
 
 // Compression measures the tables' compression; ok is false when every
 // table is FP32 (nothing to report).
 func (t *Tables) Compression() (c Compression, ok bool, err error) {
 	precs := make([]quant.Precision, len(t.tables))
-	var counted, fp32, measured float64
+	var counted, fp32, measured, fp32Measured float64
+	share := float64(t.Dim) / float64(t.Stride)
 	for i, vt := range t.tables {
 		precs[i] = t.PrecisionOf(i)
 		ok = ok || vt.low != nil
 		n := float64(vt.touched.Load())
 		fp32 += n * 4 * float64(t.Dim)
-		if vt.low == nil {
-			counted += n * 4 * float64(t.Dim)
-			b, err := allocatedBytes([]*region.Region{t.regions[i]})
-			if err != nil {
-				return c, ok, err
-			}
-			measured += float64(b) * float64(t.Dim) / float64(t.Stride)
-			continue
-		}
-		counted += n * float64(vt.low.rowBytes)
+		fp32Measured += float64(t.fp32Pages(i)) * share
 		b, err := allocatedBytes([]*region.Region{t.regions[i]})
 		if err != nil {
 			return c, ok, err
 		}
+		if vt.low == nil {
+			counted += n * 4 * float64(t.Dim)
+			measured += float64(b) * share
+			continue
+		}
+		counted += n * float64(vt.low.rowBytes)
 		measured += float64(b)
 	}
 	// Emulated tables store FP32, so their Counted and Measured are about
 	// 1; Eq3 is what packing them would give.
 	c.Eq3 = quant.TablesFactor(t.rows, precs, t.Dim)
 	if fp32 > 0 {
-		c.Counted, c.Measured = counted/fp32, measured/fp32
+		c.Counted, c.Measured = counted/fp32, measured/fp32Measured
 	}
 	return c, ok, nil
 }

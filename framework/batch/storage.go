@@ -154,7 +154,9 @@ func (s *Storage) Flush(t *Tables) (int64, error) {
 			if row >= t.RowsOf(table) {
 				return n, fmt.Errorf("storage flush: table %d slot %d holds row %d outside [0, %d)", table, slot, row, t.RowsOf(table))
 			}
-			copy(t.Row(table, row), s.Row(table, int64(slot)))
+			// A low-precision table stores the row down-converted
+			// (FlushBatch keys a stochastic rounding).
+			t.WriteRow(table, row, s.Row(table, int64(slot)), FlushBatch)
 			n++
 		}
 	}

@@ -92,8 +92,11 @@ type pass struct {
 	bags   kernel.Bags
 	tables []kernel.Table
 	// pl is where the rows are with source: storage, nil with host.
-	pl   *placement
-	step *model.StepRequest
+	pl *placement
+	// lowHost is, with source: host and low-precision tables, where their
+	// rows are staged in FP32 (placeHost); nil otherwise.
+	lowHost *placement
+	step    *model.StepRequest
 	// ops go to the host device, backOps to the backward device, gpuOps
 	// to the compute device.
 	ops, backOps, gpuOps []device.Op
@@ -174,6 +177,15 @@ func (t *trainer) begin(b *batch.Batch) (*pass, error) {
 			return nil, err
 		}
 		p.bags, p.tables = p.pl.bags, p.pl.tables
+	} else if t.lowPrecision() {
+		if t.cfg.Backward == BackwardCast {
+			// The casted index names host rows, not the staged copies.
+			return nil, fmt.Errorf("batch %d: backward: %s does not train low-precision host tables (embedding.precision); use the fused backward", b.Seq, BackwardCast)
+		}
+		if p.lowHost, err = t.placeHost(b, p.bags); err != nil {
+			return nil, err
+		}
+		p.bags, p.tables = p.lowHost.bags, p.lowHost.tables
 	}
 	return p, nil
 }
@@ -221,6 +233,9 @@ func (t *trainer) backward(ctx context.Context, p *pass) error {
 		if err != nil {
 			return err
 		}
+		if p.lowHost != nil {
+			t.restore(p.lowHost)
+		}
 		p.backOps = append([]device.Op{coalesce}, t.handOff(unique)...)
 		p.ops = append(p.ops, device.Op{Name: OpApply, Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
 		ScatterBytes.Set(b, apply.BytesWritten)
@@ -236,6 +251,9 @@ func (t *trainer) backward(ctx context.Context, p *pass) error {
 		p.lap(PrimScatter)
 		if p.pl != nil {
 			t.restore(p.pl)
+		}
+		if p.lowHost != nil {
+			t.restore(p.lowHost)
 		}
 		p.ops = append(p.ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: scatter.BytesRead + scatter.BytesWritten})
 		ScatterBytes.Set(b, scatter.BytesWritten)
