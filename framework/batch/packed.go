@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/kernel/quant"
 	"github.com/flowrun/flowrun/sdk/region"
 )
@@ -105,6 +106,29 @@ func (t *Tables) newLowTable(i int, n int64, p quant.Precision) (*region.Region,
 	}
 	return r, lt, nil
 }
+
+// Low returns the tables as the convert operators take them
+// (kernel.ConvertRequest): a low-precision table's values and state
+// regions; an FP32 table's entry is empty and must have no rows to
+// convert.
+func (t *Tables) Low() []kernel.LowTable {
+	out := make([]kernel.LowTable, len(t.tables))
+	for i, vt := range t.tables {
+		lt := vt.low
+		if lt == nil {
+			continue
+		}
+		out[i] = kernel.LowTable{Values: t.regions[i].Ref(), Rows: t.rows[i], Dim: t.Dim,
+			StateFloats: t.Stride - t.Dim, Precision: lt.prec, Emulated: t.prec.Emulated}
+		if lt.stateR != nil {
+			out[i].State = lt.stateR.Ref()
+		}
+	}
+	return out
+}
+
+// Rounding is the tables' rounding and the seed that keys its draws.
+func (t *Tables) Rounding() (quant.Rounding, uint64) { return t.prec.Rounding, t.seed }
 
 // Direct reports whether kernels may work on table's region as FP32 rows
 // of Stride floats (Kernel): true unless the table is low-precision.

@@ -164,23 +164,12 @@ func (pl *placement) locate(seq uint64, st *batch.Storage, ids, slots, offsets [
 // into the table's scratch rows, from Storage or from the host table,
 // points the lookups' idx at them and trains the table there.
 func (t *trainer) stageRows(seq uint64, pl *placement, tab int, ids, slots, idx []int64) error {
-	stride := int64(t.set.Layout.Stride)
-	at := int64(tab) * int64(t.set.Layout.IDsPerTable) * stride
-	sc := stagedTable{table: tab, scratchAt: at}
-	clear(t.scratchOf)
-	for p, row := range ids {
-		s := slots[p]
-		i, ok := t.scratchOf[row]
-		if !ok {
-			i = int64(len(sc.rows))
-			t.scratchOf[row] = i
-			sc.rows = append(sc.rows, row)
-			sc.slots = append(sc.slots, s)
-		} else if sc.slots[i] != s {
-			return fmt.Errorf("batch %d: table %d: row %d is looked up with slot %d and slot %d", seq, tab, row, sc.slots[i], s)
-		}
-		idx[p] = i
+	sc, err := t.distinctRows(seq, tab, ids, slots, idx)
+	if err != nil {
+		return err
 	}
+	stride := int64(t.set.Layout.Stride)
+	at := sc.scratchAt
 	rows := region.Float32s(t.scratchRows.Bytes())
 	for i, row := range sc.rows {
 		dst := rows[at+int64(i)*stride : at+int64(i+1)*stride]
@@ -190,12 +179,44 @@ func (t *trainer) stageRows(seq uint64, pl *placement, tab int, ids, slots, idx 
 			t.set.Tables.ReadRow(tab, row, dst)
 		}
 	}
-	pl.tables[tab] = kernel.Table{
-		Data: t.scratchRows.Ref().Sub(4*at, 4*int64(len(sc.rows))*stride),
+	t.stagedTable(pl, sc)
+	return nil
+}
+
+// stagedTable trains table sc.table on its scratch rows.
+func (t *trainer) stagedTable(pl *placement, sc stagedTable) {
+	stride := int64(t.set.Layout.Stride)
+	pl.tables[sc.table] = kernel.Table{
+		Data: t.scratchRows.Ref().Sub(4*sc.scratchAt, 4*int64(len(sc.rows))*stride),
 		Rows: int64(len(sc.rows)), Dim: t.set.Layout.Dim, Stride: t.set.Layout.Stride,
 	}
 	pl.staged = append(pl.staged, sc)
-	return nil
+}
+
+// distinctRows numbers the distinct rows of table tab's lookups (ids, their
+// slots) in order of first lookup and points the lookups' idx at them.
+func (t *trainer) distinctRows(seq uint64, tab int, ids, slots, idx []int64) (stagedTable, error) {
+	stride := int64(t.set.Layout.Stride)
+	at := int64(tab) * int64(t.set.Layout.IDsPerTable) * stride
+	sc := stagedTable{table: tab, scratchAt: at}
+	clear(t.scratchOf)
+	for p, row := range ids {
+		s := int64(-1) // no slots: every row from its host table
+		if slots != nil {
+			s = slots[p]
+		}
+		i, ok := t.scratchOf[row]
+		if !ok {
+			i = int64(len(sc.rows))
+			t.scratchOf[row] = i
+			sc.rows = append(sc.rows, row)
+			sc.slots = append(sc.slots, s)
+		} else if sc.slots[i] != s {
+			return sc, fmt.Errorf("batch %d: table %d: row %d is looked up with slot %d and slot %d", seq, tab, row, sc.slots[i], s)
+		}
+		idx[p] = i
+	}
+	return sc, nil
 }
 
 // restore writes every staged row back to its slot or host row, after the

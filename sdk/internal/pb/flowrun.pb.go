@@ -1571,6 +1571,207 @@ func (x *KernelResult) GetFlops() int64 {
 	return 0
 }
 
+// A table stored below FP32 (sdk/kernel.LowTable).
+type LowTable struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        *Ref                   `protobuf:"bytes,1,opt,name=values,proto3" json:"values,omitempty"`
+	State         *Ref                   `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Rows          int64                  `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
+	Dim           int64                  `protobuf:"varint,4,opt,name=dim,proto3" json:"dim,omitempty"`
+	StateFloats   int64                  `protobuf:"varint,5,opt,name=state_floats,json=stateFloats,proto3" json:"state_floats,omitempty"`
+	Precision     int32                  `protobuf:"varint,6,opt,name=precision,proto3" json:"precision,omitempty"`
+	Emulated      bool                   `protobuf:"varint,7,opt,name=emulated,proto3" json:"emulated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LowTable) Reset() {
+	*x = LowTable{}
+	mi := &file_flowrun_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LowTable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LowTable) ProtoMessage() {}
+
+func (x *LowTable) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LowTable.ProtoReflect.Descriptor instead.
+func (*LowTable) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *LowTable) GetValues() *Ref {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *LowTable) GetState() *Ref {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *LowTable) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *LowTable) GetDim() int64 {
+	if x != nil {
+		return x.Dim
+	}
+	return 0
+}
+
+func (x *LowTable) GetStateFloats() int64 {
+	if x != nil {
+		return x.StateFloats
+	}
+	return 0
+}
+
+func (x *LowTable) GetPrecision() int32 {
+	if x != nil {
+		return x.Precision
+	}
+	return 0
+}
+
+func (x *LowTable) GetEmulated() bool {
+	if x != nil {
+		return x.Emulated
+	}
+	return false
+}
+
+type ConvertRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tables        []*LowTable            `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
+	Rows          *Ref                   `protobuf:"bytes,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	RowStart      []int64                `protobuf:"varint,3,rep,packed,name=row_start,json=rowStart,proto3" json:"row_start,omitempty"`
+	Counts        []int64                `protobuf:"varint,4,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	Fp32          *Ref                   `protobuf:"bytes,5,opt,name=fp32,proto3" json:"fp32,omitempty"`
+	Fp32Start     []int64                `protobuf:"varint,6,rep,packed,name=fp32_start,json=fp32Start,proto3" json:"fp32_start,omitempty"`
+	Rounding      int32                  `protobuf:"varint,7,opt,name=rounding,proto3" json:"rounding,omitempty"`
+	Seed          uint64                 `protobuf:"varint,8,opt,name=seed,proto3" json:"seed,omitempty"`
+	Batch         uint64                 `protobuf:"varint,9,opt,name=batch,proto3" json:"batch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertRequest) Reset() {
+	*x = ConvertRequest{}
+	mi := &file_flowrun_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertRequest) ProtoMessage() {}
+
+func (x *ConvertRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertRequest.ProtoReflect.Descriptor instead.
+func (*ConvertRequest) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ConvertRequest) GetTables() []*LowTable {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetRows() *Ref {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetRowStart() []int64 {
+	if x != nil {
+		return x.RowStart
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetCounts() []int64 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetFp32() *Ref {
+	if x != nil {
+		return x.Fp32
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetFp32Start() []int64 {
+	if x != nil {
+		return x.Fp32Start
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetRounding() int32 {
+	if x != nil {
+		return x.Rounding
+	}
+	return 0
+}
+
+func (x *ConvertRequest) GetSeed() uint64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
+}
+
+func (x *ConvertRequest) GetBatch() uint64 {
+	if x != nil {
+		return x.Batch
+	}
+	return 0
+}
+
 type StepRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1587,7 +1788,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1800,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1813,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{22}
+	return file_flowrun_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StepRequest) GetSeq() uint64 {
@@ -1681,7 +1882,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +1894,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +1907,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{23}
+	return file_flowrun_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StepResult) GetLoss() float64 {
@@ -1732,7 +1933,7 @@ type DigestResult struct {
 
 func (x *DigestResult) Reset() {
 	*x = DigestResult{}
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1945,7 @@ func (x *DigestResult) String() string {
 func (*DigestResult) ProtoMessage() {}
 
 func (x *DigestResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1958,7 @@ func (x *DigestResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestResult.ProtoReflect.Descriptor instead.
 func (*DigestResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{24}
+	return file_flowrun_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DigestResult) GetDigest() []byte {
@@ -1779,7 +1980,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +1992,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +2005,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{25}
+	return file_flowrun_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Op) GetName() string {
@@ -1851,7 +2052,7 @@ type DeviceProfile struct {
 
 func (x *DeviceProfile) Reset() {
 	*x = DeviceProfile{}
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +2064,7 @@ func (x *DeviceProfile) String() string {
 func (*DeviceProfile) ProtoMessage() {}
 
 func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +2077,7 @@ func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceProfile.ProtoReflect.Descriptor instead.
 func (*DeviceProfile) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{26}
+	return file_flowrun_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeviceProfile) GetName() string {
@@ -1945,7 +2146,7 @@ type CostRequest struct {
 
 func (x *CostRequest) Reset() {
 	*x = CostRequest{}
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1957,7 +2158,7 @@ func (x *CostRequest) String() string {
 func (*CostRequest) ProtoMessage() {}
 
 func (x *CostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1970,7 +2171,7 @@ func (x *CostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostRequest.ProtoReflect.Descriptor instead.
 func (*CostRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{27}
+	return file_flowrun_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CostRequest) GetSeq() uint64 {
@@ -1996,7 +2197,7 @@ type CostResult struct {
 
 func (x *CostResult) Reset() {
 	*x = CostResult{}
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2008,7 +2209,7 @@ func (x *CostResult) String() string {
 func (*CostResult) ProtoMessage() {}
 
 func (x *CostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2021,7 +2222,7 @@ func (x *CostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostResult.ProtoReflect.Descriptor instead.
 func (*CostResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{28}
+	return file_flowrun_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CostResult) GetModeledNs() []int64 {
@@ -2152,7 +2353,26 @@ const file_flowrun_proto_rawDesc = "" +
 	"\n" +
 	"bytes_read\x18\x01 \x01(\x03R\tbytesRead\x12#\n" +
 	"\rbytes_written\x18\x02 \x01(\x03R\fbytesWritten\x12\x14\n" +
-	"\x05flops\x18\x03 \x01(\x03R\x05flops\"\x9f\x02\n" +
+	"\x05flops\x18\x03 \x01(\x03R\x05flops\"\xdd\x01\n" +
+	"\bLowTable\x12'\n" +
+	"\x06values\x18\x01 \x01(\v2\x0f.flowrun.v1.RefR\x06values\x12%\n" +
+	"\x05state\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x05state\x12\x12\n" +
+	"\x04rows\x18\x03 \x01(\x03R\x04rows\x12\x10\n" +
+	"\x03dim\x18\x04 \x01(\x03R\x03dim\x12!\n" +
+	"\fstate_floats\x18\x05 \x01(\x03R\vstateFloats\x12\x1c\n" +
+	"\tprecision\x18\x06 \x01(\x05R\tprecision\x12\x1a\n" +
+	"\bemulated\x18\a \x01(\bR\bemulated\"\xa2\x02\n" +
+	"\x0eConvertRequest\x12,\n" +
+	"\x06tables\x18\x01 \x03(\v2\x14.flowrun.v1.LowTableR\x06tables\x12#\n" +
+	"\x04rows\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x04rows\x12\x1b\n" +
+	"\trow_start\x18\x03 \x03(\x03R\browStart\x12\x16\n" +
+	"\x06counts\x18\x04 \x03(\x03R\x06counts\x12#\n" +
+	"\x04fp32\x18\x05 \x01(\v2\x0f.flowrun.v1.RefR\x04fp32\x12\x1d\n" +
+	"\n" +
+	"fp32_start\x18\x06 \x03(\x03R\tfp32Start\x12\x1a\n" +
+	"\brounding\x18\a \x01(\x05R\brounding\x12\x12\n" +
+	"\x04seed\x18\b \x01(\x04R\x04seed\x12\x14\n" +
+	"\x05batch\x18\t \x01(\x04R\x05batch\"\x9f\x02\n" +
 	"\vStepRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05batch\x18\x02 \x01(\x03R\x05batch\x12'\n" +
@@ -2203,14 +2423,17 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
 	"\x04Plan\x12\x17.flowrun.v1.PlanRequest\x1a\x16.flowrun.v1.PlanResult\x12=\n" +
-	"\x05Needs\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x16.flowrun.v1.CacheNeeds2\x93\x03\n" +
+	"\x05Needs\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x16.flowrun.v1.CacheNeeds2\x99\x04\n" +
 	"\x06Kernel\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x12I\n" +
 	"\fGatherReduce\x12\x1f.flowrun.v1.GatherReduceRequest\x1a\x18.flowrun.v1.KernelResult\x12?\n" +
 	"\aScatter\x12\x1a.flowrun.v1.ScatterRequest\x1a\x18.flowrun.v1.KernelResult\x12O\n" +
 	"\x0eExpandCoalesce\x12!.flowrun.v1.ExpandCoalesceRequest\x1a\x1a.flowrun.v1.CoalesceResult\x12;\n" +
-	"\x05Apply\x12\x18.flowrun.v1.ApplyRequest\x1a\x18.flowrun.v1.KernelResult2\xe8\x01\n" +
+	"\x05Apply\x12\x18.flowrun.v1.ApplyRequest\x1a\x18.flowrun.v1.KernelResult\x12@\n" +
+	"\bQuantize\x12\x1a.flowrun.v1.ConvertRequest\x1a\x18.flowrun.v1.KernelResult\x12B\n" +
+	"\n" +
+	"Dequantize\x12\x1a.flowrun.v1.ConvertRequest\x1a\x18.flowrun.v1.KernelResult2\xe8\x01\n" +
 	"\x05Model\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
@@ -2235,7 +2458,7 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_flowrun_proto_goTypes = []any{
 	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
 	(*Empty)(nil),                 // 1: flowrun.v1.Empty
@@ -2260,13 +2483,15 @@ var file_flowrun_proto_goTypes = []any{
 	(*CoalesceResult)(nil),        // 20: flowrun.v1.CoalesceResult
 	(*ApplyRequest)(nil),          // 21: flowrun.v1.ApplyRequest
 	(*KernelResult)(nil),          // 22: flowrun.v1.KernelResult
-	(*StepRequest)(nil),           // 23: flowrun.v1.StepRequest
-	(*StepResult)(nil),            // 24: flowrun.v1.StepResult
-	(*DigestResult)(nil),          // 25: flowrun.v1.DigestResult
-	(*Op)(nil),                    // 26: flowrun.v1.Op
-	(*DeviceProfile)(nil),         // 27: flowrun.v1.DeviceProfile
-	(*CostRequest)(nil),           // 28: flowrun.v1.CostRequest
-	(*CostResult)(nil),            // 29: flowrun.v1.CostResult
+	(*LowTable)(nil),              // 23: flowrun.v1.LowTable
+	(*ConvertRequest)(nil),        // 24: flowrun.v1.ConvertRequest
+	(*StepRequest)(nil),           // 25: flowrun.v1.StepRequest
+	(*StepResult)(nil),            // 26: flowrun.v1.StepResult
+	(*DigestResult)(nil),          // 27: flowrun.v1.DigestResult
+	(*Op)(nil),                    // 28: flowrun.v1.Op
+	(*DeviceProfile)(nil),         // 29: flowrun.v1.DeviceProfile
+	(*CostRequest)(nil),           // 30: flowrun.v1.CostRequest
+	(*CostResult)(nil),            // 31: flowrun.v1.CostResult
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -2298,53 +2523,62 @@ var file_flowrun_proto_depIdxs = []int32{
 	22, // 26: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
 	14, // 27: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
 	18, // 28: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
-	2,  // 29: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
-	2,  // 30: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
-	2,  // 31: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
-	2,  // 32: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
-	2,  // 33: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	26, // 34: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 35: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 36: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 37: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	5,  // 38: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 39: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 40: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	16, // 41: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	17, // 42: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	19, // 43: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	21, // 44: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	1,  // 45: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 46: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	23, // 47: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 48: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 49: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 50: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 51: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	28, // 52: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	7,  // 53: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 54: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 55: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	13, // 56: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
-	7,  // 57: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 58: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	22, // 59: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	22, // 60: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	20, // 61: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	22, // 62: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	7,  // 63: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 64: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	24, // 65: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	25, // 66: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	7,  // 67: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 68: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	27, // 69: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	29, // 70: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	53, // [53:71] is the sub-list for method output_type
-	35, // [35:53] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	2,  // 29: flowrun.v1.LowTable.values:type_name -> flowrun.v1.Ref
+	2,  // 30: flowrun.v1.LowTable.state:type_name -> flowrun.v1.Ref
+	23, // 31: flowrun.v1.ConvertRequest.tables:type_name -> flowrun.v1.LowTable
+	2,  // 32: flowrun.v1.ConvertRequest.rows:type_name -> flowrun.v1.Ref
+	2,  // 33: flowrun.v1.ConvertRequest.fp32:type_name -> flowrun.v1.Ref
+	2,  // 34: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
+	2,  // 35: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
+	2,  // 36: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
+	2,  // 37: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
+	2,  // 38: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
+	28, // 39: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 40: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 41: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 42: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	5,  // 43: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 44: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 45: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	16, // 46: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	17, // 47: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	19, // 48: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	21, // 49: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	24, // 50: flowrun.v1.Kernel.Quantize:input_type -> flowrun.v1.ConvertRequest
+	24, // 51: flowrun.v1.Kernel.Dequantize:input_type -> flowrun.v1.ConvertRequest
+	1,  // 52: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 53: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	25, // 54: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 55: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 56: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 57: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 58: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	30, // 59: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	7,  // 60: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 61: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 62: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 63: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	7,  // 64: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 65: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	22, // 66: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	22, // 67: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	20, // 68: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	22, // 69: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	22, // 70: flowrun.v1.Kernel.Quantize:output_type -> flowrun.v1.KernelResult
+	22, // 71: flowrun.v1.Kernel.Dequantize:output_type -> flowrun.v1.KernelResult
+	7,  // 72: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 73: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	26, // 74: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	27, // 75: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	7,  // 76: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 77: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	29, // 78: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	31, // 79: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	60, // [60:80] is the sub-list for method output_type
+	40, // [40:60] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
@@ -2358,7 +2592,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   4,
 		},
