@@ -69,13 +69,16 @@ func Code(v, s, b float32, levels int, r Rounding, u uint32) uint8 {
 		return uint8(levels)
 	}
 	if r == Stochastic {
-		fl := math.Floor(t)
+		fl := float64(int64(t)) // floor: t > 0
 		if roundUp(u, t-fl) {
 			fl++
 		}
 		return uint8(fl)
 	}
-	return uint8(math.RoundToEven(t))
+	// Round half to even: for 0 ≤ t < 2^52, adding and subtracting 2^52
+	// rounds t to an integer in the FPU's default mode, ties to even
+	// (math.RoundToEven's result, faster).
+	return uint8((t + 0x1p52) - 0x1p52)
 }
 
 // Dequant is the value of code q: q·s + b, rounded to FP32 after each
@@ -111,6 +114,10 @@ func QuantizeRow(dst []byte, x []float32, p Precision, r Rounding, key Key) {
 	binary.LittleEndian.PutUint32(dst[4:], math.Float32bits(b))
 	codes := dst[8:RowBytes(p, len(x))]
 	clear(codes)
+	if r == Nearest && s != 0 {
+		quantizeNearest(codes, x, bits, s, b, float64(levels))
+		return
+	}
 	var st uint64
 	if r == Stochastic {
 		st = key.stream()
@@ -121,6 +128,24 @@ func QuantizeRow(dst []byte, x []float32, p Precision, r Rounding, key Key) {
 			u = draw(st, e)
 		}
 		q := Code(v, s, b, levels, r, u)
+		at := e * bits
+		codes[at>>3] |= q << (at & 7)
+	}
+}
+
+// quantizeNearest is QuantizeRow's loop for nearest rounding and s > 0:
+// Code's arithmetic, inlined.
+func quantizeNearest(codes []byte, x []float32, bits int, s, b float32, levels float64) {
+	for e, v := range x {
+		t := float64(float32(float32(v-b) / s))
+		var q uint8
+		switch {
+		case !(t > 0):
+		case t >= levels:
+			q = uint8(levels)
+		default:
+			q = uint8((t + 0x1p52) - 0x1p52)
+		}
 		at := e * bits
 		codes[at>>3] |= q << (at & 7)
 	}
@@ -143,12 +168,40 @@ func DequantizeRow(dst []float32, src []byte, p Precision) {
 	}
 	s := math.Float32frombits(binary.LittleEndian.Uint32(src))
 	b := math.Float32frombits(binary.LittleEndian.Uint32(src[4:]))
-	bits := p.Bits()
-	mask := uint8(1<<bits - 1)
-	codes := src[8:]
+	dequantizeCodes(dst, src[8:], p, s, b)
+}
+
+// dequantizeCodes is DequantizeRow's loop: INT8 straight, INT4 and INT2
+// through the row's table of 16 or 4 values (each Dequant(q, s, b), so the
+// bits are the same).
+func dequantizeCodes(dst []float32, codes []byte, p Precision, s, b float32) {
+	switch p {
+	case INT8:
+		codes = codes[:len(dst)]
+		for e, q := range codes {
+			dst[e] = Dequant(q, s, b)
+		}
+		return
+	case INT4:
+		var lut [16]float32
+		for q := range lut {
+			lut[q] = Dequant(uint8(q), s, b)
+		}
+		n := len(dst)
+		for i, c := range codes[:n/2] {
+			dst[2*i], dst[2*i+1] = lut[c&15], lut[c>>4]
+		}
+		if n%2 == 1 {
+			dst[n-1] = lut[codes[n/2]&15]
+		}
+		return
+	}
+	var lut [4]float32
+	for q := range lut {
+		lut[q] = Dequant(uint8(q), s, b)
+	}
 	for e := range dst {
-		at := e * bits
-		dst[e] = Dequant(codes[at>>3]>>(at&7)&mask, s, b)
+		dst[e] = lut[codes[e>>2]>>(2*(e&3))&3]
 	}
 }
 
