@@ -82,10 +82,11 @@ type KernelResult struct {
 	Impl       string `json:"impl,omitempty"`
 	GoMaxProcs int    `json:"gomaxprocs"`
 	// StreamCopyGBps is, for quantize and dequantize, STREAM's copy
-	// (a[i] = b[i]) on the same threads over as many bytes as one call
-	// reads and writes, timed in the same run, each repetition right after
-	// the operator's (A and B alternated): the memory limit the operator
-	// is held to. StreamRatio is TrafficGBps over it.
+	// (a[i] = b[i]) on the same threads over arrays of as many bytes as
+	// one call reads and writes (at least 256 MiB each, to outsize the
+	// caches), timed in the same run, each repetition right after the
+	// operator's (A and B alternated): the memory limit the operator is
+	// held to. StreamRatio is TrafficGBps over it.
 	StreamCopyGBps float64 `json:"stream_copy_gbps,omitempty"`
 	StreamRatio    float64 `json:"stream_ratio,omitempty"`
 }

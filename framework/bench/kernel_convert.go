@@ -87,14 +87,16 @@ func (s *kernelSetup) callConvert(ctx context.Context, k kernel.Kernel, op strin
 }
 
 // measureAgainstCopy is measure for the conversions, each repetition
-// followed by a STREAM copy of as many bytes as the call moved (read and
-// written), on the same threads; both medians are kept.
+// followed by a STREAM copy on the same threads; both medians are kept.
+// The copy's arrays hold as many bytes as the call moved (read and
+// written), and at least streamMinBytes each, STREAM's rule that the
+// arrays outsize the caches, so that the limit is memory's.
 func (res *KernelResult) measureAgainstCopy(call func() (*kernel.Result, []int64, error)) error {
 	r, _, err := call()
 	if err != nil {
 		return fmt.Errorf("%s: %w", res.Op, err)
 	}
-	half := (r.BytesRead + r.BytesWritten) / 2 / 8 * 8
+	half := max((r.BytesRead+r.BytesWritten)/2, streamMinBytes) / 8 * 8
 	src, dst := make([]byte, half), make([]byte, half)
 	fillFloats(region.Float32s(src), 3, 1)
 	copyOnce := func() { streamCopy(dst, src, res.Threads) }
@@ -113,6 +115,10 @@ func (res *KernelResult) measureAgainstCopy(call func() (*kernel.Result, []int64
 	res.StreamRatio = res.TrafficGBps / res.StreamCopyGBps
 	return nil
 }
+
+// streamMinBytes is the least size of each STREAM array: several times
+// the last-level cache of current server parts.
+const streamMinBytes = 256 << 20
 
 // streamCopy is STREAM's copy kernel, dst = src, split over threads.
 func streamCopy(dst, src []byte, threads int) {
