@@ -117,8 +117,9 @@ func (res *KernelResult) measureAgainstCopy(call func() (*kernel.Result, []int64
 }
 
 // streamMinBytes is the least size of each STREAM array: several times
-// the last-level cache of current server parts.
-const streamMinBytes = 256 << 20
+// the last-level cache of current server parts (a variable so that tests
+// can run small).
+var streamMinBytes int64 = 256 << 20
 
 // streamCopy is STREAM's copy kernel, dst = src, split over threads.
 func streamCopy(dst, src []byte, threads int) {

@@ -27,6 +27,8 @@ func (k *convertKernel) Dequantize(_ context.Context, req *kernel.ConvertRequest
 // tables of the asked precision, report the kernel's traffic, and a STREAM
 // copy of the same bytes measured in the same run.
 func TestRunKernelConvert(t *testing.T) {
+	defer func(n int64) { streamMinBytes = n }(streamMinBytes)
+	streamMinBytes = 1 << 20
 	for _, op := range []string{kernel.OpQuantize, kernel.OpDequantize} {
 		for _, p := range []string{"fp16", "int8", "int4", "int2"} {
 			c := smallKernel(op)
