@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -47,6 +48,11 @@ func (s *kernelSetup) buildConvert(c KernelConfig, indices []int64) error {
 		v, err := s.alloc(fmt.Sprintf("lowtable%d", t), c.Rows*int64(lt.RowBytes()))
 		if err != nil {
 			return err
+		}
+		if c.HugePages {
+			if err := v.AdviseHugePages(); err != nil && !errors.Is(err, errors.ErrUnsupported) {
+				return err
+			}
 		}
 		lt.Values = v.Ref()
 		s.lowTables = append(s.lowTables, v)

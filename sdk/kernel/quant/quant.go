@@ -6,7 +6,8 @@
 // row layout, and the memory compression factor of Eq. 2–3.
 //
 // It is public so that a kernel plugin, the host tables and a test can
-// share one definition, bit for bit. It imports only the standard library
+// share one definition, bit for bit. It imports the standard library and
+// golang.org/x/sys/cpu (INT8 rows use AVX2 where present, the same bits),
 // and must not import framework/.
 //
 // Decisions the paper leaves open ([A] in the reading notes), fixed here:

@@ -136,7 +136,13 @@ func QuantizeRow(dst []byte, x []float32, p Precision, r Rounding, key Key) {
 // quantizeNearest is QuantizeRow's loop for nearest rounding and s > 0:
 // Code's arithmetic, inlined.
 func quantizeNearest(codes []byte, x []float32, bits int, s, b float32, levels float64) {
-	for e, v := range x {
+	done := 0
+	if bits == 8 && useAVX2 && len(x) >= 8 {
+		done = len(x) &^ 7
+		quant8AVX2(&codes[0], &x[0], done, s, b)
+	}
+	for e := done; e < len(x); e++ {
+		v := x[e]
 		t := float64(float32(float32(v-b) / s))
 		var q uint8
 		switch {
@@ -178,8 +184,13 @@ func dequantizeCodes(dst []float32, codes []byte, p Precision, s, b float32) {
 	switch p {
 	case INT8:
 		codes = codes[:len(dst)]
-		for e, q := range codes {
-			dst[e] = Dequant(q, s, b)
+		done := 0
+		if useAVX2 && len(dst) >= 8 {
+			done = len(dst) &^ 7
+			dequant8AVX2(&dst[0], &codes[0], done, s, b)
+		}
+		for e := done; e < len(dst); e++ {
+			dst[e] = Dequant(codes[e], s, b)
 		}
 		return
 	case INT4:
