@@ -57,6 +57,11 @@ import (
 //     first write becomes page-cache writeback to disk; not needed while
 //     the touched rows fit in memory.
 //
+// Tables may also be stored below FP32 (embedding.precision): see
+// Precision in packed.go. Then a table's region holds packed rows, its
+// optimizer state is a region apart, and Go code reads and writes rows
+// with ReadRow and WriteRow, which convert; Row is for FP32 tables only.
+//
 // When the touched rows do not fit in the region directory's filesystem,
 // Touch returns an error naming it instead of the process dying of SIGBUS:
 // each newly touched row's pages are allocated with MADV_POPULATE_WRITE,
