@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"os"
+	"sync"
+	"sync/atomic"
 
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/sdk/kernel"
@@ -30,9 +32,12 @@ import (
 // dequantizes, and store one with WriteRow, which quantizes with the
 // configured rounding. A row's initial FP32 value (InitRow) is stored at
 // its first touch, so a never-updated row already holds low-precision
-// values; stochastic draws are keyed by (seed, table, row, batch, element),
-// quant.InitBatch for the first touch. Packed and emulated tables hold the
-// same numbers, so they end with the same digest.
+// values (KeepInit instead reads a never-written row as its FP32 initial
+// value, the paper's emulation); stochastic draws are keyed by (seed,
+// table, row, batch, element), quant.InitBatch for the first touch. At
+// the end of a run the rows the cache holds are kept in FP32 (FlushRow).
+// Packed and emulated tables hold the same numbers, so they end with the
+// same digest.
 type Precision struct {
 	Precision quant.Precision
 	Rounding  quant.Rounding
@@ -40,6 +45,10 @@ type Precision struct {
 	MinRows int64
 	// Emulated stores FP32 values instead of packed codes.
 	Emulated bool
+	// KeepInit keeps a row at its FP32 initial value until its first
+	// write (embedding.quantize_init: false): such a row is not stored at
+	// all, and reads as InitRow's values.
+	KeepInit bool
 }
 
 // PrecisionOf reads the embedding keys.
@@ -56,7 +65,7 @@ func PrecisionOf(e config.Embedding) (Precision, error) {
 			return p, fmt.Errorf("embedding.rounding: %w", err)
 		}
 	}
-	p.MinRows, p.Emulated = e.LowprecMinRows, e.Storage == "emulated"
+	p.MinRows, p.Emulated, p.KeepInit = e.LowprecMinRows, e.Storage == "emulated", !e.QuantizeInit
 	return p, nil
 }
 
@@ -67,10 +76,6 @@ func (p Precision) of(rows int64) quant.Precision {
 	}
 	return p.Precision
 }
-
-// FlushBatch is the batch number that keys the down-conversion of the rows
-// Storage.Flush writes back at the end of a run; no batch has it.
-const FlushBatch = quant.InitBatch - 1
 
 // lowTable is the storage of one low-precision table.
 type lowTable struct {
@@ -83,12 +88,24 @@ type lowTable struct {
 	stateR *region.Region
 	// tmp is an FP32 row for the first touch (under virtualTable.mu).
 	tmp []float32
+	// written has bit r set once row r was stored (Precision.KeepInit:
+	// a row never stored reads as its initial value); nil otherwise.
+	written []atomic.Uint64
+	// flushed holds, after Storage.Flush, the FP32 rows the cache held at
+	// the end of the run: the cache's copy is the model's (Sec. 3: the
+	// FP32 copy is authoritative while resident), so they are not
+	// down-converted.
+	flushMu sync.Mutex
+	flushed map[int64][]float32
 }
 
 // newLowTable creates table i's regions: values at the table's precision
 // (FP32 values when emulated), then the state.
 func (t *Tables) newLowTable(i int, n int64, p quant.Precision) (*region.Region, *lowTable, error) {
 	lt := &lowTable{prec: p, rowBytes: quant.RowBytes(p, t.Dim), tmp: make([]float32, t.Dim)}
+	if t.prec.KeepInit {
+		lt.written = make([]atomic.Uint64, (n+63)/64)
+	}
 	if t.prec.Emulated {
 		lt.rowBytes = 4 * t.Dim
 	}
@@ -150,6 +167,9 @@ func (t *Tables) key(table int, row int64, seq uint64) quant.Key {
 // initLow stores row id's initial value in a low-precision table (its
 // first touch, under vt.mu; its pages are allocated).
 func (t *Tables) initLow(table int, id int64, lt *lowTable) {
+	if lt.written != nil {
+		return // read as InitRow until written; the state region is zeros
+	}
 	InitRow(lt.tmp, t.seed, table, id, t.scale)
 	lt.store(id, lt.tmp, t.prec.Rounding, t.key(table, id, quant.InitBatch))
 	if lt.state != nil {
@@ -190,7 +210,14 @@ func (t *Tables) ReadRow(table int, row int64, dst []float32) {
 		return
 	}
 	t.ensureTouched(table, row)
-	vt.low.load(row, dst[:t.Dim])
+	if vt.low.flushedRow(row, dst[:t.Stride]) {
+		return
+	}
+	if t.Fresh(table, row) {
+		InitRow(dst[:t.Dim], t.seed, table, row, t.scale)
+	} else {
+		vt.low.load(row, dst[:t.Dim])
+	}
 	if vt.low.state != nil {
 		sf := int64(t.Stride - t.Dim)
 		copy(dst[t.Dim:t.Stride], vt.low.state[row*sf:(row+1)*sf])
@@ -212,6 +239,64 @@ func (t *Tables) WriteRow(table int, row int64, src []float32, seq uint64) {
 		sf := int64(t.Stride - t.Dim)
 		copy(vt.low.state[row*sf:(row+1)*sf], src[t.Dim:t.Stride])
 	}
+	t.MarkWritten(table, []int64{row})
+}
+
+// Fresh reports whether row of a low-precision table still reads as its
+// FP32 initial value because it was never written (Precision.KeepInit):
+// the convert operators, which read the stored bytes, do not know it, so
+// a caller that dequantizes rows through a kernel puts InitValues in
+// their place.
+func (t *Tables) Fresh(table int, row int64) bool {
+	lt := t.tables[table].low
+	return lt != nil && lt.written != nil && lt.written[row>>6].Load()&(1<<(row&63)) == 0
+}
+
+// InitValues writes row's initial FP32 values (Dim floats) into dst.
+func (t *Tables) InitValues(table int, row int64, dst []float32) {
+	InitRow(dst[:t.Dim], t.seed, table, row, t.scale)
+}
+
+// MarkWritten records that rows of a low-precision table were stored (by
+// WriteRow, or by a kernel's quantize operator on the table's regions).
+func (t *Tables) MarkWritten(table int, rows []int64) {
+	lt := t.tables[table].low
+	if lt == nil || lt.written == nil {
+		return
+	}
+	for _, r := range rows {
+		lt.written[r>>6].Or(1 << (r & 63))
+	}
+}
+
+// FlushRow is the end of a run's write of a row the cache holds (Storage
+// Flush): an FP32 table takes it as WriteRow does; a low-precision table
+// keeps the FP32 row beside its stored one, and reads and the digest see
+// it, since the cache's FP32 copy is the trained model's row.
+func (t *Tables) FlushRow(table int, row int64, src []float32) {
+	lt := t.tables[table].low
+	if lt == nil {
+		copy(t.Row(table, row), src)
+		return
+	}
+	t.ensureTouched(table, row)
+	lt.flushMu.Lock()
+	defer lt.flushMu.Unlock()
+	if lt.flushed == nil {
+		lt.flushed = map[int64][]float32{}
+	}
+	lt.flushed[row] = append([]float32(nil), src[:t.Stride]...)
+}
+
+// flushedRow copies row's flushed FP32 copy into dst, if it has one.
+func (lt *lowTable) flushedRow(row int64, dst []float32) bool {
+	lt.flushMu.Lock()
+	defer lt.flushMu.Unlock()
+	f, ok := lt.flushed[row]
+	if ok {
+		copy(dst, f)
+	}
+	return ok
 }
 
 // ensureTouched touches a row Go code reads or writes; see Row.

@@ -129,3 +129,36 @@ func TestInt4MemoryAtDim128(t *testing.T) {
 		t.Fatal("FP32 tables report a compression")
 	}
 }
+
+// TestKeepInitAndFlush: with KeepInit a touched, never-written row reads
+// as its FP32 initial value and becomes low-precision at its first write;
+// a flushed row reads (and hashes) as the FP32 row the cache held.
+func TestKeepInitAndFlush(t *testing.T) {
+	const dim, stride = 8, 9
+	tabs := newPrecTables(t, []int64{1000}, dim, stride, Precision{Precision: quant.INT2, MinRows: 1000, KeepInit: true})
+	if err := tabs.Touch(0, []int64{4, 5}); err != nil {
+		t.Fatal(err)
+	}
+	got, want := make([]float32, stride), make([]float32, stride)
+	InitRow(want[:dim], 7, 0, 4, float32(1/math.Sqrt(dim)))
+	tabs.ReadRow(0, 4, got)
+	if !tabs.Fresh(0, 4) || !slices.Equal(got, want) {
+		t.Fatalf("fresh row reads %v, want its FP32 initial value %v", got, want)
+	}
+	tabs.WriteRow(0, 4, want, 3)
+	tabs.ReadRow(0, 4, got)
+	quant.FakeQuantize(want[:dim], quant.INT2, quant.Nearest, quant.Key{})
+	if tabs.Fresh(0, 4) || !slices.Equal(got, want) {
+		t.Fatalf("written row reads %v, want the INT2 row %v", got, want)
+	}
+	before := tabs.Digest(nil)
+	fp := []float32{1.25, 2, 3, 4, 5, 6, 7, 8, 0.5}
+	tabs.FlushRow(0, 5, fp)
+	tabs.ReadRow(0, 5, got)
+	if !slices.Equal(got, fp) {
+		t.Fatalf("flushed row reads %v, want the cache's FP32 row %v", got, fp)
+	}
+	if tabs.Digest(nil) == before {
+		t.Fatal("the digest does not see the flushed row")
+	}
+}

@@ -119,6 +119,11 @@ type Embedding struct {
 	// emulated (FP32 rows holding the quantize-dequantized values, the
 	// paper's CPU emulation, Sec. 4.1); both give the same bits.
 	Storage string `mapstructure:"storage"`
+	// QuantizeInit stores a row's initial FP32 value at its precision
+	// when the row is first touched (true, the default); false keeps a
+	// row at its FP32 initial value until its first write, as the
+	// paper's emulation does.
+	QuantizeInit bool `mapstructure:"quantize_init"`
 }
 
 // PluginRef names a plugin and its options. Plugin is `builtin:NAME` for a
@@ -205,7 +210,7 @@ func Default() *Config {
 		Model:  PluginRef{Plugin: "builtin:logreg"},
 		Kernel: PluginRef{Plugin: "builtin:cpu"},
 		Embedding: Embedding{Optimizer: "sgd", Epsilon: 1e-8, Precision: "fp32", Rounding: "nearest",
-			LowprecMinRows: 1000, Storage: "packed"},
+			LowprecMinRows: 1000, Storage: "packed", QuantizeInit: true},
 		Devices: map[string]PluginRef{
 			"host": {Plugin: "builtin:cpu-dram"},
 			"gpu":  {Plugin: "builtin:hbm"},

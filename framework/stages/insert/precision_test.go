@@ -18,18 +18,20 @@ func TestPackedAndEmulatedEndWithTheSameDigest(t *testing.T) {
 	t.Parallel()
 	combos := []struct {
 		graph, precision, rounding, optimizer string
+		quantizeInit                          bool
 	}{
-		{"no-cache", "int8", "stochastic", "sgd"},
-		{"no-cache", "int4", "nearest", "rowwise_adagrad"},
-		{"no-cache", "fp16", "stochastic", "adagrad"},
-		{"static-cache", "int2", "stochastic", "sgd"},
-		{"scratchpipe", "int4", "stochastic", "adagrad"},
+		{"no-cache", "int8", "stochastic", "sgd", true},
+		{"no-cache", "int4", "nearest", "rowwise_adagrad", false},
+		{"no-cache", "fp16", "stochastic", "adagrad", true},
+		{"static-cache", "int2", "stochastic", "sgd", false},
+		{"scratchpipe", "int4", "stochastic", "adagrad", true},
+		{"scratchpipe", "int8", "nearest", "sgd", false},
 	}
 	for _, c := range combos {
-		t.Run(fmt.Sprintf("%s/%s/%s/%s", c.graph, c.precision, c.rounding, c.optimizer), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s/%s/init=%v", c.graph, c.precision, c.rounding, c.optimizer, c.quantizeInit), func(t *testing.T) {
 			t.Parallel()
 			sets := append(workload("zipf", 3, 8, fmt.Sprint(worstCase), c.optimizer),
-				"embedding.precision="+c.precision, "embedding.rounding="+c.rounding)
+				"embedding.precision="+c.precision, "embedding.rounding="+c.rounding, fmt.Sprintf("embedding.quantize_init=%v", c.quantizeInit))
 			packed, err := runGraph(t, c.graph, engine.HazardsOff, sets...)
 			if err != nil {
 				t.Fatalf("packed: %v", err)
@@ -45,7 +47,11 @@ func TestPackedAndEmulatedEndWithTheSameDigest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if packed.Digest == fp32.Digest {
+			// With quantize_init false, a row the cache holds from first
+			// read to the end (no eviction, no bypass) is never
+			// down-converted: a cache that holds every row the batches
+			// touch ends with the FP32 digest (TestWholeCacheEndsWithFP32Digest).
+			if c.quantizeInit && packed.Digest == fp32.Digest {
 				t.Errorf("%s tables end with the FP32 digest: nothing was quantized", c.precision)
 			}
 			mc := packed.MemoryCompression
@@ -123,5 +129,39 @@ func TestStochasticRoundingIsReproducible(t *testing.T) {
 	}
 	if digests[2] == digests[0] {
 		t.Error("another seed ends with the same digest")
+	}
+}
+
+// TestWholeCacheEndsWithFP32Digest: with every row of every table in the
+// FP32 cache (a cache as large as the tables: nothing is ever evicted or
+// bypassed), rows kept at their FP32 initial value until written
+// (quantize_init: false) and the cache's rows kept in FP32 at the end, a
+// low-precision run trains in FP32 throughout and ends with the FP32 run's
+// digest. With quantize_init: true the initial rows are quantized and it
+// does not.
+func TestWholeCacheEndsWithFP32Digest(t *testing.T) {
+	t.Parallel()
+	sets := workload("zipf", 8, 8, "20000", "adagrad")
+	want, err := runGraph(t, "no-cache", engine.HazardsOff, sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := append(sets, "embedding.precision=int4", "embedding.rounding=stochastic")
+	got, err := runGraph(t, "scratchpipe", engine.HazardsStrict, append(low, "embedding.quantize_init=false")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cache == nil || got.Cache.Evictions != 0 {
+		t.Fatalf("the cache evicted: %+v", got.Cache)
+	}
+	if got.Digest != want.Digest {
+		t.Errorf("whole cache, quantize_init false: digest %s, want FP32's %s", got.Digest, want.Digest)
+	}
+	q, err := runGraph(t, "scratchpipe", engine.HazardsStrict, low...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Digest == want.Digest {
+		t.Error("whole cache, quantize_init true: the quantized initial rows left no trace in the digest")
 	}
 }

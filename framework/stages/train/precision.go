@@ -87,6 +87,31 @@ func (t *trainer) restoreLow(ctx context.Context, pl *placement) (device.Op, err
 // of pl: on the kernel when it has the operators, else in this process
 // with the SDK's reference conversions (the same bits).
 func (t *trainer) convert(ctx context.Context, pl *placement, quantize bool) (*kernel.Result, error) {
+	res, err := t.convertCall(ctx, pl, quantize)
+	if err != nil {
+		return nil, err
+	}
+	tabs := t.set.Tables
+	stride := int64(t.set.Layout.Stride)
+	rows := region.Float32s(t.scratchRows.Bytes())
+	for _, sc := range pl.staged {
+		if quantize {
+			tabs.MarkWritten(sc.table, sc.rows)
+			continue
+		}
+		// A row kept at its initial value (quantize_init: false) has no
+		// stored bytes for the kernel to read.
+		for i, row := range sc.rows {
+			if tabs.Fresh(sc.table, row) {
+				tabs.InitValues(sc.table, row, rows[sc.scratchAt+int64(i)*stride:])
+			}
+		}
+	}
+	return res, nil
+}
+
+// convertCall makes the quantize or dequantize call for pl's staged rows.
+func (t *trainer) convertCall(ctx context.Context, pl *placement, quantize bool) (*kernel.Result, error) {
 	req, err := t.convertRequest(pl)
 	if err != nil {
 		return nil, err
