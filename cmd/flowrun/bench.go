@@ -11,6 +11,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/bench"
 	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/kernel/quant"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -59,7 +60,7 @@ scatter. traffic_gbps is every byte the kernel says it touched.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Op, "op", kernel.OpGatherReduce, "operator: gather-reduce, expand-coalesce, cast-gather-reduce or scatter")
+	f.StringVar(&cfg.Op, "op", kernel.OpGatherReduce, "operator: gather-reduce, expand-coalesce, cast-gather-reduce, scatter, quantize or dequantize")
 	f.StringVar(&cfg.Plugin, "plugin", "builtin:cpu", "kernel plugin: builtin:NAME or the path of a plugin binary")
 	f.StringVar(&cfg.Options, "options", "", "the kernel's options as a JSON object (--threads sets workers)")
 	f.IntVar(&cfg.Tables, "tables", 8, "embedding tables")
@@ -76,6 +77,8 @@ scatter. traffic_gbps is every byte the kernel says it touched.
 	f.IntVar(&cfg.Warmup, "warmup", 2, "untimed calls first")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "seed of the rows and indices")
 	f.BoolVar(&cfg.HugePages, "huge-pages", true, "advise huge pages for the tables (MADV_HUGEPAGE)")
+	f.StringVar(&cfg.Precision, "precision", "int8", "quantize's and dequantize's table precision: fp16, int8, int4 or int2")
+	f.StringVar(&cfg.Rounding, "rounding", "nearest", "quantize's rounding: nearest or stochastic")
 	f.BoolVar(&asJSON, "json", false, "print the result as one JSON object")
 	return cmd
 }
@@ -86,8 +89,16 @@ func (c *kernelFlags) validate() error {
 	var errs []error
 	switch c.Op {
 	case kernel.OpGatherReduce, kernel.OpExpandCoalesce, kernel.OpScatter, bench.OpCastGatherReduce:
+		c.Precision, c.Rounding = "", ""
+	case kernel.OpQuantize, kernel.OpDequantize:
+		if p, err := quant.ParsePrecision(c.Precision); err != nil || p == quant.FP32 {
+			errs = append(errs, fmt.Errorf("--precision: want fp16, int8, int4 or int2, got %q", c.Precision))
+		}
+		if _, err := quant.ParseRounding(c.Rounding); err != nil {
+			errs = append(errs, fmt.Errorf("--rounding: %w", err))
+		}
 	default:
-		errs = append(errs, fmt.Errorf("--op: want %s, %s, %s or %s, got %q", kernel.OpGatherReduce, kernel.OpExpandCoalesce, bench.OpCastGatherReduce, kernel.OpScatter, c.Op))
+		errs = append(errs, fmt.Errorf("--op: want %s, %s, %s, %s, %s or %s, got %q", kernel.OpGatherReduce, kernel.OpExpandCoalesce, bench.OpCastGatherReduce, kernel.OpScatter, kernel.OpQuantize, kernel.OpDequantize, c.Op))
 	}
 	if c.Tables < 1 || c.Rows < 1 || c.Dim < 1 || c.Batch < 1 || c.Lookups < 0 {
 		errs = append(errs, fmt.Errorf("--tables, --rows, --dim and --batch must be ≥ 1 and --lookups ≥ 0"))

@@ -154,7 +154,8 @@ func (s *Storage) Flush(t *Tables) (int64, error) {
 			if row >= t.RowsOf(table) {
 				return n, fmt.Errorf("storage flush: table %d slot %d holds row %d outside [0, %d)", table, slot, row, t.RowsOf(table))
 			}
-			copy(t.Row(table, row), s.Row(table, int64(slot)))
+			// A low-precision table keeps the cache's FP32 row (FlushRow).
+			t.FlushRow(table, row, s.Row(table, int64(slot)))
 			n++
 		}
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/sdk/kernel"
+	"github.com/flowrun/flowrun/sdk/kernel/quant"
 	"github.com/flowrun/flowrun/sdk/region"
 )
 
@@ -56,6 +57,11 @@ import (
 //     first write becomes page-cache writeback to disk; not needed while
 //     the touched rows fit in memory.
 //
+// Tables may also be stored below FP32 (embedding.precision): see
+// Precision in packed.go. Then a table's region holds packed rows, its
+// optimizer state is a region apart, and Go code reads and writes rows
+// with ReadRow and WriteRow, which convert; Row is for FP32 tables only.
+//
 // When the touched rows do not fit in the region directory's filesystem,
 // Touch returns an error naming it instead of the process dying of SIGBUS:
 // each newly touched row's pages are allocated with MADV_POPULATE_WRITE,
@@ -71,6 +77,7 @@ type Tables struct {
 
 	seed    uint64
 	scale   float32
+	prec    Precision
 	regions []*region.Region
 	tables  []*virtualTable
 	rows    []int64 // [table]: its rows
@@ -86,6 +93,9 @@ type virtualTable struct {
 	// noPopulate is set when the kernel does not know
 	// MADV_POPULATE_WRITE.
 	noPopulate atomic.Bool
+	// low is the storage of a low-precision table (packed.go); nil for
+	// FP32 rows of Stride floats in data.
+	low *lowTable
 }
 
 // NewTables creates n virtual host tables of rows rows, dim values and
@@ -104,6 +114,12 @@ func NewTables(seed uint64, n int, rows int64, dim, stride int) (*Tables, error)
 // Only touched rows cost memory, so a large table that is hardly read
 // costs little.
 func NewTablesRows(seed uint64, rows []int64, dim, stride int) (*Tables, error) {
+	return NewTablesPrecision(seed, rows, dim, stride, Precision{})
+}
+
+// NewTablesPrecision is NewTablesRows with tables stored at prec (see
+// Precision); the zero Precision is FP32.
+func NewTablesPrecision(seed uint64, rows []int64, dim, stride int, prec Precision) (*Tables, error) {
 	if stride == 0 {
 		stride = dim
 	}
@@ -118,9 +134,19 @@ func NewTablesRows(seed uint64, rows []int64, dim, stride int) (*Tables, error) 
 		return nil, fmt.Errorf("host tables: need rows ≥ 1, dim ≥ 1 and stride ≥ dim, got %d×%d stride %d", most, dim, stride)
 	}
 	t := &Tables{Rows: most, Dim: dim, Stride: stride, seed: seed, scale: float32(1 / math.Sqrt(float64(dim))),
-		rows: append([]int64(nil), rows...)}
+		rows: append([]int64(nil), rows...), prec: prec}
 	huge := hugePagesPay(all * int64(stride) * 4)
 	for i, n := range rows {
+		if p := prec.of(n); p != quant.FP32 {
+			r, lt, err := t.newLowTable(i, n, p)
+			if err != nil {
+				t.Close()
+				return nil, fmt.Errorf("host table %d: %w", i, err)
+			}
+			t.regions = append(t.regions, r)
+			t.tables = append(t.tables, &virtualTable{bits: make([]atomic.Uint64, (n+63)/64), mem: r.Bytes(), low: lt})
+			continue
+		}
 		r, err := region.Create(fmt.Sprintf("table%d", i), n*int64(stride)*4)
 		if err != nil {
 			t.Close()
@@ -180,11 +206,17 @@ func SplitMix64(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// Kernel returns the tables as the kernel SDK describes them.
+// Kernel returns the tables as the kernel SDK describes them. A
+// low-precision table (Direct false) has no Data.
 func (t *Tables) Kernel() []kernel.Table {
 	ks := make([]kernel.Table, len(t.regions))
 	for i, r := range t.regions {
 		ks[i] = kernel.Table{Data: r.Ref(), Rows: t.rows[i], Dim: t.Dim, Stride: t.Stride}
+		if !t.Direct(i) {
+			// No region: a kernel refuses the table rather than read
+			// packed bytes as floats. Stages stage such rows (ReadRow).
+			ks[i].Data = region.Ref{}
+		}
 	}
 	return ks
 }
@@ -253,6 +285,15 @@ func (t *Tables) touchSlow(table int, id int64) error {
 	if w.Load()&bit != 0 {
 		return nil
 	}
+	if vt.low != nil {
+		if err := vt.populateLow(id, t.Stride-t.Dim); err != nil {
+			return fmt.Errorf("host table %d row %d: %w", table, id, err)
+		}
+		t.initLow(table, id, vt.low)
+		w.Or(bit)
+		vt.touched.Add(1)
+		return nil
+	}
 	s := int64(t.Stride)
 	if err := vt.populate(id*s*4, s*4); err != nil {
 		return fmt.Errorf("host table %d row %d: %w", table, id, err)
@@ -271,17 +312,23 @@ func (t *Tables) touchSlow(table int, id int64) error {
 // cannot fault. Where MADV_POPULATE_WRITE is unknown (Linux before 5.14)
 // the pages are allocated by the write itself, as with any region.
 func (vt *virtualTable) populate(off, n int64) error {
-	if vt.noPopulate.Load() {
+	return populate(&vt.noPopulate, vt.mem, off, n)
+}
+
+// populate allocates the pages of mem[off:off+n]; noPopulate is set once
+// the kernel turns out not to know MADV_POPULATE_WRITE.
+func populate(noPopulate *atomic.Bool, mem []byte, off, n int64) error {
+	if noPopulate.Load() {
 		return nil
 	}
 	page := int64(os.Getpagesize())
 	lo, hi := off&^(page-1), (off+n+page-1)&^(page-1)
-	err := unix.Madvise(vt.mem[lo:min(hi, int64(len(vt.mem)))], unix.MADV_POPULATE_WRITE)
+	err := unix.Madvise(mem[lo:min(hi, int64(len(mem)))], unix.MADV_POPULATE_WRITE)
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, unix.EINVAL):
-		vt.noPopulate.Store(true)
+		noPopulate.Store(true)
 		return nil
 	case errors.Is(err, unix.EFAULT) || errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.ENOSPC):
 		return fmt.Errorf("no memory left for a touched row in %s (the touched rows of the host tables must fit in it: %w)", region.Dir(), err)
@@ -303,24 +350,36 @@ func (t *Tables) TouchedRows(table int) int64 { return t.tables[table].touched.L
 func (t *Tables) TouchedBytes() int64 {
 	var n int64
 	for i := range t.tables {
-		n += t.TouchedRows(i)
+		n += t.TouchedRows(i) * t.rowBytes(i)
 	}
-	return n * int64(t.Stride) * 4
+	return n
 }
 
 // VirtualBytes is the size of every table, touched or not.
 func (t *Tables) VirtualBytes() int64 {
 	var n int64
-	for _, r := range t.rows {
-		n += r
+	for i, r := range t.rows {
+		n += r * t.rowBytes(i)
 	}
-	return n * int64(t.Stride) * 4
+	return n
 }
 
 // AllocatedBytes is the memory the tables' regions hold, measured as the
 // blocks their files occupy (pages are allocated on first write and
 // never given back during a run, so this is also their peak).
-func (t *Tables) AllocatedBytes() (int64, error) { return allocatedBytes(t.regions) }
+func (t *Tables) AllocatedBytes() (int64, error) { return allocatedBytes(t.allRegions()) }
+
+// allRegions is the tables' regions, with the state regions of the
+// low-precision tables.
+func (t *Tables) allRegions() []*region.Region {
+	rs := append([]*region.Region(nil), t.regions...)
+	for _, vt := range t.tables {
+		if vt.low != nil && vt.low.stateR != nil {
+			rs = append(rs, vt.low.stateR)
+		}
+	}
+	return rs
+}
 
 func allocatedBytes(rs []*region.Region) (int64, error) {
 	var n int64
@@ -341,6 +400,9 @@ func allocatedBytes(rs []*region.Region) (int64, error) {
 // reports that as an error, and every row a batch names was touched when
 // the batch was loaded).
 func (t *Tables) Row(table int, row int64) []float32 {
+	if t.tables[table].low != nil {
+		panic(fmt.Sprintf("host table %d is stored at %v: read it with ReadRow, write it with WriteRow", table, t.tables[table].low.prec))
+	}
 	if !t.Touched(table, row) {
 		if err := t.touchSlow(table, row); err != nil {
 			panic(err)
@@ -367,7 +429,11 @@ func (t *Tables) Hash(h hash.Hash) {
 			buf = buf[:0]
 		}
 	}
-	for _, vt := range t.tables {
+	var tmp []float32
+	for tab, vt := range t.tables {
+		if vt.low != nil && tmp == nil {
+			tmp = make([]float32, t.Stride)
+		}
 		flush(8)
 		buf = binary.LittleEndian.AppendUint64(buf, uint64(vt.touched.Load()))
 		for wi := range vt.bits {
@@ -377,7 +443,14 @@ func (t *Tables) Hash(h hash.Hash) {
 				w &= w - 1
 				flush(8 + rowBytes)
 				buf = binary.LittleEndian.AppendUint64(buf, uint64(id))
-				row := vt.data[id*int64(t.Stride) : (id+1)*int64(t.Stride)]
+				var row []float32
+				if vt.low != nil {
+					// The up-converted row: what an emulated table holds.
+					t.ReadRow(tab, id, tmp)
+					row = tmp
+				} else {
+					row = vt.data[id*int64(t.Stride) : (id+1)*int64(t.Stride)]
+				}
 				buf = append(buf, unsafe.Slice((*byte)(unsafe.Pointer(&row[0])), rowBytes)...)
 			}
 		}
@@ -397,7 +470,7 @@ func (t *Tables) Digest(dense []byte) string {
 // Close removes the tables.
 func (t *Tables) Close() error {
 	var errs []error
-	for _, r := range t.regions {
+	for _, r := range t.allRegions() {
 		errs = append(errs, r.Close())
 	}
 	t.regions, t.tables = nil, nil

@@ -35,6 +35,10 @@ type KernelConfig struct {
 	Warmup    int     `json:"warmup"`
 	Seed      uint64  `json:"seed"`
 	HugePages bool    `json:"huge_pages"`
+	// Precision and Rounding are quantize's and dequantize's (the tables'
+	// precision: fp16, int8, int4, int2).
+	Precision string `json:"precision,omitempty"`
+	Rounding  string `json:"rounding,omitempty"`
 }
 
 // KernelResult is what `flowrun bench kernel --json` prints.
@@ -77,6 +81,14 @@ type KernelResult struct {
 	// Options give it, else its default.
 	Impl       string `json:"impl,omitempty"`
 	GoMaxProcs int    `json:"gomaxprocs"`
+	// StreamCopyGBps is, for quantize and dequantize, STREAM's copy
+	// (a[i] = b[i]) on the same threads over arrays of as many bytes as
+	// one call reads and writes (at least 256 MiB each, to outsize the
+	// caches), timed in the same run, each repetition right after the
+	// operator's (A and B alternated): the memory limit the operator is
+	// held to. StreamRatio is TrafficGBps over it.
+	StreamCopyGBps float64 `json:"stream_copy_gbps,omitempty"`
+	StreamRatio    float64 `json:"stream_ratio,omitempty"`
 }
 
 // OpCastGatherReduce benchmarks Tensor Casting's Alg. 3, the casted
@@ -112,12 +124,20 @@ func RunKernel(ctx context.Context, k kernel.Kernel, c KernelConfig) (*KernelRes
 	if err := s.build(c, res.Stride); err != nil {
 		return nil, err
 	}
-	res.HugePageBytes = hugePageBytes(s.regions[:c.Tables])
+	if convertOp(c.Op) {
+		res.HugePageBytes = hugePageBytes(s.lowTables)
+		res.TableBytes = int64(c.Tables) * c.Rows * int64(s.convert.Tables[0].RowBytes())
+	} else {
+		res.HugePageBytes = hugePageBytes(s.regions[:c.Tables])
+	}
 	res.CastSeconds = s.castSecs
 	if res.Impl, err = configureKernel(ctx, k, c); err != nil {
 		return nil, err
 	}
 	call := func() (*kernel.Result, []int64, error) { return s.call(ctx, k, c.Op, reduce, opt) }
+	if convertOp(c.Op) {
+		return res, res.measureAgainstCopy(call)
+	}
 	if err := res.measure(call); err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Op, err)
 	}
@@ -260,6 +280,10 @@ func WriteKernelTable(w io.Writer, r *KernelResult) error {
 	fmt.Fprintf(tw, "traffic\t%.1f MB read, %.1f MB written → %.2f GB/s\n", float64(r.BytesRead)/1e6, float64(r.BytesWritten)/1e6, r.TrafficGBps)
 	if r.UniqueRows > 0 {
 		fmt.Fprintf(tw, "unique rows\t%d of %d lookups\n", r.UniqueRows, int64(r.Tables)*int64(r.Batch)*int64(r.Lookups))
+	}
+	if r.StreamCopyGBps > 0 {
+		fmt.Fprintf(tw, "precision\t%s, %s rounding\n", r.Precision, r.Rounding)
+		fmt.Fprintf(tw, "STREAM copy\t%.2f GB/s on %d threads, same bytes, alternated → %s at %.2f× of the copy limit\n", r.StreamCopyGBps, r.Threads, r.Op, r.StreamRatio)
 	}
 	if r.CastSeconds > 0 {
 		fmt.Fprintf(tw, "casting\t%.3f ms once before the reps (Alg. 2, hidden beside the forward pass by the cast stage)\n", 1e3*r.CastSeconds)

@@ -31,6 +31,9 @@ type kernelSetup struct {
 	castOut    region.Ref
 	castCounts []int64
 	castSecs   float64
+	// quantize, dequantize: the low-precision tables and the request.
+	lowTables []*region.Region
+	convert   *kernel.ConvertRequest
 }
 
 func (s *kernelSetup) close() {
@@ -52,6 +55,9 @@ func (s *kernelSetup) alloc(label string, size int64) (*region.Region, error) {
 // kernel's result and the unique rows per table where the op finds them.
 func (s *kernelSetup) call(ctx context.Context, k kernel.Kernel, op string, reduce kernel.Reduce, opt kernel.Optimizer) (*kernel.Result, []int64, error) {
 	switch op {
+	case kernel.OpQuantize, kernel.OpDequantize:
+		r, err := s.callConvert(ctx, k, op)
+		return r, nil, err
 	case kernel.OpGatherReduce:
 		r, err := k.GatherReduce(ctx, &kernel.GatherReduceRequest{Tables: s.tables, Bags: s.bags, Reduce: reduce, Out: s.grads})
 		return r, nil, err
@@ -76,6 +82,13 @@ func (s *kernelSetup) call(ctx context.Context, k kernel.Kernel, op string, redu
 // build allocates and fills the tables (one region each, huge-page advice
 // before the first write), the bags and the gradient or output arrays.
 func (s *kernelSetup) build(c KernelConfig, stride int) error {
+	if convertOp(c.Op) {
+		indices, err := s.buildBags(c)
+		if err != nil {
+			return err
+		}
+		return s.buildConvert(c, indices)
+	}
 	if err := s.buildTables(c, stride); err != nil {
 		return err
 	}

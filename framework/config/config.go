@@ -111,6 +111,26 @@ type Embedding struct {
 	// Epsilon is added to the square root of Adagrad's accumulator
 	// (ignored by sgd).
 	Epsilon float64 `mapstructure:"epsilon"`
+	// Precision is how host tables store embedding values: fp32 (the
+	// default, unchanged), fp16, or row-wise quantized int8, int4, int2
+	// with an FP32 scale and bias per row (mixed-precision embeddings,
+	// Sec. 3). Optimizer state stays FP32.
+	Precision string `mapstructure:"precision"`
+	// Rounding is how a row is down-converted when stored: nearest (ties
+	// to even) or stochastic (counter-based draws, reproducible).
+	Rounding string `mapstructure:"rounding"`
+	// LowprecMinRows: tables with fewer rows stay FP32 (the paper trains
+	// tables of at most 1K rows in FP32, Sec. 4.3).
+	LowprecMinRows int64 `mapstructure:"lowprec_min_rows"`
+	// Storage is packed (rows at their bit width plus scale and bias) or
+	// emulated (FP32 rows holding the quantize-dequantized values, the
+	// paper's CPU emulation, Sec. 4.1); both give the same bits.
+	Storage string `mapstructure:"storage"`
+	// QuantizeInit stores a row's initial FP32 value at its precision
+	// when the row is first touched (true, the default); false keeps a
+	// row at its FP32 initial value until its first write, as the
+	// paper's emulation does.
+	QuantizeInit bool `mapstructure:"quantize_init"`
 }
 
 // PluginRef names a plugin and its options. Plugin is `builtin:NAME` for a
@@ -207,9 +227,10 @@ func Default() *Config {
 			DenseFeatures: 13,
 			EvalBatches:   4,
 		},
-		Model:     PluginRef{Plugin: "builtin:logreg"},
-		Kernel:    PluginRef{Plugin: "builtin:cpu"},
-		Embedding: Embedding{Optimizer: "sgd", Epsilon: 1e-8},
+		Model:  PluginRef{Plugin: "builtin:logreg"},
+		Kernel: PluginRef{Plugin: "builtin:cpu"},
+		Embedding: Embedding{Optimizer: "sgd", Epsilon: 1e-8, Precision: "fp32", Rounding: "nearest",
+			LowprecMinRows: 1000, Storage: "packed", QuantizeInit: true},
 		Devices: map[string]PluginRef{
 			"host": {Plugin: "builtin:cpu-dram"},
 			"gpu":  {Plugin: "builtin:hbm"},

@@ -24,6 +24,12 @@ var (
 	// Localities are the synthetic access distributions (ScratchPipe Sec. V,
 	// Tensor Casting Fig. 5, plus Zipf and uniform).
 	Localities = []string{"random", "low", "medium", "high", "zipf", "uniform", CriteoKaggle}
+	// EmbeddingPrecisions, EmbeddingRoundings and EmbeddingStorages are
+	// the values of embedding.precision, .rounding and .storage
+	// (sdk/kernel/quant's names; config imports no other package).
+	EmbeddingPrecisions = []string{"fp32", "fp16", "int8", "int4", "int2"}
+	EmbeddingRoundings  = []string{"nearest", "stochastic"}
+	EmbeddingStorages   = []string{"packed", "emulated"}
 	// EmbeddingOptimizers are the sparse optimizers for embedding rows.
 	EmbeddingOptimizers = []string{"sgd", "adagrad", "rowwise_adagrad"}
 )
@@ -297,11 +303,25 @@ func (d Dataset) rowsKey() string {
 	return "dataset.rows"
 }
 
-// Validate checks the optimizer's name and its epsilon.
+// Validate checks the optimizer's name and its epsilon, and the
+// precision keys.
 func (e Embedding) Validate() error {
 	var errs []error
 	if !slices.Contains(EmbeddingOptimizers, e.Optimizer) {
 		errs = append(errs, At("optimizer", fmt.Errorf("unknown optimizer %q (allowed: %s)", e.Optimizer, strings.Join(EmbeddingOptimizers, ", "))))
+	}
+	for _, k := range []struct {
+		key, val string
+		allowed  []string
+	}{
+		{"precision", e.Precision, EmbeddingPrecisions}, {"rounding", e.Rounding, EmbeddingRoundings}, {"storage", e.Storage, EmbeddingStorages},
+	} {
+		if !slices.Contains(k.allowed, k.val) {
+			errs = append(errs, At(k.key, fmt.Errorf("unknown %s %q (allowed: %s)", k.key, k.val, strings.Join(k.allowed, ", "))))
+		}
+	}
+	if e.LowprecMinRows < 0 {
+		errs = append(errs, At("lowprec_min_rows", fmt.Errorf("must be ≥ 0 (tables with fewer rows stay FP32), got %d", e.LowprecMinRows)))
 	}
 	if !(e.Epsilon > 0) || math.IsInf(e.Epsilon, 0) || e.Epsilon > math.MaxFloat32 {
 		errs = append(errs, At("epsilon", fmt.Errorf("must be a finite number > 0 (it keeps Adagrad's first step finite), got %g", e.Epsilon)))

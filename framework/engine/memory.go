@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
 )
@@ -51,6 +52,16 @@ func memory(tables *batch.Tables, storage *batch.Storage, storageDevice string, 
 		}
 	}
 	return rssPeak, ms
+}
+
+// compression is the host tables' memory compression (Eq. 2–3, counted
+// and measured), nil when they are all FP32 or cannot be measured.
+func compression(tables *batch.Tables, e config.Embedding) *results.MemoryCompression {
+	c, ok, err := tables.Compression()
+	if !ok || err != nil {
+		return nil
+	}
+	return &results.MemoryCompression{Precision: e.Precision, Storage: e.Storage, Eq3: c.Eq3, Counted: c.Counted, Measured: c.Measured}
 }
 
 // childrenPeakRSS sums the peak resident sets of this process's live

@@ -74,7 +74,11 @@ func (s *Shape) Setup(runID string, options map[string]any) (plugin.Setup, error
 // NewTables creates the host embedding tables, initialised from the seed.
 func (s *Shape) NewTables() (*batch.Tables, error) {
 	d := s.Config.Dataset
-	return batch.NewTablesRows(s.Config.Seed, d.AllRows(), d.Dim, s.Stride)
+	prec, err := batch.PrecisionOf(s.Config.Embedding)
+	if err != nil {
+		return nil, err
+	}
+	return batch.NewTablesPrecision(s.Config.Seed, d.AllRows(), d.Dim, s.Stride, prec)
 }
 
 // NewStorage creates ScratchPipe's Storage: one table of rows slots per

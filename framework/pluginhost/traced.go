@@ -2,6 +2,7 @@ package pluginhost
 
 import (
 	"context"
+	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -120,6 +121,28 @@ func (k *tracedKernel) ExpandCoalesce(ctx context.Context, req *kernel.ExpandCoa
 
 func (k *tracedKernel) Apply(ctx context.Context, req *kernel.ApplyRequest) (*kernel.Result, error) {
 	return traced(ctx, k.tr, "Apply", func(ctx context.Context) (*kernel.Result, error) { return k.impl.Apply(ctx, req) }, kernelResult)
+}
+
+// Quantize and Dequantize pass the optional kernel.Quantizer on, as the
+// gRPC client does: a kernel without it answers plugin.ErrUnsupported.
+func (k *tracedKernel) Quantize(ctx context.Context, req *kernel.ConvertRequest) (*kernel.Result, error) {
+	return traced(ctx, k.tr, "Quantize", func(ctx context.Context) (*kernel.Result, error) {
+		q, ok := k.impl.(kernel.Quantizer)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", plugin.ErrUnsupported, kernel.OpQuantize)
+		}
+		return q.Quantize(ctx, req)
+	}, kernelResult)
+}
+
+func (k *tracedKernel) Dequantize(ctx context.Context, req *kernel.ConvertRequest) (*kernel.Result, error) {
+	return traced(ctx, k.tr, "Dequantize", func(ctx context.Context) (*kernel.Result, error) {
+		q, ok := k.impl.(kernel.Quantizer)
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", plugin.ErrUnsupported, kernel.OpDequantize)
+		}
+		return q.Dequantize(ctx, req)
+	}, kernelResult)
 }
 
 func kernelResult(span trace.Span, res *kernel.Result) {

@@ -51,9 +51,13 @@ type Results struct {
 	Serving *Serving `json:"serving,omitempty"`
 	// HostRSSPeakBytes is the flowrun process's peak resident set
 	// (getrusage: maxrss), measured; Memory breaks the run's memory down.
-	HostRSSPeakBytes int64       `json:"host_rss_peak_bytes,omitempty"`
-	Memory           []Memory    `json:"memory,omitempty"`
-	Plugins          []PluginUse `json:"plugins,omitempty"`
+	HostRSSPeakBytes int64    `json:"host_rss_peak_bytes,omitempty"`
+	Memory           []Memory `json:"memory,omitempty"`
+	// MemoryCompression is the host tables' memory compression factor
+	// when some are stored below FP32 (embedding.precision); absent for
+	// FP32 tables.
+	MemoryCompression *MemoryCompression `json:"memory_compression,omitempty"`
+	Plugins           []PluginUse        `json:"plugins,omitempty"`
 	// Primitives break the stages that report them (train) down by
 	// embedding primitive, for Tensor Casting's Fig. 12 and Fig. 15.
 	Primitives []Primitives `json:"primitives,omitempty"`
@@ -213,6 +217,25 @@ type Memory struct {
 	// Source says where PeakBytes comes from: MemoryMeasured or
 	// MemoryCounted.
 	Source string `json:"source,omitempty"`
+}
+
+// MemoryCompression is the mixed-precision paper's memory compression
+// factor of the host tables (Eq. 2 with Eq. 3, no cache): their embedding
+// values' bytes over the same values in FP32. Optimizer state is left out,
+// as the paper's factor leaves it out. A cache's own terms (Eq. 2's M_C,
+// M_tags, M_cnt) are the cache policy's to add.
+type MemoryCompression struct {
+	// Precision and Storage echo embedding.precision and .storage.
+	Precision string `json:"precision"`
+	Storage   string `json:"storage"`
+	// Eq3 is Eq. 2–3 over every row of every table (sdk/kernel/quant
+	// TablesFactor); tables under lowprec_min_rows count as FP32.
+	Eq3 float64 `json:"eq3"`
+	// Counted is the touched rows' value bytes over their FP32 bytes.
+	Counted float64 `json:"counted"`
+	// Measured is the value regions' allocated blocks over the touched
+	// rows' FP32 value bytes (page granularity included).
+	Measured float64 `json:"measured"`
 }
 
 // The values of Memory.Source.

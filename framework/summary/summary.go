@@ -274,6 +274,10 @@ func writeMemory(w io.Writer, line lineFunc, r *results.Results) {
 	}
 	fmt.Fprintf(w, "%-12s ", "memory peak")
 	m.Write(w, strings.Repeat(" ", 13))
+	if c := r.MemoryCompression; c != nil {
+		line("compression", "host tables %s %s: %.4f of FP32 by Eq. 2–3, %.4f counted, %.4f measured (embedding values; optimizer state apart)",
+			c.Precision, c.Storage, c.Eq3, c.Counted, c.Measured)
+	}
 }
 
 // standInHost is the device results.Memory names for this machine's own

@@ -281,3 +281,21 @@ func TestSummaryDSF(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryCompression: low-precision host tables add one line under
+// the memory table with the three compression factors; FP32 tables none.
+func TestSummaryCompression(t *testing.T) {
+	r := fixedResults()
+	var b bytes.Buffer
+	Write(&b, r)
+	if strings.Contains(b.String(), "compression") {
+		t.Errorf("FP32 run shows a compression line:\n%s", b.String())
+	}
+	r.MemoryCompression = &results.MemoryCompression{Precision: "int4", Storage: "packed", Eq3: 0.140625, Counted: 0.140625, Measured: 0.1412}
+	b.Reset()
+	Write(&b, r)
+	want := "compression  host tables int4 packed: 0.1406 of FP32 by Eq. 2–3, 0.1406 counted, 0.1412 measured"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
+}

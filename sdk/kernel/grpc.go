@@ -2,11 +2,13 @@ package kernel
 
 import (
 	"context"
+	"fmt"
 
 	goplugin "github.com/hashicorp/go-plugin"
 
 	"github.com/flowrun/flowrun/sdk/internal/pb"
 	"github.com/flowrun/flowrun/sdk/internal/rpc"
+	"github.com/flowrun/flowrun/sdk/kernel/quant"
 	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
@@ -195,3 +197,51 @@ func resultToPB(r *Result) *pb.KernelResult {
 func resultFromPB(r *pb.KernelResult) *Result {
 	return &Result{BytesRead: r.GetBytesRead(), BytesWritten: r.GetBytesWritten(), FLOPs: r.GetFlops()}
 }
+
+func (c *client) Quantize(ctx context.Context, req *ConvertRequest) (*Result, error) {
+	return rpc.Call(ctx, c.Stub.Quantize, convertToPB(req), resultFromPB)
+}
+
+func (c *client) Dequantize(ctx context.Context, req *ConvertRequest) (*Result, error) {
+	return rpc.Call(ctx, c.Stub.Dequantize, convertToPB(req), resultFromPB)
+}
+
+func (s *server) Quantize(ctx context.Context, req *pb.ConvertRequest) (*pb.KernelResult, error) {
+	q, ok := s.Impl.(Quantizer)
+	if !ok {
+		return rpc.Answer[*Result](nil, fmt.Errorf("%w: %s", plugin.ErrUnsupported, OpQuantize), resultToPB)
+	}
+	res, err := q.Quantize(ctx, convertFromPB(req))
+	return rpc.Answer(res, err, resultToPB)
+}
+
+func (s *server) Dequantize(ctx context.Context, req *pb.ConvertRequest) (*pb.KernelResult, error) {
+	q, ok := s.Impl.(Quantizer)
+	if !ok {
+		return rpc.Answer[*Result](nil, fmt.Errorf("%w: %s", plugin.ErrUnsupported, OpDequantize), resultToPB)
+	}
+	res, err := q.Dequantize(ctx, convertFromPB(req))
+	return rpc.Answer(res, err, resultToPB)
+}
+
+func convertToPB(r *ConvertRequest) *pb.ConvertRequest {
+	ts := make([]*pb.LowTable, len(r.Tables))
+	for i, t := range r.Tables {
+		ts[i] = &pb.LowTable{Values: rpc.RefToPB(t.Values), State: rpc.RefToPB(t.State), Rows: t.Rows, Dim: int64(t.Dim),
+			StateFloats: int64(t.StateFloats), Precision: int32(t.Precision), Emulated: t.Emulated}
+	}
+	return &pb.ConvertRequest{Tables: ts, Rows: rpc.RefToPB(r.Rows), RowStart: r.RowStart, Counts: r.Counts,
+		Fp32: rpc.RefToPB(r.FP32), Fp32Start: r.FP32Start, Rounding: int32(r.Rounding), Seed: r.Seed, Batch: r.Batch}
+}
+
+func convertFromPB(r *pb.ConvertRequest) *ConvertRequest {
+	ts := make([]LowTable, len(r.GetTables()))
+	for i, t := range r.GetTables() {
+		ts[i] = LowTable{Values: rpc.RefFromPB(t.GetValues()), State: rpc.RefFromPB(t.GetState()), Rows: t.GetRows(), Dim: int(t.GetDim()),
+			StateFloats: int(t.GetStateFloats()), Precision: quant.Precision(t.GetPrecision()), Emulated: t.GetEmulated()}
+	}
+	return &ConvertRequest{Tables: ts, Rows: rpc.RefFromPB(r.GetRows()), RowStart: r.GetRowStart(), Counts: r.GetCounts(),
+		FP32: rpc.RefFromPB(r.GetFp32()), FP32Start: r.GetFp32Start(), Rounding: quant.Rounding(r.GetRounding()), Seed: r.GetSeed(), Batch: r.GetBatch()}
+}
+
+var _ Quantizer = (*client)(nil)

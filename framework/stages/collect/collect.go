@@ -223,7 +223,7 @@ func (c *collector) stageRow(a arrays, t int, row, slot, i int64) {
 	if v, ok := c.victimOf[t][row]; ok {
 		copy(dst, a.victimRows[v*stride:(v+1)*stride])
 	} else {
-		copy(dst, c.set.Tables.Row(t, row))
+		c.set.Tables.ReadRow(t, row, dst)
 	}
 	idx := a.missIndex[3*i : 3*i+3]
 	idx[0], idx[1], idx[2] = int64(t), row, slot

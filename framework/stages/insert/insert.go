@@ -70,7 +70,9 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 	// same batch, and its row must reach the host before it is gone.
 	for i := range nVictims {
 		t, row, slot := victims[3*i], victims[3*i+1], victims[3*i+2]
-		copy(tabs.Row(int(t), row), victimRows[i*stride:(i+1)*stride])
+		// A low-precision table stores the row down-converted, keyed by
+		// this batch.
+		tabs.WriteRow(int(t), row, victimRows[i*stride:(i+1)*stride], b.Seq)
 		if st.RowOf(int(t), slot) == row {
 			st.Evict(int(t), slot)
 		}

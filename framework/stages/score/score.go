@@ -117,4 +117,13 @@ func (s *scorer) Close(context.Context) error {
 }
 
 // create builds a score stage from its decoded config (NewFactory).
-func create(_ context.Context, set stage.Settings, c *Config) (any, error) { return newScorer(set, c) }
+func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
+	// score pools straight from the host tables' regions; rows stored
+	// below FP32 would need train's staging, which score does not have.
+	for tab := range set.Layout.Tables {
+		if set.Tables != nil && !set.Tables.Direct(tab) {
+			return nil, fmt.Errorf("table %d is stored at %v (embedding.precision); score reads FP32 host tables only", tab, set.Tables.PrecisionOf(tab))
+		}
+	}
+	return newScorer(set, c)
+}

@@ -20,6 +20,9 @@ type placement struct {
 	// staged lists, per table trained in the scratch table, where each
 	// scratch row came from: restore copies them back after the update.
 	staged []stagedTable
+	// seq is the batch's: a low-precision host row restore writes back
+	// is down-converted with draws keyed by it.
+	seq uint64
 }
 
 // stagedTable is one table whose rows were staged into the scratch table:
@@ -75,14 +78,19 @@ func (t *trainer) place(b *batch.Batch, bags kernel.Bags) (*placement, error) {
 	if int64(len(offsets)) < int64(len(bags.IndexStart))*(B+1) {
 		return nil, fmt.Errorf("batch %d: offsets array too short", b.Seq)
 	}
-	pl := &placement{bags: bags, tables: st.Kernel()}
+	pl := &placement{bags: bags, tables: st.Kernel(), seq: b.Seq}
 	where, err := pl.locate(b.Seq, st, ids, slots, offsets)
 	if err != nil {
 		return nil, err
 	}
 	mixed := false
-	for _, w := range where {
-		mixed = mixed || w == inStorage|inHost
+	for tab, w := range where {
+		// A low-precision host table is trained on FP32 copies of its
+		// rows, staged as a mixed table's are.
+		if w == inHost && !t.set.Tables.Direct(tab) {
+			where[tab] = inStorage | inHost
+		}
+		mixed = mixed || where[tab] == inStorage|inHost
 	}
 	if pl.hostLookups == 0 {
 		// Every row in Storage: the slots array is the index array.
@@ -156,13 +164,47 @@ func (pl *placement) locate(seq uint64, st *batch.Storage, ids, slots, offsets [
 // into the table's scratch rows, from Storage or from the host table,
 // points the lookups' idx at them and trains the table there.
 func (t *trainer) stageRows(seq uint64, pl *placement, tab int, ids, slots, idx []int64) error {
-	st := t.set.Storage
-	stride := int64(st.Stride)
+	sc, err := t.distinctRows(seq, tab, ids, slots, idx)
+	if err != nil {
+		return err
+	}
+	stride := int64(t.set.Layout.Stride)
+	at := sc.scratchAt
+	rows := region.Float32s(t.scratchRows.Bytes())
+	for i, row := range sc.rows {
+		dst := rows[at+int64(i)*stride : at+int64(i+1)*stride]
+		if s := sc.slots[i]; s >= 0 {
+			copy(dst, t.set.Storage.Row(tab, s))
+		} else {
+			t.set.Tables.ReadRow(tab, row, dst)
+		}
+	}
+	t.stagedTable(pl, sc)
+	return nil
+}
+
+// stagedTable trains table sc.table on its scratch rows.
+func (t *trainer) stagedTable(pl *placement, sc stagedTable) {
+	stride := int64(t.set.Layout.Stride)
+	pl.tables[sc.table] = kernel.Table{
+		Data: t.scratchRows.Ref().Sub(4*sc.scratchAt, 4*int64(len(sc.rows))*stride),
+		Rows: int64(len(sc.rows)), Dim: t.set.Layout.Dim, Stride: t.set.Layout.Stride,
+	}
+	pl.staged = append(pl.staged, sc)
+}
+
+// distinctRows numbers the distinct rows of table tab's lookups (ids, their
+// slots) in order of first lookup and points the lookups' idx at them.
+func (t *trainer) distinctRows(seq uint64, tab int, ids, slots, idx []int64) (stagedTable, error) {
+	stride := int64(t.set.Layout.Stride)
 	at := int64(tab) * int64(t.set.Layout.IDsPerTable) * stride
 	sc := stagedTable{table: tab, scratchAt: at}
 	clear(t.scratchOf)
 	for p, row := range ids {
-		s := slots[p]
+		s := int64(-1) // no slots: every row from its host table
+		if slots != nil {
+			s = slots[p]
+		}
 		i, ok := t.scratchOf[row]
 		if !ok {
 			i = int64(len(sc.rows))
@@ -170,25 +212,11 @@ func (t *trainer) stageRows(seq uint64, pl *placement, tab int, ids, slots, idx 
 			sc.rows = append(sc.rows, row)
 			sc.slots = append(sc.slots, s)
 		} else if sc.slots[i] != s {
-			return fmt.Errorf("batch %d: table %d: row %d is looked up with slot %d and slot %d", seq, tab, row, sc.slots[i], s)
+			return sc, fmt.Errorf("batch %d: table %d: row %d is looked up with slot %d and slot %d", seq, tab, row, sc.slots[i], s)
 		}
 		idx[p] = i
 	}
-	rows := region.Float32s(t.scratchRows.Bytes())
-	for i, row := range sc.rows {
-		dst := rows[at+int64(i)*stride : at+int64(i+1)*stride]
-		if s := sc.slots[i]; s >= 0 {
-			copy(dst, st.Row(tab, s))
-		} else {
-			copy(dst, t.set.Tables.Row(tab, row))
-		}
-	}
-	pl.tables[tab] = kernel.Table{
-		Data: t.scratchRows.Ref().Sub(4*at, 4*int64(len(sc.rows))*stride),
-		Rows: int64(len(sc.rows)), Dim: st.Dim, Stride: st.Stride,
-	}
-	pl.staged = append(pl.staged, sc)
-	return nil
+	return sc, nil
 }
 
 // restore writes every staged row back to its slot or host row, after the
@@ -197,16 +225,15 @@ func (t *trainer) restore(pl *placement) {
 	if len(pl.staged) == 0 {
 		return
 	}
-	st := t.set.Storage
-	stride := int64(st.Stride)
+	stride := int64(t.set.Layout.Stride)
 	rows := region.Float32s(t.scratchRows.Bytes())
 	for _, sc := range pl.staged {
 		for i, row := range sc.rows {
 			src := rows[sc.scratchAt+int64(i)*stride : sc.scratchAt+int64(i+1)*stride]
 			if s := sc.slots[i]; s >= 0 {
-				copy(st.Row(sc.table, s), src)
+				copy(t.set.Storage.Row(sc.table, s), src)
 			} else {
-				copy(t.set.Tables.Row(sc.table, row), src)
+				t.set.Tables.WriteRow(sc.table, row, src, pl.seq)
 			}
 		}
 	}
@@ -227,7 +254,7 @@ func (t *trainer) ensureScratch(rows bool) error {
 		t.scratchIdx = r
 	}
 	if rows && t.scratchRows == nil {
-		r, err := region.Create("train-scratch", 4*ids*int64(t.set.Storage.Stride))
+		r, err := region.Create("train-scratch", 4*ids*int64(l.Stride))
 		if err != nil {
 			return fmt.Errorf("train scratch: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flowrun/flowrun/framework/batch"
@@ -40,6 +41,14 @@ type trainer struct {
 	// rows, and each staged row's scratch row. Created on first need.
 	scratchIdx, scratchRows *region.Region
 	scratchOf               map[int64]int64
+
+	// With low-precision host tables and source: host, the staged rows'
+	// numbers for the convert operators (placeHost); noConvert is set once
+	// the kernel turns out not to have them, and mapper then maps the
+	// regions for the in-process conversion.
+	scratchList *region.Region
+	noConvert   atomic.Bool
+	mapper      region.Mapper
 
 	// With backward: cast, the casted offsets and coalesced gradients
 	// (see castBackward), the latter from byte castGradsAt.
@@ -92,8 +101,13 @@ type pass struct {
 	bags   kernel.Bags
 	tables []kernel.Table
 	// pl is where the rows are with source: storage, nil with host.
-	pl   *placement
-	step *model.StepRequest
+	pl *placement
+	// lowHost is, with source: host and low-precision tables, where their
+	// rows are staged in FP32 (placeHost); nil otherwise.
+	lowHost *placement
+	step    *model.StepRequest
+	// convOps are the low-precision rows' conversions (host device).
+	convOps []device.Op
 	// ops go to the host device, backOps to the backward device, gpuOps
 	// to the compute device.
 	ops, backOps, gpuOps []device.Op
@@ -108,7 +122,7 @@ func (p *pass) lap(stat batch.Stat) {
 }
 
 func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
-	p, err := t.begin(b)
+	p, err := t.begin(ctx, b)
 	if err != nil {
 		return err
 	}
@@ -148,7 +162,7 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 }
 
 // begin finds b's arrays and, with source: storage, where its rows are.
-func (t *trainer) begin(b *batch.Batch) (*pass, error) {
+func (t *trainer) begin(ctx context.Context, b *batch.Batch) (*pass, error) {
 	p := &pass{b: b, tables: t.set.Tables.Kernel(),
 		step: &model.StepRequest{Seq: b.Seq, Batch: t.set.Layout.BatchSize, Train: !b.Eval}}
 	var err error
@@ -174,6 +188,17 @@ func (t *trainer) begin(b *batch.Batch) (*pass, error) {
 			return nil, err
 		}
 		p.bags, p.tables = p.pl.bags, p.pl.tables
+	} else if t.lowPrecision() {
+		if t.cfg.Backward == BackwardCast {
+			// The casted index names host rows, not the staged copies.
+			return nil, fmt.Errorf("batch %d: backward: %s does not train low-precision host tables (embedding.precision); use the fused backward", b.Seq, BackwardCast)
+		}
+		var ops []device.Op
+		if p.lowHost, ops, err = t.placeHost(ctx, b, p.bags); err != nil {
+			return nil, err
+		}
+		p.convOps = ops
+		p.bags, p.tables = p.lowHost.bags, p.lowHost.tables
 	}
 	return p, nil
 }
@@ -198,7 +223,7 @@ func (t *trainer) forward(ctx context.Context, p *pass) (float64, error) {
 		return 0, fmt.Errorf("training diverged: the loss is %v (lower the learning rates: train's learning_rate, model.options.learning_rate)", res.Loss)
 	}
 	p.lap(PrimMLP)
-	p.ops = []device.Op{{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead}}
+	p.ops = append(p.convOps, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: gather.BytesRead})
 	p.gpuOps = []device.Op{
 		{Name: "pooled-to-device", Kind: device.Transfer, Bytes: p.step.Pooled.Length},
 		{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs},
@@ -221,6 +246,9 @@ func (t *trainer) backward(ctx context.Context, p *pass) error {
 		if err != nil {
 			return err
 		}
+		if err := t.storeLow(ctx, p); err != nil {
+			return err
+		}
 		p.backOps = append([]device.Op{coalesce}, t.handOff(unique)...)
 		p.ops = append(p.ops, device.Op{Name: OpApply, Kind: device.Write, Bytes: apply.BytesRead + apply.BytesWritten})
 		ScatterBytes.Set(b, apply.BytesWritten)
@@ -236,6 +264,9 @@ func (t *trainer) backward(ctx context.Context, p *pass) error {
 		p.lap(PrimScatter)
 		if p.pl != nil {
 			t.restore(p.pl)
+		}
+		if err := t.storeLow(ctx, p); err != nil {
+			return err
 		}
 		p.ops = append(p.ops, device.Op{Name: "scatter", Kind: device.Write, Bytes: scatter.BytesRead + scatter.BytesWritten})
 		ScatterBytes.Set(b, scatter.BytesWritten)
@@ -282,11 +313,12 @@ func (t *trainer) checkHazards(b *batch.Batch) error {
 // Close removes the scratch regions.
 func (t *trainer) Close(context.Context) error {
 	var errs []error
-	for _, r := range []*region.Region{t.scratchIdx, t.scratchRows, t.castScratch} {
+	for _, r := range []*region.Region{t.scratchIdx, t.scratchRows, t.castScratch, t.scratchList} {
 		if r != nil {
 			errs = append(errs, r.Close())
 		}
 	}
+	errs = append(errs, t.mapper.Close())
 	return errors.Join(errs...)
 }
 

@@ -54,9 +54,9 @@ func New() kernel.Kernel { return &cpuKernel{} }
 
 func (k *cpuKernel) Info(context.Context) (plugin.Info, error) {
 	info := plugin.NewInfo(plugin.KindKernel, Name, Version,
-		"gather-reduce (sum, mean; AVX2 with prefetch or pure Go), expand-coalesce and sparse SGD/Adagrad/row-wise Adagrad, in canonical floating-point order",
+		"gather-reduce (sum, mean; AVX2 with prefetch or pure Go), expand-coalesce and sparse SGD/Adagrad/row-wise Adagrad, in canonical floating-point order; quantize/dequantize of low-precision rows",
 		fields())
-	info.Ops = []string{kernel.OpGatherReduce, kernel.OpScatter, kernel.OpExpandCoalesce, kernel.OpApply}
+	info.Ops = []string{kernel.OpGatherReduce, kernel.OpScatter, kernel.OpExpandCoalesce, kernel.OpApply, kernel.OpQuantize, kernel.OpDequantize}
 	return info, nil
 }
 

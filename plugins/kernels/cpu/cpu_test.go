@@ -365,7 +365,7 @@ func TestRejects(t *testing.T) {
 
 func TestInfo(t *testing.T) {
 	info, err := New().Info(context.Background())
-	if err != nil || info.Kind != plugin.KindKernel || !slices.Equal(info.Ops, []string{kernel.OpGatherReduce, kernel.OpScatter, kernel.OpExpandCoalesce, kernel.OpApply}) {
+	if err != nil || info.Kind != plugin.KindKernel || !slices.Equal(info.Ops, []string{kernel.OpGatherReduce, kernel.OpScatter, kernel.OpExpandCoalesce, kernel.OpApply, kernel.OpQuantize, kernel.OpDequantize}) {
 		t.Fatalf("info %+v, %v", info, err)
 	}
 }

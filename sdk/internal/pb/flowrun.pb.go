@@ -1644,6 +1644,207 @@ func (x *KernelResult) GetFlops() int64 {
 	return 0
 }
 
+// A table stored below FP32 (sdk/kernel.LowTable).
+type LowTable struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Values        *Ref                   `protobuf:"bytes,1,opt,name=values,proto3" json:"values,omitempty"`
+	State         *Ref                   `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Rows          int64                  `protobuf:"varint,3,opt,name=rows,proto3" json:"rows,omitempty"`
+	Dim           int64                  `protobuf:"varint,4,opt,name=dim,proto3" json:"dim,omitempty"`
+	StateFloats   int64                  `protobuf:"varint,5,opt,name=state_floats,json=stateFloats,proto3" json:"state_floats,omitempty"`
+	Precision     int32                  `protobuf:"varint,6,opt,name=precision,proto3" json:"precision,omitempty"`
+	Emulated      bool                   `protobuf:"varint,7,opt,name=emulated,proto3" json:"emulated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LowTable) Reset() {
+	*x = LowTable{}
+	mi := &file_flowrun_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LowTable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LowTable) ProtoMessage() {}
+
+func (x *LowTable) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LowTable.ProtoReflect.Descriptor instead.
+func (*LowTable) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *LowTable) GetValues() *Ref {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+func (x *LowTable) GetState() *Ref {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *LowTable) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *LowTable) GetDim() int64 {
+	if x != nil {
+		return x.Dim
+	}
+	return 0
+}
+
+func (x *LowTable) GetStateFloats() int64 {
+	if x != nil {
+		return x.StateFloats
+	}
+	return 0
+}
+
+func (x *LowTable) GetPrecision() int32 {
+	if x != nil {
+		return x.Precision
+	}
+	return 0
+}
+
+func (x *LowTable) GetEmulated() bool {
+	if x != nil {
+		return x.Emulated
+	}
+	return false
+}
+
+type ConvertRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tables        []*LowTable            `protobuf:"bytes,1,rep,name=tables,proto3" json:"tables,omitempty"`
+	Rows          *Ref                   `protobuf:"bytes,2,opt,name=rows,proto3" json:"rows,omitempty"`
+	RowStart      []int64                `protobuf:"varint,3,rep,packed,name=row_start,json=rowStart,proto3" json:"row_start,omitempty"`
+	Counts        []int64                `protobuf:"varint,4,rep,packed,name=counts,proto3" json:"counts,omitempty"`
+	Fp32          *Ref                   `protobuf:"bytes,5,opt,name=fp32,proto3" json:"fp32,omitempty"`
+	Fp32Start     []int64                `protobuf:"varint,6,rep,packed,name=fp32_start,json=fp32Start,proto3" json:"fp32_start,omitempty"`
+	Rounding      int32                  `protobuf:"varint,7,opt,name=rounding,proto3" json:"rounding,omitempty"`
+	Seed          uint64                 `protobuf:"varint,8,opt,name=seed,proto3" json:"seed,omitempty"`
+	Batch         uint64                 `protobuf:"varint,9,opt,name=batch,proto3" json:"batch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConvertRequest) Reset() {
+	*x = ConvertRequest{}
+	mi := &file_flowrun_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConvertRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConvertRequest) ProtoMessage() {}
+
+func (x *ConvertRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConvertRequest.ProtoReflect.Descriptor instead.
+func (*ConvertRequest) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ConvertRequest) GetTables() []*LowTable {
+	if x != nil {
+		return x.Tables
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetRows() *Ref {
+	if x != nil {
+		return x.Rows
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetRowStart() []int64 {
+	if x != nil {
+		return x.RowStart
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetCounts() []int64 {
+	if x != nil {
+		return x.Counts
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetFp32() *Ref {
+	if x != nil {
+		return x.Fp32
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetFp32Start() []int64 {
+	if x != nil {
+		return x.Fp32Start
+	}
+	return nil
+}
+
+func (x *ConvertRequest) GetRounding() int32 {
+	if x != nil {
+		return x.Rounding
+	}
+	return 0
+}
+
+func (x *ConvertRequest) GetSeed() uint64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
+}
+
+func (x *ConvertRequest) GetBatch() uint64 {
+	if x != nil {
+		return x.Batch
+	}
+	return 0
+}
+
 type StepRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Seq           uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
@@ -1660,7 +1861,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1873,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1886,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{23}
+	return file_flowrun_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *StepRequest) GetSeq() uint64 {
@@ -1754,7 +1955,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1766,7 +1967,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1779,7 +1980,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{24}
+	return file_flowrun_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StepResult) GetLoss() float64 {
@@ -1805,7 +2006,7 @@ type DigestResult struct {
 
 func (x *DigestResult) Reset() {
 	*x = DigestResult{}
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1817,7 +2018,7 @@ func (x *DigestResult) String() string {
 func (*DigestResult) ProtoMessage() {}
 
 func (x *DigestResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1830,7 +2031,7 @@ func (x *DigestResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestResult.ProtoReflect.Descriptor instead.
 func (*DigestResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{25}
+	return file_flowrun_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DigestResult) GetDigest() []byte {
@@ -1852,7 +2053,7 @@ type ModelState struct {
 
 func (x *ModelState) Reset() {
 	*x = ModelState{}
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1864,7 +2065,7 @@ func (x *ModelState) String() string {
 func (*ModelState) ProtoMessage() {}
 
 func (x *ModelState) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1877,7 +2078,7 @@ func (x *ModelState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelState.ProtoReflect.Descriptor instead.
 func (*ModelState) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{26}
+	return file_flowrun_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ModelState) GetState() []byte {
@@ -1910,7 +2111,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1922,7 +2123,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1935,7 +2136,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{27}
+	return file_flowrun_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Op) GetName() string {
@@ -1991,7 +2192,7 @@ type Layer struct {
 
 func (x *Layer) Reset() {
 	*x = Layer{}
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2003,7 +2204,7 @@ func (x *Layer) String() string {
 func (*Layer) ProtoMessage() {}
 
 func (x *Layer) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2016,7 +2217,7 @@ func (x *Layer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layer.ProtoReflect.Descriptor instead.
 func (*Layer) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{28}
+	return file_flowrun_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Layer) GetM() int64 {
@@ -2057,7 +2258,7 @@ type DeviceProfile struct {
 
 func (x *DeviceProfile) Reset() {
 	*x = DeviceProfile{}
-	mi := &file_flowrun_proto_msgTypes[29]
+	mi := &file_flowrun_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2270,7 @@ func (x *DeviceProfile) String() string {
 func (*DeviceProfile) ProtoMessage() {}
 
 func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[29]
+	mi := &file_flowrun_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2283,7 @@ func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceProfile.ProtoReflect.Descriptor instead.
 func (*DeviceProfile) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{29}
+	return file_flowrun_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DeviceProfile) GetName() string {
@@ -2158,7 +2359,7 @@ type CostRequest struct {
 
 func (x *CostRequest) Reset() {
 	*x = CostRequest{}
-	mi := &file_flowrun_proto_msgTypes[30]
+	mi := &file_flowrun_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2371,7 @@ func (x *CostRequest) String() string {
 func (*CostRequest) ProtoMessage() {}
 
 func (x *CostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[30]
+	mi := &file_flowrun_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2384,7 @@ func (x *CostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostRequest.ProtoReflect.Descriptor instead.
 func (*CostRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{30}
+	return file_flowrun_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CostRequest) GetSeq() uint64 {
@@ -2209,7 +2410,7 @@ type CostResult struct {
 
 func (x *CostResult) Reset() {
 	*x = CostResult{}
-	mi := &file_flowrun_proto_msgTypes[31]
+	mi := &file_flowrun_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2221,7 +2422,7 @@ func (x *CostResult) String() string {
 func (*CostResult) ProtoMessage() {}
 
 func (x *CostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[31]
+	mi := &file_flowrun_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2234,7 +2435,7 @@ func (x *CostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostResult.ProtoReflect.Descriptor instead.
 func (*CostResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{31}
+	return file_flowrun_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CostResult) GetModeledNs() []int64 {
@@ -2253,7 +2454,7 @@ type CostModelParams struct {
 
 func (x *CostModelParams) Reset() {
 	*x = CostModelParams{}
-	mi := &file_flowrun_proto_msgTypes[32]
+	mi := &file_flowrun_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2265,7 +2466,7 @@ func (x *CostModelParams) String() string {
 func (*CostModelParams) ProtoMessage() {}
 
 func (x *CostModelParams) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[32]
+	mi := &file_flowrun_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2278,7 +2479,7 @@ func (x *CostModelParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostModelParams.ProtoReflect.Descriptor instead.
 func (*CostModelParams) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{32}
+	return file_flowrun_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CostModelParams) GetJson() []byte {
@@ -2415,7 +2616,26 @@ const file_flowrun_proto_rawDesc = "" +
 	"\n" +
 	"bytes_read\x18\x01 \x01(\x03R\tbytesRead\x12#\n" +
 	"\rbytes_written\x18\x02 \x01(\x03R\fbytesWritten\x12\x14\n" +
-	"\x05flops\x18\x03 \x01(\x03R\x05flops\"\x9f\x02\n" +
+	"\x05flops\x18\x03 \x01(\x03R\x05flops\"\xdd\x01\n" +
+	"\bLowTable\x12'\n" +
+	"\x06values\x18\x01 \x01(\v2\x0f.flowrun.v1.RefR\x06values\x12%\n" +
+	"\x05state\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x05state\x12\x12\n" +
+	"\x04rows\x18\x03 \x01(\x03R\x04rows\x12\x10\n" +
+	"\x03dim\x18\x04 \x01(\x03R\x03dim\x12!\n" +
+	"\fstate_floats\x18\x05 \x01(\x03R\vstateFloats\x12\x1c\n" +
+	"\tprecision\x18\x06 \x01(\x05R\tprecision\x12\x1a\n" +
+	"\bemulated\x18\a \x01(\bR\bemulated\"\xa2\x02\n" +
+	"\x0eConvertRequest\x12,\n" +
+	"\x06tables\x18\x01 \x03(\v2\x14.flowrun.v1.LowTableR\x06tables\x12#\n" +
+	"\x04rows\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x04rows\x12\x1b\n" +
+	"\trow_start\x18\x03 \x03(\x03R\browStart\x12\x16\n" +
+	"\x06counts\x18\x04 \x03(\x03R\x06counts\x12#\n" +
+	"\x04fp32\x18\x05 \x01(\v2\x0f.flowrun.v1.RefR\x04fp32\x12\x1d\n" +
+	"\n" +
+	"fp32_start\x18\x06 \x03(\x03R\tfp32Start\x12\x1a\n" +
+	"\brounding\x18\a \x01(\x05R\brounding\x12\x12\n" +
+	"\x04seed\x18\b \x01(\x04R\x04seed\x12\x14\n" +
+	"\x05batch\x18\t \x01(\x04R\x05batch\"\x9f\x02\n" +
 	"\vStepRequest\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x14\n" +
 	"\x05batch\x18\x02 \x01(\x03R\x05batch\x12'\n" +
@@ -2481,14 +2701,17 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x04Plan\x12\x17.flowrun.v1.PlanRequest\x1a\x16.flowrun.v1.PlanResult\x12=\n" +
 	"\x05Needs\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x16.flowrun.v1.CacheNeeds\x128\n" +
 	"\bSnapshot\x12\x11.flowrun.v1.Empty\x1a\x19.flowrun.v1.CacheSnapshot\x127\n" +
-	"\aRestore\x12\x19.flowrun.v1.CacheSnapshot\x1a\x11.flowrun.v1.Empty2\x93\x03\n" +
+	"\aRestore\x12\x19.flowrun.v1.CacheSnapshot\x1a\x11.flowrun.v1.Empty2\x99\x04\n" +
 	"\x06Kernel\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x12I\n" +
 	"\fGatherReduce\x12\x1f.flowrun.v1.GatherReduceRequest\x1a\x18.flowrun.v1.KernelResult\x12?\n" +
 	"\aScatter\x12\x1a.flowrun.v1.ScatterRequest\x1a\x18.flowrun.v1.KernelResult\x12O\n" +
 	"\x0eExpandCoalesce\x12!.flowrun.v1.ExpandCoalesceRequest\x1a\x1a.flowrun.v1.CoalesceResult\x12;\n" +
-	"\x05Apply\x12\x18.flowrun.v1.ApplyRequest\x1a\x18.flowrun.v1.KernelResult2\xd3\x02\n" +
+	"\x05Apply\x12\x18.flowrun.v1.ApplyRequest\x1a\x18.flowrun.v1.KernelResult\x12@\n" +
+	"\bQuantize\x12\x1a.flowrun.v1.ConvertRequest\x1a\x18.flowrun.v1.KernelResult\x12B\n" +
+	"\n" +
+	"Dequantize\x12\x1a.flowrun.v1.ConvertRequest\x1a\x18.flowrun.v1.KernelResult2\xd3\x02\n" +
 	"\x05Model\x121\n" +
 	"\x04Info\x12\x11.flowrun.v1.Empty\x1a\x16.flowrun.v1.PluginInfo\x12<\n" +
 	"\tConfigure\x12\x1c.flowrun.v1.ConfigureRequest\x1a\x11.flowrun.v1.Empty\x127\n" +
@@ -2516,7 +2739,7 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_flowrun_proto_goTypes = []any{
 	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
 	(*Empty)(nil),                 // 1: flowrun.v1.Empty
@@ -2542,16 +2765,18 @@ var file_flowrun_proto_goTypes = []any{
 	(*CoalesceResult)(nil),        // 21: flowrun.v1.CoalesceResult
 	(*ApplyRequest)(nil),          // 22: flowrun.v1.ApplyRequest
 	(*KernelResult)(nil),          // 23: flowrun.v1.KernelResult
-	(*StepRequest)(nil),           // 24: flowrun.v1.StepRequest
-	(*StepResult)(nil),            // 25: flowrun.v1.StepResult
-	(*DigestResult)(nil),          // 26: flowrun.v1.DigestResult
-	(*ModelState)(nil),            // 27: flowrun.v1.ModelState
-	(*Op)(nil),                    // 28: flowrun.v1.Op
-	(*Layer)(nil),                 // 29: flowrun.v1.Layer
-	(*DeviceProfile)(nil),         // 30: flowrun.v1.DeviceProfile
-	(*CostRequest)(nil),           // 31: flowrun.v1.CostRequest
-	(*CostResult)(nil),            // 32: flowrun.v1.CostResult
-	(*CostModelParams)(nil),       // 33: flowrun.v1.CostModelParams
+	(*LowTable)(nil),              // 24: flowrun.v1.LowTable
+	(*ConvertRequest)(nil),        // 25: flowrun.v1.ConvertRequest
+	(*StepRequest)(nil),           // 26: flowrun.v1.StepRequest
+	(*StepResult)(nil),            // 27: flowrun.v1.StepResult
+	(*DigestResult)(nil),          // 28: flowrun.v1.DigestResult
+	(*ModelState)(nil),            // 29: flowrun.v1.ModelState
+	(*Op)(nil),                    // 30: flowrun.v1.Op
+	(*Layer)(nil),                 // 31: flowrun.v1.Layer
+	(*DeviceProfile)(nil),         // 32: flowrun.v1.DeviceProfile
+	(*CostRequest)(nil),           // 33: flowrun.v1.CostRequest
+	(*CostResult)(nil),            // 34: flowrun.v1.CostResult
+	(*CostModelParams)(nil),       // 35: flowrun.v1.CostModelParams
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -2584,65 +2809,74 @@ var file_flowrun_proto_depIdxs = []int32{
 	23, // 27: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
 	15, // 28: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
 	19, // 29: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
-	2,  // 30: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
-	2,  // 31: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
-	2,  // 32: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
-	2,  // 33: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
-	2,  // 34: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	2,  // 35: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
-	29, // 36: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
-	28, // 37: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 38: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 39: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 40: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	5,  // 41: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 42: flowrun.v1.Cache.Snapshot:input_type -> flowrun.v1.Empty
-	14, // 43: flowrun.v1.Cache.Restore:input_type -> flowrun.v1.CacheSnapshot
-	1,  // 44: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 45: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	17, // 46: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	18, // 47: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	20, // 48: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	22, // 49: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	1,  // 50: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 51: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	24, // 52: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 53: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 54: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
-	27, // 55: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
-	1,  // 56: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 57: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 58: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	31, // 59: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	1,  // 60: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
-	7,  // 61: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 62: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 63: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	13, // 64: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
-	14, // 65: flowrun.v1.Cache.Snapshot:output_type -> flowrun.v1.CacheSnapshot
-	1,  // 66: flowrun.v1.Cache.Restore:output_type -> flowrun.v1.Empty
-	7,  // 67: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 68: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	23, // 69: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	23, // 70: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	21, // 71: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	23, // 72: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	7,  // 73: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 74: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	25, // 75: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	26, // 76: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	27, // 77: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
-	1,  // 78: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
-	7,  // 79: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 80: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	30, // 81: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	32, // 82: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	33, // 83: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
-	61, // [61:84] is the sub-list for method output_type
-	38, // [38:61] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	2,  // 30: flowrun.v1.LowTable.values:type_name -> flowrun.v1.Ref
+	2,  // 31: flowrun.v1.LowTable.state:type_name -> flowrun.v1.Ref
+	24, // 32: flowrun.v1.ConvertRequest.tables:type_name -> flowrun.v1.LowTable
+	2,  // 33: flowrun.v1.ConvertRequest.rows:type_name -> flowrun.v1.Ref
+	2,  // 34: flowrun.v1.ConvertRequest.fp32:type_name -> flowrun.v1.Ref
+	2,  // 35: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
+	2,  // 36: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
+	2,  // 37: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
+	2,  // 38: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
+	2,  // 39: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
+	2,  // 40: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
+	31, // 41: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
+	30, // 42: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 43: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 44: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 45: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	5,  // 46: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 47: flowrun.v1.Cache.Snapshot:input_type -> flowrun.v1.Empty
+	14, // 48: flowrun.v1.Cache.Restore:input_type -> flowrun.v1.CacheSnapshot
+	1,  // 49: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 50: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	17, // 51: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	18, // 52: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	20, // 53: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	22, // 54: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	25, // 55: flowrun.v1.Kernel.Quantize:input_type -> flowrun.v1.ConvertRequest
+	25, // 56: flowrun.v1.Kernel.Dequantize:input_type -> flowrun.v1.ConvertRequest
+	1,  // 57: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 58: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	26, // 59: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 60: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 61: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
+	29, // 62: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
+	1,  // 63: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 64: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 65: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	33, // 66: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	1,  // 67: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
+	7,  // 68: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 69: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 70: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 71: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	14, // 72: flowrun.v1.Cache.Snapshot:output_type -> flowrun.v1.CacheSnapshot
+	1,  // 73: flowrun.v1.Cache.Restore:output_type -> flowrun.v1.Empty
+	7,  // 74: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 75: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	23, // 76: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	23, // 77: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	21, // 78: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	23, // 79: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	23, // 80: flowrun.v1.Kernel.Quantize:output_type -> flowrun.v1.KernelResult
+	23, // 81: flowrun.v1.Kernel.Dequantize:output_type -> flowrun.v1.KernelResult
+	7,  // 82: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 83: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	27, // 84: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	28, // 85: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	29, // 86: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
+	1,  // 87: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
+	7,  // 88: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 89: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	32, // 90: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	34, // 91: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	35, // 92: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
+	68, // [68:93] is the sub-list for method output_type
+	43, // [43:68] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
@@ -2656,7 +2890,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

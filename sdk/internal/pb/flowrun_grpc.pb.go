@@ -336,6 +336,8 @@ const (
 	Kernel_Scatter_FullMethodName        = "/flowrun.v1.Kernel/Scatter"
 	Kernel_ExpandCoalesce_FullMethodName = "/flowrun.v1.Kernel/ExpandCoalesce"
 	Kernel_Apply_FullMethodName          = "/flowrun.v1.Kernel/Apply"
+	Kernel_Quantize_FullMethodName       = "/flowrun.v1.Kernel/Quantize"
+	Kernel_Dequantize_FullMethodName     = "/flowrun.v1.Kernel/Dequantize"
 )
 
 // KernelClient is the client API for Kernel service.
@@ -348,6 +350,8 @@ type KernelClient interface {
 	Scatter(ctx context.Context, in *ScatterRequest, opts ...grpc.CallOption) (*KernelResult, error)
 	ExpandCoalesce(ctx context.Context, in *ExpandCoalesceRequest, opts ...grpc.CallOption) (*CoalesceResult, error)
 	Apply(ctx context.Context, in *ApplyRequest, opts ...grpc.CallOption) (*KernelResult, error)
+	Quantize(ctx context.Context, in *ConvertRequest, opts ...grpc.CallOption) (*KernelResult, error)
+	Dequantize(ctx context.Context, in *ConvertRequest, opts ...grpc.CallOption) (*KernelResult, error)
 }
 
 type kernelClient struct {
@@ -418,6 +422,26 @@ func (c *kernelClient) Apply(ctx context.Context, in *ApplyRequest, opts ...grpc
 	return out, nil
 }
 
+func (c *kernelClient) Quantize(ctx context.Context, in *ConvertRequest, opts ...grpc.CallOption) (*KernelResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KernelResult)
+	err := c.cc.Invoke(ctx, Kernel_Quantize_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *kernelClient) Dequantize(ctx context.Context, in *ConvertRequest, opts ...grpc.CallOption) (*KernelResult, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KernelResult)
+	err := c.cc.Invoke(ctx, Kernel_Dequantize_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // KernelServer is the server API for Kernel service.
 // All implementations must embed UnimplementedKernelServer
 // for forward compatibility.
@@ -428,6 +452,8 @@ type KernelServer interface {
 	Scatter(context.Context, *ScatterRequest) (*KernelResult, error)
 	ExpandCoalesce(context.Context, *ExpandCoalesceRequest) (*CoalesceResult, error)
 	Apply(context.Context, *ApplyRequest) (*KernelResult, error)
+	Quantize(context.Context, *ConvertRequest) (*KernelResult, error)
+	Dequantize(context.Context, *ConvertRequest) (*KernelResult, error)
 	mustEmbedUnimplementedKernelServer()
 }
 
@@ -455,6 +481,12 @@ func (UnimplementedKernelServer) ExpandCoalesce(context.Context, *ExpandCoalesce
 }
 func (UnimplementedKernelServer) Apply(context.Context, *ApplyRequest) (*KernelResult, error) {
 	return nil, status.Error(codes.Unimplemented, "method Apply not implemented")
+}
+func (UnimplementedKernelServer) Quantize(context.Context, *ConvertRequest) (*KernelResult, error) {
+	return nil, status.Error(codes.Unimplemented, "method Quantize not implemented")
+}
+func (UnimplementedKernelServer) Dequantize(context.Context, *ConvertRequest) (*KernelResult, error) {
+	return nil, status.Error(codes.Unimplemented, "method Dequantize not implemented")
 }
 func (UnimplementedKernelServer) mustEmbedUnimplementedKernelServer() {}
 func (UnimplementedKernelServer) testEmbeddedByValue()                {}
@@ -585,6 +617,42 @@ func _Kernel_Apply_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Kernel_Quantize_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConvertRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).Quantize(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_Quantize_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).Quantize(ctx, req.(*ConvertRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Kernel_Dequantize_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConvertRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(KernelServer).Dequantize(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Kernel_Dequantize_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(KernelServer).Dequantize(ctx, req.(*ConvertRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Kernel_ServiceDesc is the grpc.ServiceDesc for Kernel service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -615,6 +683,14 @@ var Kernel_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Apply",
 			Handler:    _Kernel_Apply_Handler,
+		},
+		{
+			MethodName: "Quantize",
+			Handler:    _Kernel_Quantize_Handler,
+		},
+		{
+			MethodName: "Dequantize",
+			Handler:    _Kernel_Dequantize_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

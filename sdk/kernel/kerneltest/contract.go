@@ -53,6 +53,7 @@ func (c config) runContract(t *testing.T, connect func(*testing.T) kernel.Kernel
 	runStrideContract(t, ctx, ops, configured)
 	runOptimizerContract(t, ctx, ops, configured)
 	runSplitContract(t, ctx, ops, configured)
+	runConvertContract(t, ctx, ops, configured)
 }
 
 // runGatherReduceContract checks GatherReduce: sum bit for bit, mean
