@@ -24,14 +24,39 @@ func (t *Tables) TouchedIDs(table int) []int64 {
 	return ids
 }
 
-// RowBytes is the bytes of one row of table as the table holds it.
-func (t *Tables) RowBytes(int) int { return 4 * t.Stride }
+// RowBytes is the bytes of one row of table as a checkpoint holds it: the
+// Stride float32s of an FP32 table; a low-precision table's stored values
+// (packed, or FP32 when emulated), its FP32 optimizer state, and one byte
+// saying whether the row was written (Precision.KeepInit).
+func (t *Tables) RowBytes(table int) int {
+	if lt := t.tables[table].low; lt != nil {
+		return lt.rowBytes + 4*(t.Stride-t.Dim) + 1
+	}
+	return 4 * t.Stride
+}
 
-// RowData is the bytes of row id of table as the table holds them (the
-// row is touched first if it was not).
+// RowData is the bytes of row id of table as RowBytes describes them (the
+// row is touched first if it was not): the row itself for an FP32 table, a
+// copy for a low-precision one.
 func (t *Tables) RowData(table int, id int64) []byte {
-	row := t.Row(table, id)
-	return unsafe.Slice((*byte)(unsafe.Pointer(&row[0])), 4*len(row))
+	lt := t.tables[table].low
+	if lt == nil {
+		row := t.Row(table, id)
+		return unsafe.Slice((*byte)(unsafe.Pointer(&row[0])), 4*len(row))
+	}
+	t.ensureTouched(table, id)
+	out := make([]byte, 0, t.RowBytes(table))
+	out = append(out, lt.values[id*int64(lt.rowBytes):(id+1)*int64(lt.rowBytes)]...)
+	if lt.state != nil {
+		sf := int64(t.Stride - t.Dim)
+		st := lt.state[id*sf : (id+1)*sf]
+		out = append(out, unsafe.Slice((*byte)(unsafe.Pointer(&st[0])), 4*len(st))...)
+	}
+	var written byte
+	if !t.Fresh(table, id) {
+		written = 1
+	}
+	return append(out, written)
 }
 
 // RestoreRow touches row id of table and overwrites it with raw, bytes
@@ -44,7 +69,21 @@ func (t *Tables) RestoreRow(table int, id int64, raw []byte) error {
 	if len(raw) != t.RowBytes(table) {
 		return fmt.Errorf("host table %d: a saved row of %d bytes, rows here are %d", table, len(raw), t.RowBytes(table))
 	}
-	copy(t.RowData(table, id), raw)
+	lt := t.tables[table].low
+	if lt == nil {
+		copy(t.RowData(table, id), raw)
+		return nil
+	}
+	t.ensureTouched(table, id)
+	raw = raw[copy(lt.values[id*int64(lt.rowBytes):(id+1)*int64(lt.rowBytes)], raw):]
+	if lt.state != nil {
+		sf := int64(t.Stride - t.Dim)
+		st := lt.state[id*sf : (id+1)*sf]
+		raw = raw[copy(unsafe.Slice((*byte)(unsafe.Pointer(&st[0])), 4*len(st)), raw):]
+	}
+	if raw[0] == 1 {
+		t.MarkWritten(table, []int64{id})
+	}
 	return nil
 }
 

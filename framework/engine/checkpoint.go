@@ -276,6 +276,9 @@ func (r *run) writeCheckpoint(ctx context.Context, k uint64, g *gate) (string, e
 	}
 	m := checkpoint.Manifest{Identity: c.id, Batch: k, Total: uint64(r.total), Written: time.Now().UTC(),
 		Notes: map[string]string{"cache": note}}
+	if err := r.lowPrecisionResumes(cacheParts); err != nil {
+		return "", err
+	}
 	rows := storageOverlay{tables: r.tables, storage: r.storage}
 	dir, err := checkpoint.Write(c.opts.Dir, m, append([]checkpoint.Part{
 		{Name: partRows, Write: func(w io.Writer) error { return checkpoint.EncodeRows(w, rows.init()) }},
@@ -324,8 +327,13 @@ func (s storageOverlay) Tables() int                  { return s.tables.Len() }
 func (s storageOverlay) RowBytes(table int) int       { return s.tables.RowBytes(table) }
 func (s storageOverlay) TouchedIDs(table int) []int64 { return s.tables.TouchedIDs(table) }
 
+// RowData is a row of an FP32 table as Storage holds it when it does. A
+// low-precision table's row is its stored one: putting Storage's FP32 row
+// there would round it at the checkpoint, which the uninterrupted run
+// never does; Storage's slots, restored with the policy's snapshot, keep
+// the FP32 copy (lowPrecisionResumes).
 func (s storageOverlay) RowData(table int, id int64) []byte {
-	if s.resident != nil {
+	if s.resident != nil && s.tables.Direct(table) {
 		if slot, ok := s.resident[table][id]; ok {
 			return s.storage.SlotData(table, slot)
 		}
@@ -472,6 +480,21 @@ func (r *run) restoreStages(ctx context.Context, ck *checkpoint.Checkpoint) erro
 		}
 		if err := cp.Restore(ctx, state); err != nil {
 			return fmt.Errorf("stage %s: %w", n.id, err)
+		}
+	}
+	return nil
+}
+
+// lowPrecisionResumes refuses a checkpoint that could not resume exactly:
+// a low-precision table with rows in Storage under a policy that takes no
+// snapshot, whose FP32 rows would only survive rounded into the table.
+func (r *run) lowPrecisionResumes(cacheParts []checkpoint.Part) error {
+	if r.storage == nil || len(cacheParts) > 0 {
+		return nil
+	}
+	for t := range r.tables.Len() {
+		if !r.tables.Direct(t) && len(r.storage.ResidentRows(t)) > 0 {
+			return fmt.Errorf("checkpoint: host table %d is stored at %v and Storage holds rows of it, but the cache policy takes no snapshot (cache.Snapshotter): those FP32 rows could only be saved rounded, and the resumed run would not be the uninterrupted one", t, r.tables.PrecisionOf(t))
 		}
 	}
 	return nil
