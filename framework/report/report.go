@@ -21,6 +21,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/bench"
 	"github.com/flowrun/flowrun/framework/results"
+	"github.com/flowrun/flowrun/framework/search"
 )
 
 // Run is one run a figure shows.
@@ -37,6 +38,8 @@ type Run struct {
 type Input struct {
 	Runs    []Run
 	Benches []*bench.Comparison
+	// Searches are design-space searches (flowrun search --json/--out).
+	Searches []*search.Result
 }
 
 // ErrNothingToDraw is Draw's answer when no figure has its data in the
@@ -75,6 +78,9 @@ func (in *Input) read(path string) error {
 	}
 	if err := readJSON(path, &probe); err != nil {
 		return err
+	}
+	if probe.Kind == search.Kind {
+		return in.readSearch(path)
 	}
 	if probe.Kind == bench.Kind {
 		var b bench.Comparison
@@ -196,6 +202,7 @@ func (in *Input) figures() []figure {
 	if f, ok := hitRateFigure(in.Benches); ok {
 		figs = append(figs, f)
 	}
+	figs = append(figs, searchFigures(in.Searches)...)
 	if f, ok := lossFigure(in.Runs); ok {
 		figs = append(figs, f)
 	}
