@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -54,7 +56,14 @@ latency target (--targets-ms, default --sla-ms): the highest NDCG whose p99
 meets it. Latency is modeled, quality measured.
 
   flowrun search graphs/recpipe-1stage.yaml graphs/recpipe-2stage.yaml \
-      --set 'serving.servers={host: 64}' --qps 100,500,1000 --targets-ms 10,25
+      --sweep recpipe-2stage:stages.keep.k=64,256,1024 \
+      --set serving.servers.host=64 --qps 500,2000,4000 --targets-ms 10,25
+
+--sweep KEY=V1,V2,... sweeps KEY in every graph (every combination, the
+first key outermost); --sweep GRAPH:KEY=V1,... only in the graph whose file
+or file name without extension is GRAPH (after the common keys), for keys
+only some graphs have. A design invalid at its point gets a row with the
+reason and counts as failed.
 
 --json prints the result as JSON (kind flowrun-search), --out FILE writes
 it to FILE as well; flowrun report draws the frontier from it. Exit codes:
@@ -81,11 +90,11 @@ func (f searchFlags) run(cmd *cobra.Command, graphs []string) error {
 	if f.json && f.quiet {
 		return usageError{errors.New("--json and --quiet: choose one (--json prints only the JSON)")}
 	}
-	sweep, err := bench.ParseSweeps(f.sweeps)
+	sweep, perGraph, err := parseSearchSweeps(f.sweeps, graphs)
 	if err != nil {
 		return usageError{err}
 	}
-	o := search.Options{Graphs: graphs, Sets: f.sets, Sweep: sweep, QPS: f.qps, SLAMs: f.slaMs, TargetsMs: f.targets}
+	o := search.Options{Graphs: graphs, Sets: f.sets, Sweep: sweep, GraphSweep: perGraph, QPS: f.qps, SLAMs: f.slaMs, TargetsMs: f.targets}
 	if len(f.qps) == 0 {
 		return usageError{errors.New("--qps: give the offered loads, e.g. --qps 100,500,1000")}
 	}
@@ -111,6 +120,55 @@ func (f searchFlags) run(cmd *cobra.Command, graphs []string) error {
 		return fmt.Errorf("%d of %d designs failed (see the table)", n, len(res.Designs))
 	}
 	return nil
+}
+
+// parseSearchSweeps parses --sweep flags: KEY=V1,... for every graph,
+// GRAPH:KEY=V1,... for the graph whose file (as given, or its name
+// without directory and extension) is GRAPH. Only the key is split at
+// ':', so values may hold one (builtin:NAME).
+func parseSearchSweeps(flags, graphs []string) ([]bench.Sweep, map[string][]bench.Sweep, error) {
+	var all []string
+	scoped := map[string][]string{}
+	for _, s := range flags {
+		key, vals, _ := strings.Cut(s, "=")
+		scope, key, ok := strings.Cut(key, ":")
+		if !ok {
+			all = append(all, s)
+			continue
+		}
+		g := graphByName(graphs, strings.TrimSpace(scope))
+		if g == "" {
+			return nil, nil, fmt.Errorf("--sweep %q: %q is not one of the graphs searched", s, scope)
+		}
+		scoped[g] = append(scoped[g], key+"="+vals)
+	}
+	sweep, err := bench.ParseSweeps(all)
+	if err != nil {
+		return nil, nil, err
+	}
+	var perGraph map[string][]bench.Sweep
+	for g, list := range scoped {
+		// Parsed with the common keys, so that one given twice is refused.
+		both, err := bench.ParseSweeps(append(append([]string(nil), all...), list...))
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", g, err)
+		}
+		if perGraph == nil {
+			perGraph = map[string][]bench.Sweep{}
+		}
+		perGraph[g] = both[len(sweep):]
+	}
+	return sweep, perGraph, nil
+}
+
+// graphByName is the graph file that name is, as given or as its stem.
+func graphByName(graphs []string, name string) string {
+	for _, g := range graphs {
+		if g == name || strings.TrimSuffix(filepath.Base(g), filepath.Ext(g)) == name {
+			return g
+		}
+	}
+	return ""
 }
 
 // write writes the result to --out, and prints it as JSON (--json), as

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -45,8 +46,12 @@ type Options struct {
 	// Sets are overrides applied to every design.
 	Sets []string
 	// Sweep is the design space beyond the graph files (every
-	// combination, the first key outermost).
+	// combination, the first key outermost), for every graph.
 	Sweep []bench.Sweep
+	// GraphSweep are further swept keys of one graph (by its path as in
+	// Graphs), after Sweep's: a key only some graphs have (the items a
+	// frontend keeps) is swept in those only.
+	GraphSweep map[string][]bench.Sweep
 	// QPS are the offered loads every design is replayed at.
 	QPS []float64
 	// SLAMs, when > 0, is serving.sla_ms: each report gives the share of
@@ -65,6 +70,8 @@ type Result struct {
 	Graphs []string      `json:"graphs"`
 	Sets   []string      `json:"sets,omitempty"`
 	Sweep  []bench.Sweep `json:"sweep,omitempty"`
+	// GraphSweep are the keys swept in one graph only, by its file.
+	GraphSweep map[string][]bench.Sweep `json:"graph_sweep,omitempty"`
 	// QPS are the offered loads, in the order given; every design's
 	// Serving has one entry per rate, in this order.
 	QPS       []float64 `json:"qps"`
@@ -77,7 +84,10 @@ type Result struct {
 	// Frontiers has one entry per QPS, in QPS order.
 	Frontiers []Frontier `json:"frontiers"`
 	// Best has one entry per QPS and target, QPS outermost.
-	Best    []Best    `json:"best,omitempty"`
+	Best []Best `json:"best,omitempty"`
+	// Note warns where the designs' qualities are not alike: NDCG
+	// measured at different depths (a filter's k, unless ndcg_k is set).
+	Note    string    `json:"note,omitempty"`
 	Started time.Time `json:"started"`
 	WallMs  float64   `json:"wall_ms"`
 }
@@ -150,6 +160,11 @@ func (o Options) Validate() error {
 	if len(o.Graphs) == 0 {
 		errs = append(errs, errors.New("no graph to search"))
 	}
+	for g := range o.GraphSweep {
+		if !slices.Contains(o.Graphs, g) {
+			errs = append(errs, fmt.Errorf("a sweep of %s, which is not a searched graph", g))
+		}
+	}
 	if len(o.QPS) == 0 {
 		errs = append(errs, errors.New("no QPS: give at least one rate"))
 	}
@@ -212,20 +227,51 @@ func Search(ctx context.Context, r bench.Runner, o Options) (*Result, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	res := &Result{Kind: Kind, Graphs: o.Graphs, Sets: o.Sets, Sweep: o.Sweep, QPS: o.QPS, SLAMs: o.SLAMs,
+	res := &Result{Kind: Kind, Graphs: o.Graphs, Sets: o.Sets, Sweep: o.Sweep, GraphSweep: o.GraphSweep, QPS: o.QPS, SLAMs: o.SLAMs,
 		TargetsMs: o.targets(), Clock: serving.Modeled, Started: time.Now()}
-	comp, err := bench.Compare(ctx, r, bench.Options{
-		Graphs: o.Graphs, Sets: append(append([]string(nil), o.Sets...), o.ServingSets()...), Sweep: o.Sweep, Log: o.Log,
-	})
+	runs, err := o.runAll(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	for i, run := range comp.Runs {
+	for i, run := range runs {
 		res.Designs = append(res.Designs, design(i, run, o.QPS))
 	}
 	res.rank()
+	res.Note = depthNote(res.Designs)
 	res.WallMs = float64(time.Since(res.Started).Microseconds()) / 1e3
 	return res, nil
+}
+
+// runAll runs every design through bench.Compare: once over every graph
+// without per-graph sweeps, else once per graph with its own sweep, each
+// graph checked at its first point before anything runs.
+func (o Options) runAll(ctx context.Context, r bench.Runner) ([]bench.Run, error) {
+	sets := append(append([]string(nil), o.Sets...), o.ServingSets()...)
+	if len(o.GraphSweep) == 0 {
+		comp, err := bench.Compare(ctx, r, bench.Options{Graphs: o.Graphs, Sets: sets, Sweep: o.Sweep, Log: o.Log})
+		if err != nil {
+			return nil, err
+		}
+		return comp.Runs, nil
+	}
+	sweeps := make([][]bench.Sweep, len(o.Graphs))
+	for i, g := range o.Graphs {
+		sweeps[i] = append(append([]bench.Sweep(nil), o.Sweep...), o.GraphSweep[g]...)
+		// A graph invalid without a sweep is the caller's error, as in
+		// bench; one invalid at a point gets its row when it comes.
+		if _, err := r.Check(g, sets); err != nil && len(sweeps[i]) == 0 {
+			return nil, err
+		}
+	}
+	var runs []bench.Run
+	for i, g := range o.Graphs {
+		comp, err := bench.Compare(ctx, r, bench.Options{Graphs: []string{g}, Sets: sets, Sweep: sweeps[i], Log: o.Log})
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, comp.Runs...)
+	}
+	return runs, nil
 }
 
 // design takes one run's figures.
@@ -340,4 +386,26 @@ func (r *Result) Failed() int {
 		}
 	}
 	return n
+}
+
+// depthNote is a warning when the designs measure NDCG at different
+// depths: NDCG@8 and NDCG@32 are different measures, and a frontier over
+// both compares them as one.
+func depthNote(designs []Design) string {
+	var depths []int
+	for _, d := range designs {
+		if d.NDCG != nil && !slices.Contains(depths, d.NDCGK) {
+			depths = append(depths, d.NDCGK)
+		}
+	}
+	if len(depths) < 2 {
+		return ""
+	}
+	slices.Sort(depths)
+	s := make([]string, len(depths))
+	for i, k := range depths {
+		s[i] = strconv.Itoa(k)
+	}
+	return "the designs measure NDCG at different depths (" + strings.Join(s, ", ") +
+		"): set the serving filter's ndcg_k to one depth to compare like with like"
 }

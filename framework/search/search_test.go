@@ -163,3 +163,29 @@ func TestSearchOptions(t *testing.T) {
 		t.Errorf("one rate: %q", got)
 	}
 }
+
+// A key swept in one graph only is swept there, after the common keys;
+// the other graphs run once per common point.
+func TestSearchGraphSweep(t *testing.T) {
+	r := &fakeRunner{designs: map[string]fakeDesign{
+		"one.yaml": {ndcg: 0.8, p99: map[float64]float64{100: 2}},
+		"two.yaml": {ndcg: 0.9, p99: map[float64]float64{100: 3}},
+	}}
+	o := Options{Graphs: []string{"one.yaml", "two.yaml"}, QPS: []float64{100},
+		GraphSweep: map[string][]bench.Sweep{"two.yaml": {{Key: "stages.keep.k", Values: []string{"64", "256"}}}}}
+	res, err := Search(context.Background(), r, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, d := range res.Designs {
+		names = append(names, d.Name)
+	}
+	if want := []string{"one.yaml", "two.yaml stages.keep.k=64", "two.yaml stages.keep.k=256"}; !slices.Equal(names, want) {
+		t.Errorf("designs %q, want %q", names, want)
+	}
+	o.GraphSweep = map[string][]bench.Sweep{"three.yaml": {{Key: "k", Values: []string{"1"}}}}
+	if _, err := Search(context.Background(), &fakeRunner{}, o); err == nil {
+		t.Error("a sweep of a graph not searched was accepted")
+	}
+}

@@ -37,6 +37,9 @@ func WriteTable(w io.Writer, r *Result) {
 			fmt.Fprintf(w, "  %d %s: %s\n", d.ID, d.Name, d.Error)
 		}
 	}
+	if r.Note != "" {
+		fmt.Fprintf(w, "  note: %s\n", r.Note)
+	}
 	fmt.Fprintln(w)
 	r.writeFrontiers(w)
 	r.writeBest(w)
