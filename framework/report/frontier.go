@@ -51,8 +51,9 @@ func collectFrontier(s *search.Result) []frontierSeries {
 }
 
 // frontierFigure draws a search's quality against its modeled p99, one
-// colour per QPS: every design that serves the QPS as a small hollow
-// marker, the frontier's designs as filled markers joined by a staircase
+// colour per QPS: every design that serves the QPS as a ring (larger for
+// earlier rates), the frontier's designs as filled triangles joined by a
+// staircase
 // and labelled with their design IDs. Overloaded designs have no p99 and
 // are counted in the legend instead.
 func frontierFigure(s *search.Result, name string) (figure, bool) {
@@ -69,7 +70,11 @@ func frontierFigure(s *search.Result, name string) (figure, bool) {
 		if err != nil {
 			continue
 		}
-		all.Shape, all.Color, all.Radius = draw.CircleGlyph{}, c, vg.Points(2.5)
+		// Designs often sit at one point at several QPS (no queueing at
+		// light load): earlier rates get larger rings, so that points
+		// drawn on one another show as concentric rings.
+		grow := vg.Points(2 * float64(len(series)-1-i))
+		all.Shape, all.Color, all.Radius = draw.RingGlyph{}, c, vg.Points(3)+grow
 		front, err := plotter.NewLine(staircase(fs.front))
 		if err != nil {
 			continue
@@ -79,13 +84,13 @@ func frontierFigure(s *search.Result, name string) (figure, bool) {
 		if err != nil {
 			continue
 		}
-		marks.Shape, marks.Color, marks.Radius = draw.PyramidGlyph{}, c, vg.Points(4)
+		marks.Shape, marks.Color, marks.Radius = draw.PyramidGlyph{}, c, vg.Points(3)+grow
 		p.Add(all, front, marks)
 		if labels, err := plotter.NewLabels(plotter.XYLabels{XYs: fs.front, Labels: fs.frontIDs}); err == nil {
 			for j := range labels.TextStyle {
 				labels.TextStyle[j].Color = c
 			}
-			labels.Offset = vg.Point{X: vg.Points(4), Y: vg.Points(2)}
+			labels.Offset = vg.Point{X: vg.Points(4) + grow, Y: vg.Points(2)}
 			p.Add(labels)
 		}
 		legend := fmt.Sprintf("%s QPS: %d designs, frontier %s", strconv.FormatFloat(fs.qps, 'g', -1, 64), len(fs.all), strings.Join(fs.frontIDs, ","))
@@ -107,7 +112,13 @@ func frontierFigure(s *search.Result, name string) (figure, bool) {
 	}
 	pad := max((hi-lo)*0.15, 0.005)
 	p.Y.Min, p.Y.Max = max(0, lo-pad), min(1, hi+pad)
-	p.X.Min = 0
+	maxX := 0.0
+	for _, fs := range series {
+		for _, pt := range fs.all {
+			maxX = max(maxX, pt.X)
+		}
+	}
+	p.X.Min, p.X.Max = 0, maxX*1.08
 	// Better designs are up and to the left: the legend goes bottom right.
 	p.Legend.Top = false
 	return figure{name: name, plots: []*plot.Plot{p}, w: 8 * vg.Inch, h: 5.5 * vg.Inch}, true
