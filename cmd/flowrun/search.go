@@ -22,6 +22,7 @@ type searchFlags struct {
 	qps     []float64
 	slaMs   float64
 	targets []float64
+	minNDCG []float64
 	json    bool
 	out     string
 	quiet   bool
@@ -53,7 +54,9 @@ quality–p99 Pareto frontier at each QPS (a design is off it when another is
 at least as good in NDCG and p99 and better in one; of designs with exactly
 the same NDCG and p99 the first listed stands), and the best design per
 latency target (--targets-ms, default --sla-ms): the highest NDCG whose p99
-meets it. Latency is modeled, quality measured.
+meets it; with --min-ndcg, the fastest design per quality target (the
+lowest p99 whose NDCG reaches it: RecPipe's iso-quality). Latency is
+modeled, quality measured.
 
   flowrun search graphs/recpipe-1stage.yaml graphs/recpipe-2stage.yaml \
       --sweep recpipe-2stage:stages.keep.k=64,256,1024 \
@@ -79,6 +82,7 @@ it to FILE as well; flowrun report draws the frontier from it. Exit codes:
 	fl.Float64SliceVar(&f.qps, "qps", nil, "offered loads to replay every design at, `q1,q2,...` (required)")
 	fl.Float64Var(&f.slaMs, "sla-ms", 0, "latency SLA in `ms`: each report's share within it (serving.sla_ms), and the default target")
 	fl.Float64SliceVar(&f.targets, "targets-ms", nil, "latency targets in ms to pick the best design for, `t1,t2,...` (default: --sla-ms)")
+	fl.Float64SliceVar(&f.minNDCG, "min-ndcg", nil, "quality targets to pick the fastest design reaching each, `q1,q2,...` (iso-quality)")
 	fl.BoolVar(&f.json, "json", false, "print the result as JSON instead of the tables")
 	fl.StringVar(&f.out, "out", "", "also write the result as JSON to `FILE`")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
@@ -94,7 +98,7 @@ func (f searchFlags) run(cmd *cobra.Command, graphs []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	o := search.Options{Graphs: graphs, Sets: f.sets, Sweep: sweep, GraphSweep: perGraph, QPS: f.qps, SLAMs: f.slaMs, TargetsMs: f.targets}
+	o := search.Options{Graphs: graphs, Sets: f.sets, Sweep: sweep, GraphSweep: perGraph, QPS: f.qps, SLAMs: f.slaMs, TargetsMs: f.targets, QualityTargets: f.minNDCG}
 	if len(f.qps) == 0 {
 		return usageError{errors.New("--qps: give the offered loads, e.g. --qps 100,500,1000")}
 	}

@@ -64,7 +64,8 @@ func TestSearchMatchesRun(t *testing.T) {
 				if slices.Contains(res.Frontiers[i].Designs, d.ID) {
 					t.Errorf("overloaded design %d on the frontier at %g QPS", d.ID, l.QPS)
 				}
-			case l.P99Ms == nil || *l.P99Ms != rep.LatencyMs.P99 || *l.P50Ms != rep.LatencyMs.P50 || *l.WithinSLA != *rep.WithinSLA:
+			case l.P99Ms == nil || rep.LatencyMs == nil || *l.P99Ms != rep.LatencyMs.P99 || *l.P50Ms != rep.LatencyMs.P50 ||
+				l.WithinSLA == nil || rep.WithinSLA == nil || *l.WithinSLA != *rep.WithinSLA:
 				t.Errorf("design %d at %g QPS: %+v, plain run %+v", d.ID, l.QPS, l, rep.LatencyMs)
 			}
 		}

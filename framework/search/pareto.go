@@ -83,3 +83,20 @@ func BestWithin(pts []Point, targetMs float64) int {
 	}
 	return best
 }
+
+// FastestWithQuality is the index of the fastest design whose quality is
+// at least minQuality (RecPipe's iso-quality comparisons): the lowest
+// p99, then the higher quality, then the design listed first; -1 when no
+// eligible point reaches it. Like BestWithin, always a frontier point.
+func FastestWithQuality(pts []Point, minQuality float64) int {
+	best := -1
+	for i, p := range pts {
+		if !p.ok() || p.Quality < minQuality {
+			continue
+		}
+		if best < 0 || p.P99Ms < pts[best].P99Ms || (p.P99Ms == pts[best].P99Ms && p.Quality > pts[best].Quality) {
+			best = i
+		}
+	}
+	return best
+}

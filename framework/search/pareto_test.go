@@ -73,3 +73,28 @@ func TestBestWithin(t *testing.T) {
 		}
 	}
 }
+
+// The fastest design reaching a quality is the lowest p99 among those at
+// or above it, on the frontier, never an ineligible one.
+func TestFastestWithQuality(t *testing.T) {
+	pts := []Point{
+		{Quality: 0.90, P99Ms: 10, Eligible: true},
+		{Quality: 0.80, P99Ms: 4, Eligible: true},
+		{Quality: 0.99, P99Ms: 1, Eligible: false},
+		{Quality: 0.85, P99Ms: 4, Eligible: true},
+		{Quality: 0.60, P99Ms: 2, Eligible: true},
+	}
+	front := ParetoFrontier(pts)
+	for _, c := range []struct {
+		q    float64
+		want int
+	}{{0, 4}, {0.6, 4}, {0.61, 3}, {0.85, 3}, {0.86, 0}, {0.9, 0}, {0.95, -1}} {
+		got := FastestWithQuality(pts, c.q)
+		if got != c.want {
+			t.Errorf("NDCG ≥ %g: fastest %d, want %d", c.q, got, c.want)
+		}
+		if got >= 0 && !slices.Contains(front, got) {
+			t.Errorf("NDCG ≥ %g: fastest %d is not on the frontier %v", c.q, got, front)
+		}
+	}
+}

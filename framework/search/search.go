@@ -60,6 +60,9 @@ type Options struct {
 	// TargetsMs are the latency targets the best design is chosen for;
 	// none: SLAMs alone when set.
 	TargetsMs []float64
+	// QualityTargets are NDCG levels the fastest design reaching each is
+	// chosen for (iso-quality).
+	QualityTargets []float64
 	// Log, when set, gets a line as each run starts.
 	Log io.Writer
 }
@@ -74,9 +77,10 @@ type Result struct {
 	GraphSweep map[string][]bench.Sweep `json:"graph_sweep,omitempty"`
 	// QPS are the offered loads, in the order given; every design's
 	// Serving has one entry per rate, in this order.
-	QPS       []float64 `json:"qps"`
-	SLAMs     float64   `json:"sla_ms,omitempty"`
-	TargetsMs []float64 `json:"targets_ms,omitempty"`
+	QPS            []float64 `json:"qps"`
+	SLAMs          float64   `json:"sla_ms,omitempty"`
+	TargetsMs      []float64 `json:"targets_ms,omitempty"`
+	QualityTargets []float64 `json:"quality_targets,omitempty"`
 	// Clock is the latency's clock: always modeled (the replay of the
 	// runs' modeled demands). Quality is measured: real scoring.
 	Clock   string   `json:"clock"`
@@ -85,6 +89,8 @@ type Result struct {
 	Frontiers []Frontier `json:"frontiers"`
 	// Best has one entry per QPS and target, QPS outermost.
 	Best []Best `json:"best,omitempty"`
+	// Fastest has one entry per QPS and quality target, QPS outermost.
+	Fastest []Fastest `json:"fastest,omitempty"`
 	// Note warns where the designs' qualities are not alike: NDCG
 	// measured at different depths (a filter's k, unless ndcg_k is set).
 	Note    string    `json:"note,omitempty"`
@@ -154,6 +160,16 @@ type Best struct {
 	P99Ms    *float64 `json:"p99_ms,omitempty"`
 }
 
+// Fastest is the fastest design at one QPS whose NDCG is at least
+// MinNDCG: the lowest modeled p99; Design nil when none reaches it.
+type Fastest struct {
+	QPS     float64  `json:"qps"`
+	MinNDCG float64  `json:"min_ndcg"`
+	Design  *int     `json:"design,omitempty"`
+	NDCG    float64  `json:"ndcg,omitempty"`
+	P99Ms   *float64 `json:"p99_ms,omitempty"`
+}
+
 // Validate checks the options that need no graph.
 func (o Options) Validate() error {
 	var errs []error
@@ -180,6 +196,11 @@ func (o Options) Validate() error {
 	for _, t := range o.TargetsMs {
 		if !(t > 0) || math.IsInf(t, 0) {
 			errs = append(errs, fmt.Errorf("latency target %g ms: must be finite and > 0", t))
+		}
+	}
+	for _, q := range o.QualityTargets {
+		if !(q >= 0) || math.IsInf(q, 0) {
+			errs = append(errs, fmt.Errorf("quality target %g: must be a finite NDCG ≥ 0", q))
 		}
 	}
 	if !(o.SLAMs >= 0) || math.IsInf(o.SLAMs, 0) {
@@ -228,7 +249,7 @@ func Search(ctx context.Context, r bench.Runner, o Options) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Kind: Kind, Graphs: o.Graphs, Sets: o.Sets, Sweep: o.Sweep, GraphSweep: o.GraphSweep, QPS: o.QPS, SLAMs: o.SLAMs,
-		TargetsMs: o.targets(), Clock: serving.Modeled, Started: time.Now()}
+		TargetsMs: o.targets(), QualityTargets: o.QualityTargets, Clock: serving.Modeled, Started: time.Now()}
 	runs, err := o.runAll(ctx, r)
 	if err != nil {
 		return nil, err
@@ -352,7 +373,7 @@ func (d *Design) point(i int) Point {
 
 // rank finds the frontier and the best design per target at each QPS.
 func (r *Result) rank() {
-	r.Frontiers, r.Best = nil, nil
+	r.Frontiers, r.Best, r.Fastest = nil, nil, nil
 	for qi, q := range r.QPS {
 		pts := make([]Point, len(r.Designs))
 		for i := range r.Designs {
@@ -373,6 +394,14 @@ func (r *Result) rank() {
 				b.Design, b.NDCG, b.P99Ms = &id, pts[i].Quality, &p99
 			}
 			r.Best = append(r.Best, b)
+		}
+		for _, mq := range r.QualityTargets {
+			f := Fastest{QPS: q, MinNDCG: mq}
+			if i := FastestWithQuality(pts, mq); i >= 0 {
+				id, p99 := i, pts[i].P99Ms
+				f.Design, f.NDCG, f.P99Ms = &id, pts[i].Quality, &p99
+			}
+			r.Fastest = append(r.Fastest, f)
 		}
 	}
 }

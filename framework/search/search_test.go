@@ -99,7 +99,8 @@ func TestSearchOverloadNeverOnFrontier(t *testing.T) {
 		"heavy.yaml": {ndcg: 0.90, p99: map[float64]float64{100: 8}}, // overloaded at 500
 		"mid.yaml":   {ndcg: 0.85, p99: map[float64]float64{100: 9, 500: 12}},
 	}}
-	o := Options{Graphs: []string{"light.yaml", "heavy.yaml", "mid.yaml"}, QPS: []float64{100, 500}, SLAMs: 10, TargetsMs: []float64{5, 10, 20}}
+	o := Options{Graphs: []string{"light.yaml", "heavy.yaml", "mid.yaml"}, QPS: []float64{100, 500}, SLAMs: 10, TargetsMs: []float64{5, 10, 20},
+		QualityTargets: []float64{0.82, 0.88}}
 	res, err := Search(context.Background(), r, o)
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +135,21 @@ func TestSearchOverloadNeverOnFrontier(t *testing.T) {
 	for k, v := range want {
 		if best[k] != v {
 			t.Errorf("best at %g QPS within %g ms: %d, want %d", k[0], k[1], best[k], v)
+		}
+	}
+	fastest := map[[2]float64]int{}
+	for _, f := range res.Fastest {
+		id := -1
+		if f.Design != nil {
+			id = *f.Design
+		}
+		fastest[[2]float64{f.QPS, f.MinNDCG}] = id
+	}
+	// At 500 QPS heavy (0.90) is overloaded: nothing reaches 0.88.
+	wantFast := map[[2]float64]int{{100, 0.82}: 1, {100, 0.88}: 1, {500, 0.82}: 2, {500, 0.88}: -1}
+	for k, v := range wantFast {
+		if got, ok := fastest[k]; !ok || got != v {
+			t.Errorf("fastest at %g QPS with NDCG ≥ %g: %d, want %d", k[0], k[1], got, v)
 		}
 	}
 	var out bytes.Buffer

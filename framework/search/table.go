@@ -3,6 +3,7 @@ package search
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -43,6 +44,7 @@ func WriteTable(w io.Writer, r *Result) {
 	fmt.Fprintln(w)
 	r.writeFrontiers(w)
 	r.writeBest(w)
+	r.writeFastest(w)
 }
 
 // row is the design's cells: id, quality, modeled time, p99 per QPS.
@@ -120,4 +122,19 @@ func (r *Result) qpsIndex(qps float64) int {
 		}
 	}
 	return -1
+}
+
+// writeFastest prints the fastest design per quality target at each QPS.
+func (r *Result) writeFastest(w io.Writer) {
+	if len(r.QualityTargets) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nfastest design per quality target (lowest modeled p99 with NDCG ≥ target):")
+	for _, f := range r.Fastest {
+		ans := "none reaches it"
+		if f.Design != nil {
+			ans = fmt.Sprintf("%d %s (NDCG %.4f, p99 %.3f ms)", *f.Design, r.Designs[*f.Design].Name, f.NDCG, *f.P99Ms)
+		}
+		fmt.Fprintf(w, "  @%s QPS, NDCG ≥ %s: %s\n", formatQPS(f.QPS), strconv.FormatFloat(f.MinNDCG, 'g', -1, 64), ans)
+	}
 }
