@@ -28,10 +28,12 @@ DIR:
   hitrate     cache hit rate against cache size, from a flowrun bench
               --sweep cache.size=... (ScratchPipe Fig. 6)
   loss        training loss per batch of each run
+  frontier    NDCG against modeled p99 of every design of a flowrun search,
+              one colour per QPS, the Pareto frontier marked (RecPipe Fig. 7)
 
-FILE is a results.json (flowrun run --out) or the JSON of flowrun bench
-(--json or --out); a bench's runs count as runs of their own. A figure is
-drawn only when its data is there.
+FILE is a results.json (flowrun run --out), the JSON of flowrun bench
+(--json or --out) or that of flowrun search; a bench's runs count as runs
+of their own. A figure is drawn only when its data is there.
 
   flowrun bench graphs/no-cache.yaml graphs/scratchpipe.yaml --out bench.json
   flowrun bench graphs/scratchpipe.yaml --sweep cache.size=0.05,0.1,0.2 --out sweep.json

@@ -4,11 +4,14 @@
 // that each run is told apart; Draw writes every figure their data allows
 // as PNG or SVG files: the per-stage breakdown on both clocks (ScratchPipe
 // Fig. 12), the speedup over a comparison's baseline (Fig. 13), the hit
-// rate against a swept cache size (Fig. 6) and the training loss.
+// rate against a swept cache size (Fig. 6), the training loss, and the
+// quality–p99 frontier of a design-space search (flowrun search, RecPipe
+// Fig. 7).
 //
 // Modeled figures are labelled modeled (DESIGN.md §2.2). The package reads
-// data only: it imports framework/results and framework/bench (for the
-// comparison's types), not the runtime, a stage or a plugin.
+// data only: it imports framework/results, framework/bench and
+// framework/search (for their types), not the runtime, a stage or a
+// plugin.
 package report
 
 import (
@@ -21,6 +24,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/bench"
 	"github.com/flowrun/flowrun/framework/results"
+	"github.com/flowrun/flowrun/framework/search"
 )
 
 // Run is one run a figure shows.
@@ -37,6 +41,8 @@ type Run struct {
 type Input struct {
 	Runs    []Run
 	Benches []*bench.Comparison
+	// Searches are design-space searches (flowrun search --json/--out).
+	Searches []*search.Result
 }
 
 // ErrNothingToDraw is Draw's answer when no figure has its data in the
@@ -75,6 +81,9 @@ func (in *Input) read(path string) error {
 	}
 	if err := readJSON(path, &probe); err != nil {
 		return err
+	}
+	if probe.Kind == search.Kind {
+		return in.readSearch(path)
 	}
 	if probe.Kind == bench.Kind {
 		var b bench.Comparison
@@ -196,6 +205,7 @@ func (in *Input) figures() []figure {
 	if f, ok := hitRateFigure(in.Benches); ok {
 		figs = append(figs, f)
 	}
+	figs = append(figs, searchFigures(in.Searches)...)
 	if f, ok := lossFigure(in.Runs); ok {
 		figs = append(figs, f)
 	}
