@@ -79,12 +79,15 @@ func (r *run) summarize(cfg *config.Config, digest string, uses []results.Plugin
 			Plugin: cfg.Cache.Plugin, Rows: cfg.CacheCapacity(),
 			Hits: hits, Misses: misses, Evictions: int64(totals["cache.evictions"]),
 			HitRate: float64(hits) / float64(hits+misses), ProfileRows: r.profileRows,
+			Unique: int64(totals["cache.unique"]), UniqueHits: int64(totals["cache.unique_hits"]),
+			HotLookups: int64(totals["cache.hot_lookups"]),
 			LinkBytes: map[string]int64{
 				"to_device": int64(totals["link.bytes_to_device"]),
 				"to_host":   int64(totals["link.bytes_to_host"]),
 			},
 		}
 	}
+	res.Cache.Distinct()
 	res.Shadows = r.metrics.Shadows()
 	return res
 }

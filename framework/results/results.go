@@ -144,6 +144,33 @@ type Cache struct {
 	// larger than them holds no more, and hits no more, than one of
 	// their size.
 	ProfileRows []int64 `json:"profile_rows_per_table,omitempty"`
+	// Unique and UniqueHits count each training batch's distinct rows per
+	// table once, and those that were cached before the batch; their
+	// ratio is UniqueHitRate, the hit rate per unique key (HECA's, over
+	// de-duplicated features). Absent when the policy does not count them
+	// (sdk/cache.TableStats).
+	Unique        int64   `json:"unique,omitempty"`
+	UniqueHits    int64   `json:"unique_hits,omitempty"`
+	UniqueHitRate float64 `json:"unique_hit_rate,omitempty"`
+	// HotLookups are the lookups of rows in the policy's static part,
+	// never evicted (HECA's hot part); HotShare is their share of all
+	// lookups. Absent for a policy without one.
+	HotLookups int64   `json:"hot_lookups,omitempty"`
+	HotShare   float64 `json:"hot_share,omitempty"`
+}
+
+// Distinct fills UniqueHitRate and HotShare from the counts (nothing on a
+// nil Cache).
+func (c *Cache) Distinct() {
+	if c == nil {
+		return
+	}
+	if c.Unique > 0 {
+		c.UniqueHitRate = float64(c.UniqueHits) / float64(c.Unique)
+	}
+	if n := c.Hits + c.Misses; n > 0 && c.HotLookups > 0 {
+		c.HotShare = float64(c.HotLookups) / float64(n)
+	}
 }
 
 // ProfileLimit reports the most distinct rows the warm-up profile saw in

@@ -175,6 +175,13 @@ func writeCache(line lineFunc, c *results.Cache) {
 	line("cache", "%s, %s rows/table: hit rate %.1f%% (%s hits, %s misses, %s evictions)",
 		c.Plugin, Thousands(float64(c.Rows)), 100*c.HitRate,
 		Thousands(float64(c.Hits)), Thousands(float64(c.Misses)), Thousands(float64(c.Evictions)))
+	if c.Unique > 0 {
+		line("", "per unique key: hit rate %.1f%% (%s of %s distinct rows of a batch's tables were cached before it)",
+			100*c.UniqueHitRate, Thousands(float64(c.UniqueHits)), Thousands(float64(c.Unique)))
+	}
+	if c.HotLookups > 0 {
+		line("", "hot share %.1f%%: %s lookups served by the static hot part", 100*c.HotShare, Thousands(float64(c.HotLookups)))
+	}
 	if len(c.LinkBytes) > 0 {
 		links := make([]string, 0, len(c.LinkBytes))
 		for _, k := range slices.Sorted(maps.Keys(c.LinkBytes)) {

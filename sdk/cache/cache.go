@@ -98,6 +98,16 @@ type TableStats struct {
 	Hits      int64
 	Misses    int64
 	Evictions int64
+	// Unique and UniqueHits count the batch's distinct rows of the table
+	// and those of them that were cached before the batch, each once
+	// however often it is looked up: the hit rate per unique key (HECA's,
+	// over de-duplicated features). Both 0 when the policy does not count
+	// them.
+	Unique, UniqueHits int64
+	// HotLookups counts the lookups (duplicates included) of rows in a
+	// static part the policy never evicts (HECA's hot part): over Hits +
+	// Misses, the hot share. 0 for a policy without one.
+	HotLookups int64
 }
 
 // PlanResult is a policy's answer for one batch.

@@ -86,7 +86,8 @@ func (s *server) Needs(ctx context.Context, req *pb.ConfigureRequest) (*pb.Cache
 func planResultFromPB(res *pb.PlanResult) *PlanResult {
 	out := &PlanResult{Victims: res.GetVictims(), Tables: make([]TableStats, len(res.GetTables()))}
 	for i, t := range res.GetTables() {
-		out.Tables[i] = TableStats{Hits: t.GetHits(), Misses: t.GetMisses(), Evictions: t.GetEvictions()}
+		out.Tables[i] = TableStats{Hits: t.GetHits(), Misses: t.GetMisses(), Evictions: t.GetEvictions(),
+			Unique: t.GetUnique(), UniqueHits: t.GetUniqueHits(), HotLookups: t.GetHotLookups()}
 	}
 	return out
 }
@@ -99,7 +100,8 @@ func planResultToPB(res *PlanResult) *pb.PlanResult {
 	out.Victims = res.Victims
 	out.Tables = make([]*pb.TableStats, len(res.Tables))
 	for i, t := range res.Tables {
-		out.Tables[i] = &pb.TableStats{Hits: t.Hits, Misses: t.Misses, Evictions: t.Evictions}
+		out.Tables[i] = &pb.TableStats{Hits: t.Hits, Misses: t.Misses, Evictions: t.Evictions,
+			Unique: t.Unique, UniqueHits: t.UniqueHits, HotLookups: t.HotLookups}
 	}
 	return out
 }

@@ -77,10 +77,14 @@ func (p *planner) ProcessAhead(ctx context.Context, b *batch.Batch, next []*batc
 		}
 	}
 	var hits, misses, evictions int64
+	var distinct cache.TableStats // the per-unique and hot counts, summed
 	for _, t := range res.Tables {
 		hits += t.Hits
 		misses += t.Misses
 		evictions += t.Evictions
+		distinct.Unique += t.Unique
+		distinct.UniqueHits += t.UniqueHits
+		distinct.HotLookups += t.HotLookups
 	}
 	Hits.Set(b, hits)
 	batch.Misses.Set(b, misses)
@@ -94,6 +98,14 @@ func (p *planner) ProcessAhead(ctx context.Context, b *batch.Batch, next []*batc
 		p.set.Metrics.Add("cache.hits", float64(hits))
 		p.set.Metrics.Add("cache.misses", float64(misses))
 		p.set.Metrics.Add("cache.evictions", float64(evictions))
+		// Counted only by a policy that counts them (cache.TableStats).
+		if distinct.Unique > 0 {
+			p.set.Metrics.Add("cache.unique", float64(distinct.Unique))
+			p.set.Metrics.Add("cache.unique_hits", float64(distinct.UniqueHits))
+		}
+		if distinct.HotLookups > 0 {
+			p.set.Metrics.Add("cache.hot_lookups", float64(distinct.HotLookups))
+		}
 	}
 	return nil
 }

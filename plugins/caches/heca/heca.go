@@ -126,7 +126,8 @@ func (p *Policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanRes
 }
 
 // Counts returns each table's counts since Configure, per lookup and per
-// unique key (cache.TableStats carries only the former to the host).
+// unique key (each batch's share of them reaches the host in
+// cache.TableStats: Unique, UniqueHits, HotLookups).
 func (p *Policy) Counts() []Counts {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -75,14 +75,14 @@ func (tb *table) plan(p *planner, next []int64) {
 		if !ok {
 			a = tb.lookup(p, key)
 			seen[key] = a
-			tb.counts.Unique++
-			tb.counts.UniqueHits += int64(a.hit)
+			st.Unique++
+			st.UniqueHits += int64(a.hit)
 			if a.slot < 0 {
 				tb.counts.Bypasses++
 			}
 		}
 		if _, hot := tb.hot[key]; hot {
-			tb.counts.HotLookups++
+			st.HotLookups++
 		}
 		p.b.Slots[lo+int64(i)], p.b.Hits[lo+int64(i)] = a.slot, a.hit
 		st.Hits += int64(a.hit)
@@ -91,6 +91,9 @@ func (tb *table) plan(p *planner, next []int64) {
 	tb.counts.Lookups += hi - lo
 	tb.counts.Hits += st.Hits
 	tb.counts.Evictions += st.Evictions
+	tb.counts.Unique += st.Unique
+	tb.counts.UniqueHits += st.UniqueHits
+	tb.counts.HotLookups += st.HotLookups
 }
 
 // hold protects the entries of keys's resident keys for plan now.
@@ -160,8 +163,7 @@ func (tb *table) place(now uint64, e int, key int64) {
 // Counts are one table's outcomes since Configure, per lookup and per
 // unique key of a batch (HECA's hit rate after DSF).
 type Counts struct {
-	// Lookups and Hits count every lookup, duplicates included (what
-	// cache.TableStats reports to the host).
+	// Lookups and Hits count every lookup, duplicates included.
 	Lookups, Hits int64
 	// Unique and UniqueHits count each batch's distinct rows once.
 	Unique, UniqueHits int64

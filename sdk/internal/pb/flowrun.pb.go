@@ -744,10 +744,15 @@ func (x *Window) GetIds() *Ref {
 }
 
 type TableStats struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Hits          int64                  `protobuf:"varint,1,opt,name=hits,proto3" json:"hits,omitempty"`
-	Misses        int64                  `protobuf:"varint,2,opt,name=misses,proto3" json:"misses,omitempty"`
-	Evictions     int64                  `protobuf:"varint,3,opt,name=evictions,proto3" json:"evictions,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Hits      int64                  `protobuf:"varint,1,opt,name=hits,proto3" json:"hits,omitempty"`
+	Misses    int64                  `protobuf:"varint,2,opt,name=misses,proto3" json:"misses,omitempty"`
+	Evictions int64                  `protobuf:"varint,3,opt,name=evictions,proto3" json:"evictions,omitempty"`
+	// unique, unique_hits and hot_lookups are sdk/cache.TableStats's
+	// per-distinct-row counts and the lookups its static part served.
+	Unique        int64 `protobuf:"varint,4,opt,name=unique,proto3" json:"unique,omitempty"`
+	UniqueHits    int64 `protobuf:"varint,5,opt,name=unique_hits,json=uniqueHits,proto3" json:"unique_hits,omitempty"`
+	HotLookups    int64 `protobuf:"varint,6,opt,name=hot_lookups,json=hotLookups,proto3" json:"hot_lookups,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -799,6 +804,27 @@ func (x *TableStats) GetMisses() int64 {
 func (x *TableStats) GetEvictions() int64 {
 	if x != nil {
 		return x.Evictions
+	}
+	return 0
+}
+
+func (x *TableStats) GetUnique() int64 {
+	if x != nil {
+		return x.Unique
+	}
+	return 0
+}
+
+func (x *TableStats) GetUniqueHits() int64 {
+	if x != nil {
+		return x.UniqueHits
+	}
+	return 0
+}
+
+func (x *TableStats) GetHotLookups() int64 {
+	if x != nil {
+		return x.HotLookups
 	}
 	return 0
 }
@@ -2085,12 +2111,17 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x06future\x18\a \x03(\v2\x12.flowrun.v1.WindowR\x06future\"=\n" +
 	"\x06Window\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12!\n" +
-	"\x03ids\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ids\"V\n" +
+	"\x03ids\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ids\"\xb0\x01\n" +
 	"\n" +
 	"TableStats\x12\x12\n" +
 	"\x04hits\x18\x01 \x01(\x03R\x04hits\x12\x16\n" +
 	"\x06misses\x18\x02 \x01(\x03R\x06misses\x12\x1c\n" +
-	"\tevictions\x18\x03 \x01(\x03R\tevictions\"V\n" +
+	"\tevictions\x18\x03 \x01(\x03R\tevictions\x12\x16\n" +
+	"\x06unique\x18\x04 \x01(\x03R\x06unique\x12\x1f\n" +
+	"\vunique_hits\x18\x05 \x01(\x03R\n" +
+	"uniqueHits\x12\x1f\n" +
+	"\vhot_lookups\x18\x06 \x01(\x03R\n" +
+	"hotLookups\"V\n" +
 	"\n" +
 	"PlanResult\x12.\n" +
 	"\x06tables\x18\x01 \x03(\v2\x16.flowrun.v1.TableStatsR\x06tables\x12\x18\n" +
