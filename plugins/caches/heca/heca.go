@@ -105,14 +105,14 @@ func (p *Policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanRes
 		pl := &planner{now: p.plans, res: res, b: b, hash: func(key int64, size int) int {
 			return Hash(p.cfg.Hash, p.cfg.HashSeed, key, size)
 		}}
+		next := make([][]int64, len(future))
 		for t, tb := range p.tables {
 			pl.t = int64(t)
-			var next []int64
-			if len(future) > 0 { // NB: the first future batch only
-				lo, hi := b.Table(t)
-				next = future[0][lo:hi]
+			lo, hi := b.Table(t)
+			for f := range future { // NB first, then the batches after it
+				next[f] = future[f][lo:hi]
 			}
-			tb.plan(pl, next)
+			tb.plan(pl, next, p.cfg.Past)
 		}
 		res.Victims = pl.victim
 		p.mu.Lock()
