@@ -37,6 +37,7 @@ func Write(w io.Writer, r *results.Results) {
 	writePrimitives(line, r)
 	writeCache(line, r.Cache)
 	writeDSF(line, r.Metrics.Extra)
+	writeStaleness(line, r.Metrics.Extra)
 	writeShadows(w, r)
 	writeMetrics(line, r.Metrics)
 	writeMemory(w, line, r)
@@ -349,4 +350,15 @@ func pluginsLine(ps []results.PluginUse) string {
 		return strings.Join(parts, ", ") + " (all out of process)"
 	}
 	return strings.Join(parts, ", ") + " (*: out of process)"
+}
+
+// writeStaleness marks a run trained with bounded staleness (metrics.extra
+// staleness, HECA Sec. 4.3) inexact, with the share of rows read stale.
+func writeStaleness(line lineFunc, extra map[string]float64) {
+	s, ok := extra[results.MetricStaleness]
+	if !ok || s <= 0 {
+		return
+	}
+	line("staleness", "%g: inexact, %.1f%% of the training batches' distinct rows were read %g update(s) old; compare its held-out AUC, NE and loss with the exact run (staleness 0)",
+		s, 100*extra[results.MetricStaleShare], s)
 }
