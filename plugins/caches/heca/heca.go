@@ -53,9 +53,9 @@ func (p *Policy) Info(context.Context) (plugin.Info, error) {
 }
 
 // Needs declares the warm-up profile the hot part wants (when the graph
-// gives no frequencies) and whether Algorithm 1's protected set covers
-// the host's windows: the current and the next batch do exactly when no
-// past batch is in flight and at most one future batch is sent
+// gives no frequencies) and that the policy holds the host's windows:
+// Algorithm 1's current batch is read as every batch still in flight
+// (the past window) and its next batch as every future batch
 // (Config.HoldsWindows; README, "Windows"). It may bypass.
 func (p *Policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
 	cfg := defaultConfig()
