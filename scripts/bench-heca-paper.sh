@@ -177,5 +177,7 @@ for p in platforms:
         cells.append(f"{f:.2f}x ({hc/hh:.2f}x)")
     allf += fs; allp += ps
     print(f"{p:>10} " + " ".join(f"{c:>15}" for c in cells) + f" {sum(fs)/len(fs):.2f}x ({sum(ps)/len(ps):.2f}x)")
+print(f"   {first}, the speedup split (modeled): " + ", ".join(
+    f"{b}: cache+DSF {it(R(f'{first}-baseline-{b}'))/it(R(f'{first}-heca-sequential-{b}')):.2f}x, pipeline {it(R(f'{first}-heca-sequential-{b}'))/it(R(f'{first}-heca-{b}')):.2f}x" for b in bss))
 print(f"   flowrun (modeled) first, the paper's ratio in parentheses; mean over the table {sum(allf)/len(allf):.2f}x vs the paper's {sum(allp)/len(allp):.2f}x (its 2.8x [T] also averages the dual-2080 Ti row, not modeled here). Train-step overhead {os.environ['STEP_MS']} ms; dim {os.environ['DIM']}.")
 EOF
