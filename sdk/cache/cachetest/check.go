@@ -125,6 +125,24 @@ func checkLookups(errs *violations, t int, tab []int64, capacity int64, o outcom
 	if st.Evictions < 0 {
 		errs.add("table %d: %d evictions", t, st.Evictions)
 	}
+	var uniqueHits int64
+	for _, a := range byRow {
+		uniqueHits += int64(a.hit)
+	}
+	checkDistinct(errs, t, st, int64(len(tab)), int64(len(byRow)), uniqueHits)
+}
+
+// checkDistinct checks the per-distinct-row counts of a policy that
+// reports them (Unique > 0): Unique is the table's distinct rows of the
+// batch, UniqueHits those answered as hits; and HotLookups, when
+// reported, is at most the lookups.
+func checkDistinct(errs *violations, t int, st cache.TableStats, lookups, unique, uniqueHits int64) {
+	if (st.Unique != 0 || st.UniqueHits != 0) && (st.Unique != unique || st.UniqueHits != uniqueHits) {
+		errs.add("table %d: stats say %d unique rows / %d unique hits, the answers say %d / %d", t, st.Unique, st.UniqueHits, unique, uniqueHits)
+	}
+	if st.HotLookups < 0 || st.HotLookups > lookups {
+		errs.add("table %d: %d hot lookups of %d lookups", t, st.HotLookups, lookups)
+	}
 }
 
 // checkVictims checks the victim triples: in range, each slot once, and
