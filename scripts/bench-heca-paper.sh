@@ -32,7 +32,8 @@
 # (2080ti 4090 a100-pcie), STEP_MS the training framework's fixed cost per
 # step on the GPU (0: see docs/devices.md, "HECA's platforms"). FLOWRUN: a
 # flowrun binary (default: build bin/flowrun). Writes every results.json
-# under OUT.
+# under OUT, and figures under OUT/figures (FIGURES=1: also the speedup
+# and hit-rate figures, from flowrun bench sweeps of their own).
 #
 #   scripts/bench-heca-paper.sh [OUT]
 set -euo pipefail
@@ -114,6 +115,24 @@ for st in 0 1; do
 	run "fig6-staleness$st" heca-stale --set dataset.batch_size=1024 --set dataset.batches=40 \
 		--set dataset.eval_batches=8 --set dataset.dim=16 --set cache.size="$CACHE" --set stages.stale.staleness="$st"
 done
+
+# Figures (flowrun report): Fig. 10's stage breakdown, pipelined beside
+# sequential at the largest batch, and Fig. 6's loss curves. With
+# FIGURES=1 also the speedup and hit-rate figures, from two flowrun
+# bench sweeps on the first platform (their own runs: slow).
+last=${BATCH_SIZES##* }
+"$flowrun" report "$out/$first-heca-sequential-$last.json" "$out/$first-heca-$last.json" --out "$out/figures/fig10" >&2
+"$flowrun" report "$out/fig6-staleness0.json" "$out/fig6-staleness1.json" --out "$out/figures/fig6" >&2
+if [[ ${FIGURES:-0} == 1 ]]; then
+	platform "$first"
+	sweep=$(tr ' ' ',' <<<"$BATCH_SIZES")
+	[[ -s $out/speedup.json ]] || "$flowrun" bench graphs/heca-baseline.yaml graphs/heca-pipelined.yaml "${CRITEO[@]}" "${P[@]}" \
+		--set dataset.batches="$BATCHES" --set dataset.eval_batches=0 --set dataset.dim="$DIM" --set cache.size="$CACHE" \
+		--sweep dataset.batch_size="$sweep" --out "$out/speedup.json" >&2
+	[[ -s $out/hitrate.json ]] || "$flowrun" bench graphs/heca-criteo.yaml "${CRITEO[@]}" --set dataset.batches="$BATCHES" \
+		--set dataset.eval_batches=0 --set dataset.dim=16 --sweep cache.size="$(tr ' ' ',' <<<"$SIZES")" --out "$out/hitrate.json" >&2
+	"$flowrun" report "$out/speedup.json" "$out/hitrate.json" --out "$out/figures/sweeps" >&2
+fi
 
 OUT=$out FIRST=$first PLATFORMS=$PLATFORMS BATCH_SIZES=$BATCH_SIZES SIZES=$SIZES DIM=$DIM BATCHES=$BATCHES STEP_MS=$STEP_MS \
 	python3 - <<'EOF'
