@@ -181,7 +181,7 @@ func writeCache(line lineFunc, c *results.Cache) {
 			100*c.UniqueHitRate, Thousands(float64(c.UniqueHits)), Thousands(float64(c.Unique)))
 	}
 	if c.HotLookups > 0 {
-		line("", "hot share %.1f%%: %s lookups served by the static hot part", 100*c.HotShare, Thousands(float64(c.HotLookups)))
+		line("", "hot share %.1f%%: %s lookups of rows in the static hot part (never evicted)", 100*c.HotShare, Thousands(float64(c.HotLookups)))
 	}
 	if len(c.LinkBytes) > 0 {
 		links := make([]string, 0, len(c.LinkBytes))
