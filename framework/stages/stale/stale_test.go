@@ -175,3 +175,40 @@ func TestStalenessRefusedPipelined(t *testing.T) {
 		t.Fatalf("err = %v, want a refusal naming pipeline: sequential", err)
 	}
 }
+
+// The bytes over the link with DSF are the distinct missed rows × the row
+// bytes (values and optimizer state); without DSF (exchange dsf: false)
+// every missed lookup × the row bytes; the digest is the same. heca with
+// a cache that never fills (nothing bypasses, so every distinct miss is
+// moved), over optimizers.
+func TestLinkBytesWithAndWithoutDSF(t *testing.T) {
+	t.Parallel()
+	for _, opt := range []struct {
+		name   string
+		stride int64 // floats per row at the small dataset's dim 8
+	}{{"sgd", 8}, {"adagrad", 16}, {"rowwise_adagrad", 9}} {
+		t.Run(opt.name, func(t *testing.T) {
+			t.Parallel()
+			sets := workload("zipf", 3, 8, "0.9", opt.name)
+			dsf := run(t, graphs+"heca.yaml", engine.HazardsOff, sets...)
+			none := run(t, graphs+"heca.yaml", engine.HazardsOff, append(sets, "stages.exchange.dsf=false")...)
+			if dsf.Digest != none.Digest {
+				t.Errorf("digest %s with DSF, %s without", dsf.Digest, none.Digest)
+			}
+			row := 4 * opt.stride
+			c, n := dsf.Cache, none.Cache
+			if c.Evictions != 0 || c.Unique == 0 {
+				t.Fatalf("cache stats %+v: the cache filled, or no distinct rows were counted", c)
+			}
+			if got, want := c.LinkBytes["to_device"], (c.Unique-c.UniqueHits)*row; got != want {
+				t.Errorf("with DSF: %d bytes to the device, want (%d distinct − %d hit) × %d", got, c.Unique, c.UniqueHits, row)
+			}
+			if got, want := n.LinkBytes["to_device"], n.Misses*row; got != want {
+				t.Errorf("without DSF: %d bytes to the device, want %d missed lookups × %d", got, n.Misses, row)
+			}
+			if n.LinkBytes["to_device"] <= c.LinkBytes["to_device"] {
+				t.Errorf("without DSF %d bytes, with %d: no duplicate miss went untested", n.LinkBytes["to_device"], c.LinkBytes["to_device"])
+			}
+		})
+	}
+}
