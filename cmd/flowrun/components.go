@@ -12,6 +12,7 @@ import (
 	"github.com/flowrun/flowrun/framework/stages/plan"
 	"github.com/flowrun/flowrun/framework/stages/score"
 	"github.com/flowrun/flowrun/framework/stages/shadow"
+	"github.com/flowrun/flowrun/framework/stages/stale"
 	"github.com/flowrun/flowrun/framework/stages/train"
 	"github.com/flowrun/flowrun/plugins/caches/belady"
 	"github.com/flowrun/flowrun/plugins/caches/heca"
@@ -47,6 +48,7 @@ func stages() stage.Registry {
 		score.NewFactory(),
 		filter.NewFactory(),
 		shadow.NewFactory(),
+		stale.NewFactory(),
 	)
 	if err != nil {
 		panic(err) // a programming error in this list, caught by every test

@@ -95,6 +95,10 @@ func (r *run) summarize(cfg *config.Config, digest string, uses []results.Plugin
 		if n := c.DistinctHits + c.DistinctMisses; n > 0 {
 			c.DistinctHitRate = float64(c.DistinctHits) / float64(n)
 		}
+		c.HotLookups = int64(totals["cache.hot_lookups"])
+		if n := c.Hits + c.Misses; n > 0 && c.HotLookups > 0 {
+			c.HotShare = float64(c.HotLookups) / float64(n)
+		}
 	}
 	res.Shadows = r.metrics.Shadows()
 	return res

@@ -157,6 +157,11 @@ type Cache struct {
 	DistinctHits    int64   `json:"distinct_hits,omitempty"`
 	DistinctMisses  int64   `json:"distinct_misses,omitempty"`
 	DistinctHitRate float64 `json:"distinct_hit_rate,omitempty"`
+	// HotLookups are the lookups of rows in the policy's static part,
+	// never evicted (HECA's hot part); HotShare is their share of all
+	// lookups. Absent for a policy without one.
+	HotLookups int64   `json:"hot_lookups,omitempty"`
+	HotShare   float64 `json:"hot_share,omitempty"`
 }
 
 // ProfileLimit reports the most distinct rows the warm-up profile saw in

@@ -37,6 +37,7 @@ func Write(w io.Writer, r *results.Results) {
 	writePrimitives(line, r)
 	writeCache(line, r.Cache)
 	writeDSF(line, r.Metrics.Extra)
+	writeStaleness(line, r.Metrics.Extra)
 	writeShadows(w, r)
 	writeMetrics(line, r.Metrics)
 	writeServing(w, line, r.Serving)
@@ -179,6 +180,9 @@ func writeCache(line lineFunc, c *results.Cache) {
 	if c.DistinctHits+c.DistinctMisses > 0 {
 		line("", "per distinct row of a batch: hit rate %.1f%% (%s hits, %s misses)",
 			100*c.DistinctHitRate, Thousands(float64(c.DistinctHits)), Thousands(float64(c.DistinctMisses)))
+	}
+	if c.HotLookups > 0 {
+		line("", "hot share %.1f%%: %s lookups of rows in the static hot part (never evicted)", 100*c.HotShare, Thousands(float64(c.HotLookups)))
 	}
 	if len(c.LinkBytes) > 0 {
 		links := make([]string, 0, len(c.LinkBytes))
@@ -354,4 +358,15 @@ func pluginsLine(ps []results.PluginUse) string {
 		return strings.Join(parts, ", ") + " (all out of process)"
 	}
 	return strings.Join(parts, ", ") + " (*: out of process)"
+}
+
+// writeStaleness marks a run trained with bounded staleness (metrics.extra
+// staleness, HECA Sec. 4.3) inexact, with the share of rows read stale.
+func writeStaleness(line lineFunc, extra map[string]float64) {
+	s, ok := extra[results.MetricStaleness]
+	if !ok || s <= 0 {
+		return
+	}
+	line("staleness", "%g: inexact, %.1f%% of the training batches' distinct rows were read %g update(s) old; compare its held-out AUC, NE and loss with the exact run (staleness 0)",
+		s, 100*extra[results.MetricStaleShare], s)
 }

@@ -106,6 +106,10 @@ type TableStats struct {
 	// lookups do).
 	DistinctHits   int64
 	DistinctMisses int64
+	// HotLookups counts the lookups (duplicates included) of rows in a
+	// static part the policy never evicts (HECA's hot part): over Hits +
+	// Misses, the hot share. 0 for a policy without one.
+	HotLookups int64
 }
 
 // PlanResult is a policy's answer for one batch.

@@ -87,7 +87,7 @@ func planResultFromPB(res *pb.PlanResult) *PlanResult {
 	out := &PlanResult{Victims: res.GetVictims(), Tables: make([]TableStats, len(res.GetTables()))}
 	for i, t := range res.GetTables() {
 		out.Tables[i] = TableStats{Hits: t.GetHits(), Misses: t.GetMisses(), Evictions: t.GetEvictions(),
-			DistinctHits: t.GetDistinctHits(), DistinctMisses: t.GetDistinctMisses()}
+			DistinctHits: t.GetDistinctHits(), DistinctMisses: t.GetDistinctMisses(), HotLookups: t.GetHotLookups()}
 	}
 	return out
 }
@@ -101,7 +101,7 @@ func planResultToPB(res *PlanResult) *pb.PlanResult {
 	out.Tables = make([]*pb.TableStats, len(res.Tables))
 	for i, t := range res.Tables {
 		out.Tables[i] = &pb.TableStats{Hits: t.Hits, Misses: t.Misses, Evictions: t.Evictions,
-			DistinctHits: t.DistinctHits, DistinctMisses: t.DistinctMisses}
+			DistinctHits: t.DistinctHits, DistinctMisses: t.DistinctMisses, HotLookups: t.HotLookups}
 	}
 	return out
 }

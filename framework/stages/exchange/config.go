@@ -10,7 +10,17 @@ import (
 type Config struct {
 	// Device names the device whose link the rows cross.
 	Device string `mapstructure:"device"`
+	// DSF is whether the batch's sparse features were de-duplicated (HECA
+	// Sec. 5.2) before they reached the link: true (the default), each
+	// missed row crosses once per table and batch (collect's staged rows);
+	// false, HECA's no-DSF baseline, every missed lookup crosses, a row
+	// as often as the batch looks it up (plan's misses), so the DSF gain
+	// is a modeled figure of the same run.
+	DSF *bool `mapstructure:"dsf"`
 }
+
+// dedup resolves DSF.
+func (c *Config) dedup() bool { return c.DSF == nil || *c.DSF }
 
 // Validate checks the options.
 func (c *Config) Validate() error {

@@ -17,13 +17,16 @@ type exchanger struct {
 	set  stage.Settings
 	name string // the graph's device name
 	dev  device.Device
+	// dedup is Config.DSF: false charges every missed lookup.
+	dedup bool
 }
 
 func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	// A row crosses the link whole: values and optimizer state.
 	rowBytes := int64(e.set.Layout.Stride) * 4
 	// The rows collect staged (each missed row once per table) cross the
-	// link; without a collect stage, every missed lookup is charged. The
+	// link; without a collect stage, or with dsf: false (HECA's no-DSF
+	// baseline), every missed lookup is charged. The
 	// graph refuses an exchange without a plan upstream; a batch without
 	// plan's counts is an error, not a link that moved nothing in 0
 	// modeled ns.
@@ -31,7 +34,7 @@ func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return err
 	}
-	if staged, ok := batch.CollectedRows.Get(b); ok {
+	if staged, ok := batch.CollectedRows.Get(b); ok && e.dedup {
 		missed = staged
 	}
 	victims, err := batch.VictimCount.Need(b, "exchange")
@@ -63,5 +66,5 @@ func (e *exchanger) Process(ctx context.Context, b *batch.Batch) error {
 // create builds a exchange stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	d, err := set.Device("device", c.Device)
-	return &exchanger{set: set, name: c.Device, dev: d}, err
+	return &exchanger{set: set, name: c.Device, dev: d, dedup: c.dedup()}, err
 }

@@ -294,7 +294,7 @@ func TestConfig(t *testing.T) {
 		want    string
 	}{
 		"empty device": {map[string]any{"device": ""}, "device: must name a device of the graph"},
-		"unknown key":  {map[string]any{"device": "gpu", "link": "pcie3"}, `link: unknown key "link" (allowed: device)`},
+		"unknown key":  {map[string]any{"device": "gpu", "link": "pcie3"}, `link: unknown key "link" (allowed: device, dsf)`},
 		"wrong type":   {map[string]any{"device": 3}, "device: must be a string"},
 		"a list":       {map[string]any{"device": []any{"gpu", "host"}}, "device: must be a string"},
 	} {
@@ -341,5 +341,23 @@ func TestExchangeNeedsAPlanUpstream(t *testing.T) {
 	}
 	if len(gpu.calls) != 0 {
 		t.Errorf("asked the link %d times for batches it cannot price", len(gpu.calls))
+	}
+}
+
+// dsf: false is HECA's no-DSF baseline: every missed lookup crosses the
+// link even with collect's de-duplicated rows upstream.
+func TestExchangeWithoutDSFChargesEveryMissedLookup(t *testing.T) {
+	e, gpu := mockEnv(t)
+	x, err := stagetest.Create(t, NewFactory(), e.Set, func(c stage.Config) {
+		off := false
+		c.(*Config).DSF = &off
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := planned(t, e, 3, 12, 5, 2) // 12 missed lookups of 5 distinct rows
+	stagetest.Process(t, x.(stage.Stage), b)
+	if got := gpu.calls[0].Ops; got[0].Bytes != 12*rowBytes || got[1].Bytes != 2*rowBytes {
+		t.Errorf("charged %d and %d bytes, want %d and %d", got[0].Bytes, got[1].Bytes, 12*rowBytes, 2*rowBytes)
 	}
 }

@@ -100,6 +100,13 @@ func (p *planner) ProcessAhead(ctx context.Context, b *batch.Batch, next []*batc
 		}
 		p.set.Metrics.Add("cache.distinct_hits", float64(dHits))
 		p.set.Metrics.Add("cache.distinct_misses", float64(dMisses))
+		var hot int64
+		for _, t := range res.Tables {
+			hot += t.HotLookups
+		}
+		if hot > 0 {
+			p.set.Metrics.Add("cache.hot_lookups", float64(hot))
+		}
 	}
 	return nil
 }

@@ -83,10 +83,12 @@ func (c Config) HostProfiles() bool {
 	return c.Profile == ProfileFrequencies && c.Frequencies == nil
 }
 
-// HoldsWindows reports whether Algorithm 1's protected set (the current
-// batch CB and the next batch NB) covers the host's windows: no past
-// batch in flight, at most one future batch (README, "Windows").
-func (c Config) HoldsWindows() bool { return c.Past == 0 && c.Future <= 1 }
+// HoldsWindows reports that the protected set covers the host's windows,
+// which it always does: Algorithm 1's current batch CB is read as every
+// batch between plan and train (the host's past window; CB alone in a
+// sequential graph) and its next batch NB as every future batch the host
+// sends (NB alone with future 1), README "Windows".
+func (c Config) HoldsWindows() bool { return true }
 
 // ProfileBatches is how many training batches the host profiles.
 func (c Config) ProfileBatches() int { return c.WarmupBatches }
@@ -164,7 +166,7 @@ func fields() []plugin.Field {
 		{Name: "hot_max_fraction", Type: "float", Default: fmt.Sprint(DefaultHotMaxFraction), Description: "at most this fraction of a table's slots are hot, in [0, 1); the rest is the dynamic part"},
 		{Name: "hash", Type: "string", Default: HashMix64, Description: "first probe of a key: mix64 (splitmix64 of key + hash_seed·φ, mod the dynamic size) or identity (key mod the dynamic size)"},
 		{Name: "hash_seed", Type: "uint", Default: "0", Description: "seed of mix64"},
-		{Name: "past", Type: "int", Default: "0", Description: "the host's past window (filled by the host); the policy holds only 0"},
-		{Name: "future", Type: "int", Default: "0", Description: "the host's future window (filled by the host); the first future batch is Algorithm 1's next batch NB"},
+		{Name: "past", Type: "int", Default: "0", Description: "the host's past window (filled by the host): the batches still between plan and train, held as Algorithm 1's current batch"},
+		{Name: "future", Type: "int", Default: "0", Description: "the host's future window (filled by the host): the first future batch is Algorithm 1's next batch NB; every one is held"},
 	}
 }

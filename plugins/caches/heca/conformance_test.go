@@ -13,10 +13,11 @@ import (
 
 func newHeca() cache.Cache { return heca.New() }
 
-// The suite's sequential host (future window 2, which the policy reads
-// only the first of), and the host of graphs/heca.yaml (past 0, future 1),
-// whose window the suite checks the policy holds: no victim is a row of
-// the next batch. With and without a hot part, with either hash.
+// The suite's sequential host (future window 2), the host of
+// graphs/heca.yaml (past 0, future 1) and that of a pipelined six-stage
+// graph (past 3, future 2), whose windows the suite checks the policy
+// holds: no victim is a row of a batch in them. With and without a hot
+// part, with either hash.
 func TestConformance(t *testing.T) {
 	t.Run("NoHotPart", func(t *testing.T) {
 		cachetest.Run(t, newHeca, cachetest.WithOptions(json.RawMessage(`{"profile":"none"}`)))
@@ -26,6 +27,12 @@ func TestConformance(t *testing.T) {
 	})
 	t.Run("Frequencies", func(t *testing.T) {
 		cachetest.Run(t, newHeca, cachetest.WithOptions(frequencies(t, "")))
+	})
+	t.Run("Pipelined", func(t *testing.T) {
+		cachetest.Run(t, newHeca, cachetest.WithWindows(3, 2), cachetest.WithOptions(json.RawMessage(`{"profile":"none","hash":"identity"}`)))
+	})
+	t.Run("PipelinedFrequencies", func(t *testing.T) {
+		cachetest.Run(t, newHeca, cachetest.WithWindows(3, 2), cachetest.WithOptions(frequencies(t, "")))
 	})
 	t.Run("FrequenciesNextBatch", func(t *testing.T) {
 		cachetest.Run(t, newHeca, cachetest.WithWindows(0, 1), cachetest.WithOptions(frequencies(t, `"hash_seed":3,`)))

@@ -53,9 +53,9 @@ func (p *Policy) Info(context.Context) (plugin.Info, error) {
 }
 
 // Needs declares the warm-up profile the hot part wants (when the graph
-// gives no frequencies) and whether Algorithm 1's protected set covers
-// the host's windows: the current and the next batch do exactly when no
-// past batch is in flight and at most one future batch is sent
+// gives no frequencies) and that the policy holds the host's windows:
+// Algorithm 1's current batch is read as every batch still in flight
+// (the past window) and its next batch as every future batch
 // (Config.HoldsWindows; README, "Windows"). It may bypass.
 func (p *Policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
 	cfg := defaultConfig()
@@ -105,14 +105,14 @@ func (p *Policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanRes
 		pl := &planner{now: p.plans, res: res, b: b, hash: func(key int64, size int) int {
 			return Hash(p.cfg.Hash, p.cfg.HashSeed, key, size)
 		}}
+		next := make([][]int64, len(future))
 		for t, tb := range p.tables {
 			pl.t = int64(t)
-			var next []int64
-			if len(future) > 0 { // NB: the first future batch only
-				lo, hi := b.Table(t)
-				next = future[0][lo:hi]
+			lo, hi := b.Table(t)
+			for f := range future { // NB first, then the batches after it
+				next[f] = future[f][lo:hi]
 			}
-			tb.plan(pl, next)
+			tb.plan(pl, next, p.cfg.Past)
 		}
 		res.Victims = pl.victim
 		p.mu.Lock()
@@ -126,7 +126,8 @@ func (p *Policy) Plan(_ context.Context, req *cache.PlanRequest) (*cache.PlanRes
 }
 
 // Counts returns each table's counts since Configure, per lookup and per
-// unique key (cache.TableStats carries only the former to the host).
+// unique key (each batch's share of them reaches the host in
+// cache.TableStats: DistinctHits, DistinctMisses, HotLookups).
 func (p *Policy) Counts() []Counts {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -7,19 +7,20 @@ import (
 	"github.com/flowrun/flowrun/sdk/cache"
 )
 
-// Algorithm 1 protects the current and the next batch: the policy holds
-// the host's windows only with no past batch in flight and at most one
-// future batch; it asks the host for a warm-up profile when the hot part
-// wants frequencies the graph does not give; it may always bypass.
+// Algorithm 1 protects the current and the next batch, read as every
+// batch between plan and train (the host's past window) and every future
+// batch the host sends: the policy holds any window; it asks the host for
+// a warm-up profile when the hot part wants frequencies the graph does
+// not give; it may always bypass.
 func TestNeeds(t *testing.T) {
 	reftest.CheckNeeds(t, New, map[string]cache.Needs{
 		`{"capacity": 4, "profile": "none"}`:                         {HoldsWindows: true},
 		`{"capacity": 4, "profile": "none", "future": 1}`:            {HoldsWindows: true},
-		`{"capacity": 4, "profile": "none", "future": 2}`:            {},
-		`{"capacity": 4, "profile": "none", "past": 3, "future": 1}`: {},
+		`{"capacity": 4, "profile": "none", "future": 2}`:            {HoldsWindows: true},
+		`{"capacity": 4, "profile": "none", "past": 3, "future": 2}`: {HoldsWindows: true},
 		`{"capacity": 4}`: {HoldsWindows: true, ProfileBatches: DefaultWarmupBatches},
 		`{"capacity": 4, "warmup_batches": 40, "future": 1}`:       {HoldsWindows: true, ProfileBatches: 40},
-		`{"capacity": 4, "hot_min_count": 5, "past": 1}`:           {ProfileBatches: DefaultWarmupBatches},
+		`{"capacity": 4, "hot_min_count": 5, "past": 1}`:           {HoldsWindows: true, ProfileBatches: DefaultWarmupBatches},
 		`{"capacity": 4, "hot_coverage": 0.5, "hash": "identity"}`: {HoldsWindows: true, ProfileBatches: DefaultWarmupBatches},
 	}, map[string]string{
 		`{"capacity": 0, "profile": "none"}`:                       "capacity",

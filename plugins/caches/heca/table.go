@@ -26,6 +26,18 @@ type table struct {
 	// current batch CB or the next batch NB).
 	held   []uint64
 	counts Counts
+	// inFlight are, in a pipelined graph (the host's past window > 0),
+	// the keys and the bypassed keys of the last past batches this table
+	// planned, oldest first: batches still between plan and train, whose
+	// entries are held like CB's and whose bypassed keys bypass again
+	// (README, "Windows").
+	inFlight []flight
+}
+
+// flight is one planned batch's keys of a table and those it bypassed.
+type flight struct {
+	keys     []int64
+	bypassed map[int64]bool
 }
 
 func newTable(slots int32, hot map[int64]int32) *table {
@@ -61,28 +73,41 @@ type planner struct {
 // plan answers table t's lookups of the batch: unique keys in
 // first-occurrence order (HECA's DSF order), each hot, a hit in the
 // dynamic part, a fill of an empty entry, a replacement or a bypass;
-// every duplicate gets its key's answer. next is the next batch's keys of
-// this table (Algorithm 1's NB), nil when the host sent none.
-func (tb *table) plan(p *planner, next []int64) {
+// every duplicate gets its key's answer. next are the future batches'
+// keys of this table (the first is Algorithm 1's NB), none when the host
+// sent none; past is the host's past window (0 but in a pipelined graph).
+func (tb *table) plan(p *planner, next [][]int64, past int) {
 	lo, hi := p.b.Table(int(p.t))
 	ids := p.b.IDs[lo:hi]
 	tb.hold(p.now, ids)
-	tb.hold(p.now, next)
+	for _, keys := range next {
+		tb.hold(p.now, keys)
+	}
+	for _, f := range tb.inFlight {
+		tb.hold(p.now, f.keys)
+	}
 	st := &p.res.Tables[p.t]
 	seen := make(map[int64]answer, len(ids))
+	var bypassed map[int64]bool
 	for i, key := range ids {
 		a, ok := seen[key]
 		if !ok {
-			a = tb.lookup(p, key)
+			a = tb.lookupInFlight(p, key)
 			seen[key] = a
-			tb.counts.Unique++
-			tb.counts.UniqueHits += int64(a.hit)
+			st.DistinctHits += int64(a.hit)
+			st.DistinctMisses += int64(1 - a.hit)
 			if a.slot < 0 {
 				tb.counts.Bypasses++
+				if past > 0 {
+					if bypassed == nil {
+						bypassed = map[int64]bool{}
+					}
+					bypassed[key] = true
+				}
 			}
 		}
 		if _, hot := tb.hot[key]; hot {
-			tb.counts.HotLookups++
+			st.HotLookups++
 		}
 		p.b.Slots[lo+int64(i)], p.b.Hits[lo+int64(i)] = a.slot, a.hit
 		st.Hits += int64(a.hit)
@@ -91,6 +116,28 @@ func (tb *table) plan(p *planner, next []int64) {
 	tb.counts.Lookups += hi - lo
 	tb.counts.Hits += st.Hits
 	tb.counts.Evictions += st.Evictions
+	tb.counts.Unique += st.DistinctHits + st.DistinctMisses
+	tb.counts.UniqueHits += st.DistinctHits
+	tb.counts.HotLookups += st.HotLookups
+	if past > 0 {
+		if len(tb.inFlight) == past {
+			tb.inFlight = tb.inFlight[1:]
+		}
+		tb.inFlight = append(tb.inFlight, flight{keys: append([]int64(nil), ids...), bypassed: bypassed})
+	}
+}
+
+// lookupInFlight is lookup, but a key that a batch still in flight
+// bypassed bypasses again: that batch trains it in the host table, and
+// filling a slot from the host row now would read it before that update
+// (RAW hazard 2's host-row twin).
+func (tb *table) lookupInFlight(p *planner, key int64) answer {
+	for _, f := range tb.inFlight {
+		if f.bypassed[key] {
+			return answer{-1, 0}
+		}
+	}
+	return tb.lookup(p, key)
 }
 
 // hold protects the entries of keys's resident keys for plan now.
@@ -160,8 +207,7 @@ func (tb *table) place(now uint64, e int, key int64) {
 // Counts are one table's outcomes since Configure, per lookup and per
 // unique key of a batch (HECA's hit rate after DSF).
 type Counts struct {
-	// Lookups and Hits count every lookup, duplicates included (what
-	// cache.TableStats reports to the host).
+	// Lookups and Hits count every lookup, duplicates included.
 	Lookups, Hits int64
 	// Unique and UniqueHits count each batch's distinct rows once.
 	Unique, UniqueHits int64

@@ -125,6 +125,25 @@ func checkLookups(errs *violations, t int, tab []int64, capacity int64, o outcom
 	if st.Evictions < 0 {
 		errs.add("table %d: %d evictions", t, st.Evictions)
 	}
+	var uniqueHits int64
+	for _, a := range byRow {
+		uniqueHits += int64(a.hit)
+	}
+	checkDistinct(errs, t, st, int64(len(tab)), int64(len(byRow)), uniqueHits)
+}
+
+// checkDistinct checks the per-distinct-row counts of a policy that
+// reports them: DistinctHits + DistinctMisses is the table's distinct rows
+// of the batch (a policy may define a distinct row's hit its own way, so
+// only the sum is checked against the answers, beside hits ≤ rows); and
+// HotLookups, when reported, is at most the lookups.
+func checkDistinct(errs *violations, t int, st cache.TableStats, lookups, unique, _ int64) {
+	if n := st.DistinctHits + st.DistinctMisses; n != 0 && (n != unique || st.DistinctHits < 0 || st.DistinctMisses < 0) {
+		errs.add("table %d: stats say %d distinct hits and %d misses, the answers have %d distinct rows", t, st.DistinctHits, st.DistinctMisses, unique)
+	}
+	if st.HotLookups < 0 || st.HotLookups > lookups {
+		errs.add("table %d: %d hot lookups of %d lookups", t, st.HotLookups, lookups)
+	}
 }
 
 // checkVictims checks the victim triples: in range, each slot once, and

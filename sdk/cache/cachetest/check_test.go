@@ -23,6 +23,11 @@ func TestCheckPlanCatchesViolations(t *testing.T) {
 	if errs := checkPlan(tabs, capacity, ids, good(), newResident(1)); len(errs) > 0 {
 		t.Fatalf("good outcome rejected: %v", errs)
 	}
+	counted := good()
+	counted.result.Tables[0].DistinctMisses, counted.result.Tables[0].HotLookups = 2, 2
+	if errs := checkPlan(tabs, capacity, ids, counted, newResident(1)); len(errs) > 0 {
+		t.Fatalf("good outcome with its distinct rows counted rejected: %v", errs)
+	}
 
 	cases := []struct {
 		name   string
@@ -46,6 +51,10 @@ func TestCheckPlanCatchesViolations(t *testing.T) {
 			o.result.Tables[0].Evictions = 1
 			o.victims = [][3]int64{{0, 500, 3}}
 		}, "row 500 outside"},
+		{"DistinctMiscounted", func(o *outcome) {
+			o.result.Tables[0].DistinctHits, o.result.Tables[0].DistinctMisses = 0, 3
+		}, "the answers have 2 distinct rows"},
+		{"HotLookupsBeyondLookups", func(o *outcome) { o.result.Tables[0].HotLookups = 4 }, "4 hot lookups of 3"},
 		{"NilResult", func(o *outcome) { o.result = nil }, "nil result"},
 		{"MissingTableStats", func(o *outcome) { o.result.Tables = nil }, "stats for 0 tables"},
 	}

@@ -748,6 +748,8 @@ type TableStats struct {
 	Hits      int64                  `protobuf:"varint,1,opt,name=hits,proto3" json:"hits,omitempty"`
 	Misses    int64                  `protobuf:"varint,2,opt,name=misses,proto3" json:"misses,omitempty"`
 	Evictions int64                  `protobuf:"varint,3,opt,name=evictions,proto3" json:"evictions,omitempty"`
+	// hot_lookups: the lookups a policy's static part served.
+	HotLookups int64 `protobuf:"varint,4,opt,name=hot_lookups,json=hotLookups,proto3" json:"hot_lookups,omitempty"`
 	// Each distinct row of the batch once (the mixed-precision cache
 	// paper's unit). Numbered 10 up to leave 4..9 to other counts.
 	DistinctHits   int64 `protobuf:"varint,10,opt,name=distinct_hits,json=distinctHits,proto3" json:"distinct_hits,omitempty"`
@@ -803,6 +805,13 @@ func (x *TableStats) GetMisses() int64 {
 func (x *TableStats) GetEvictions() int64 {
 	if x != nil {
 		return x.Evictions
+	}
+	return 0
+}
+
+func (x *TableStats) GetHotLookups() int64 {
+	if x != nil {
+		return x.HotLookups
 	}
 	return 0
 }
@@ -2543,12 +2552,14 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x06future\x18\a \x03(\v2\x12.flowrun.v1.WindowR\x06future\"=\n" +
 	"\x06Window\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12!\n" +
-	"\x03ids\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ids\"\xa4\x01\n" +
+	"\x03ids\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ids\"\xc5\x01\n" +
 	"\n" +
 	"TableStats\x12\x12\n" +
 	"\x04hits\x18\x01 \x01(\x03R\x04hits\x12\x16\n" +
 	"\x06misses\x18\x02 \x01(\x03R\x06misses\x12\x1c\n" +
-	"\tevictions\x18\x03 \x01(\x03R\tevictions\x12#\n" +
+	"\tevictions\x18\x03 \x01(\x03R\tevictions\x12\x1f\n" +
+	"\vhot_lookups\x18\x04 \x01(\x03R\n" +
+	"hotLookups\x12#\n" +
 	"\rdistinct_hits\x18\n" +
 	" \x01(\x03R\fdistinctHits\x12'\n" +
 	"\x0fdistinct_misses\x18\v \x01(\x03R\x0edistinctMisses\"V\n" +

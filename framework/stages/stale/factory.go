@@ -1,0 +1,20 @@
+package stale
+
+import (
+	"github.com/flowrun/flowrun/framework/batch"
+	"github.com/flowrun/flowrun/framework/stage"
+)
+
+// Kind is the stale stage's kind.
+const Kind stage.Kind = "stale"
+
+// StaleRows is, per batch, the distinct rows it reads one update old: a
+// stat of the stage's span.
+var StaleRows = batch.NewStat("stale_rows")
+
+// NewFactory returns the stale stage's factory.
+func NewFactory() stage.Factory {
+	return stage.New(Kind, Config{Source: SourceStorage}, create,
+		stage.Requires(stage.NeedTables|stage.NeedLayout|stage.NeedMetrics),
+		stage.WithFields([]batch.Field{StaleRows}, []batch.Field{batch.IDs, batch.Offsets}))
+}
