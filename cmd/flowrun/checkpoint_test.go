@@ -50,6 +50,7 @@ func ckptCases() []ckptCase {
 		{"scratchpipe-random-victims", "strawman.yaml", []string{"--set", "cache.options.victim=random"}, dlrm, true},
 		// HECA is not exact: its reference is itself, uninterrupted.
 		{"heca", "heca.yaml", nil, "heca.yaml", false},
+		{"heca-pipelined", "heca-pipelined.yaml", nil, dlrm, false},
 		// Inference: the filter stage's NDCG sums are stage state.
 		{"inference", "demo-inference.yaml", nil, "demo-inference.yaml", false},
 		{"tensorcasting", tc, nil, tc, false},
