@@ -49,12 +49,8 @@ type runFlags struct {
 	ckpt checkpointFlags
 }
 
-func newRunCmd() *cobra.Command {
-	var f runFlags
-	cmd := &cobra.Command{
-		Use:   "run GRAPH",
-		Short: "Run a graph and print its summary",
-		Long: `Run a training or inference graph to the end.
+// runLong is run's help text.
+const runLong = `Run a training or inference graph to the end.
 
 Every key of the graph can be overridden with --set (repeatable), e.g.
   flowrun run graphs/demo.yaml --set seed=7 --set dataset.batches=40
@@ -88,8 +84,15 @@ slot or host row that an earlier batch still in flight has yet to write
 stage, the slot or row and the writer. Bare, it is strict: a read that only
 this run's timing kept safe fails too, so a plan whose windows are too small
 fails on every run; --check-hazards=dynamic reports only what this run's
-interleaving actually broke.`,
-		Args: usageArgs(cobra.ExactArgs(1)),
+interleaving actually broke.`
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run GRAPH",
+		Short: "Run a graph and print its summary",
+		Long:  runLong,
+		Args:  usageArgs(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.json && f.quiet {
 				return usageError{errors.New("--json and --quiet: choose one (--json prints only the results)")}
