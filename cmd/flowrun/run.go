@@ -47,6 +47,10 @@ type runFlags struct {
 	modeled func(*clock.Timeline, int)
 	// ckpt is --checkpoint-every, --checkpoint-dir and --resume.
 	ckpt checkpointFlags
+	// record is --record and --record-window (record.go); recorder, when
+	// set, gets the run's batches (replay's check against a record).
+	record   recordFlags
+	recorder engine.Recorder
 }
 
 func newRunCmd() *cobra.Command {
@@ -148,6 +152,7 @@ interleaving actually broke.`,
 	cmd.Flags().StringVar(&f.hazards, "check-hazards", "off", "check ScratchPipe's RAW hazards at run time: `strict` (the flag alone), dynamic or off")
 	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(engine.HazardsStrict)
 	f.ckpt.register(cmd)
+	f.record.register(cmd)
 	return cmd
 }
 
@@ -227,6 +232,13 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	if err != nil {
 		return nil, err
 	}
+	rec, err := f.record.start(g, path, f.sets, &ckpt, f.ckpt.dir != "", f.quiet)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		f.recorder = rec.w
+	}
 
 	spec := cfg.Tracing.Exporter
 	if f.trace != "" {
@@ -268,8 +280,11 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	res, err := engine.Run(ctx, engine.Options{
 		Graph: g, Stages: stages(), Plugins: locatedOpener{host, cfg}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
-		CheckHazards: hazards, Modeled: f.modeled, Checkpoint: ckpt,
+		CheckHazards: hazards, Modeled: f.modeled, Checkpoint: ckpt, Record: f.recorder,
 	})
+	if rerr := rec.finish(res, err, bar); rerr != nil && err == nil {
+		return nil, rerr
+	}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("run %s interrupted; no results written", runID)

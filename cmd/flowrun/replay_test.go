@@ -1,0 +1,155 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/flowrun/flowrun/framework/record"
+)
+
+// replayCase is a graph recorded and replayed: scratchpipe pipelined,
+// and the straw-man's sequential graph under LRU.
+type replayCase struct {
+	name, graph string
+	sets        []string
+}
+
+func replayCases() []replayCase {
+	return []replayCase{
+		{"scratchpipe", "scratchpipe.yaml", nil},
+		{"lru-sequential", "strawman.yaml", []string{"--set", "cache.plugin=builtin:lru", "--set", "cache.options=null"}},
+	}
+}
+
+// recordRun runs c recorded into a fresh directory, with a checkpoint
+// every 8 batches, and returns the directory and the run's digest.
+func recordRun(t *testing.T, c replayCase) (string, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "rec")
+	args := append(append(append([]string(nil), small...), c.sets...), "--record", dir, "--checkpoint-every", "8")
+	res := runResults(t, filepath.Join(repoGraphs, c.graph), args...)
+	return dir, res.Digest
+}
+
+// TestReplayFromTheMiddleGivesTheDigest records each graph, then replays
+// it from batch 12 (the checkpoint at 8): every batch from 8 on has the
+// recorded lookups and plan decisions (hits, slots, victims; the replay
+// fails at the first that differs), and the replay ends with the digest
+// of the run never recorded.
+func TestReplayFromTheMiddleGivesTheDigest(t *testing.T) {
+	for _, c := range replayCases() {
+		t.Run(c.name, func(t *testing.T) {
+			plain := runResults(t, filepath.Join(repoGraphs, c.graph), append(append([]string(nil), small...), c.sets...)...)
+			dir, digest := recordRun(t, c)
+			if digest != plain.Digest {
+				t.Fatalf("recording changed the digest: %s, unrecorded %s", digest, plain.Digest)
+			}
+			rec, err := record.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.First != 0 || rec.Batches != 24 || rec.Digest != digest {
+				t.Fatalf("record holds batches %d+%d, digest %s", rec.First, rec.Batches, rec.Digest)
+			}
+			out := mustFlowrun(t, "replay", dir, "--from", "12", "-q").stdout
+			want := "from batch 8 (asked 12) of " + dir + ": 16 batches equal to the record"
+			if !strings.Contains(out, want) || !strings.Contains(out, "digest      "+plain.Digest+", the recorded run's") {
+				t.Fatalf("replay said:\n%s\nwant %q and the digest %s", out, want, plain.Digest)
+			}
+			// The hazard checker runs on a replay from a checkpoint.
+			out = mustFlowrun(t, "replay", dir, "--from", "16", "-q", "--check-hazards=dynamic").stdout
+			if !strings.Contains(out, "from batch 16") || !strings.Contains(out, plain.Digest) {
+				t.Fatalf("replay with --check-hazards said:\n%s", out)
+			}
+		})
+	}
+}
+
+// whatIfHits parses replay's what-if table: the recorded policy's hits
+// and misses (policy, "(recorded)", hits, misses, rate), then the
+// what-if's (policy, size, hits, misses, evictions, rate).
+func whatIfHits(t *testing.T, out string) [2][2]int64 {
+	t.Helper()
+	var hm [2][2]int64
+	rows := 0
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 5 && f[1] == "(recorded)":
+			hm[0][0], _ = strconv.ParseInt(f[2], 10, 64)
+			hm[0][1], _ = strconv.ParseInt(f[3], 10, 64)
+			rows++
+		case len(f) == 6 && f[0] != "policy":
+			hm[1][0], _ = strconv.ParseInt(f[2], 10, 64)
+			hm[1][1], _ = strconv.ParseInt(f[3], 10, 64)
+			rows++
+		}
+	}
+	if rows != 2 {
+		t.Fatalf("what-if table:\n%s", out)
+	}
+	return hm
+}
+
+// TestReplayWhatIf plans a recorded LRU stream with LFU and Belady and
+// reports their hits beside LRU's; planned from batch 0 by the recorded
+// policy itself, the what-if makes exactly the recorded hits.
+func TestReplayWhatIf(t *testing.T) {
+	c := replayCases()[1]
+	dir, _ := recordRun(t, c)
+	same := whatIfHits(t, mustFlowrun(t, "replay", dir, "--from", "0", "--set", "cache.plugin=builtin:lru").stdout)
+	if same[0] != same[1] || same[0][0] == 0 {
+		t.Fatalf("LRU planned again: hits/misses %v, recorded %v", same[1], same[0])
+	}
+	lookups := same[0][0] + same[0][1]
+	var beladyHits int64
+	for _, p := range []string{"builtin:lfu", "builtin:belady"} {
+		out := mustFlowrun(t, "replay", dir, "--from", "0", "--set", "cache.plugin="+p).stdout
+		hm := whatIfHits(t, out)
+		if hm[0] != same[0] || hm[1][0]+hm[1][1] != lookups || !strings.Contains(out, p) {
+			t.Fatalf("%s what-if:\n%s", p, out)
+		}
+		beladyHits = hm[1][0]
+	}
+	// Belady is the upper bound of every policy of its size.
+	if beladyHits < same[0][0] {
+		t.Errorf("Belady hits %d, fewer than LRU's %d", beladyHits, same[0][0])
+	}
+	// From the middle: the what-if starts cold there.
+	mid := whatIfHits(t, mustFlowrun(t, "replay", dir, "--from", "12", "--set", "cache.size=0.1").stdout)
+	if mid[0][0]+mid[0][1] >= lookups || mid[1][0]+mid[1][1] != mid[0][0]+mid[0][1] {
+		t.Errorf("from 12: %v, all %d lookups", mid, lookups)
+	}
+}
+
+// TestReplayRefusals: a record replayed onto another graph or config,
+// and a record cut short, are refused with one line and exit 2.
+func TestReplayRefusals(t *testing.T) {
+	dir, _ := recordRun(t, replayCases()[0])
+	for _, args := range [][]string{
+		{"--graph", filepath.Join(repoGraphs, "static-cache.yaml")},
+		{"--set", "seed=7"},
+		{"--set", "dataset.batch_size=64"},
+	} {
+		r := flowrun(t, append([]string{"replay", dir, "-q"}, args...)...)
+		if r.err == nil || exitCode(r.err) != exitUsage || strings.Contains(r.err.Error(), "\n") ||
+			!strings.Contains(r.err.Error(), "is not of this run") {
+			t.Fatalf("replay %v: %v (exit %d)", args, r.err, exitCode(r.err))
+		}
+	}
+	stream := filepath.Join(dir, record.StreamName)
+	data, err := os.ReadFile(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(stream, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := flowrun(t, "replay", dir, "-q")
+	if r.err == nil || exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "truncated") {
+		t.Fatalf("truncated record: %v", r.err)
+	}
+}
