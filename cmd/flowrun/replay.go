@@ -8,7 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -100,7 +100,7 @@ func replay(ctx context.Context, dir string, f replayFlags, stdout, stderr io.Wr
 		return err
 	}
 	if err := rec.Identity.Check(id); err != nil {
-		return usageError{fmt.Errorf("replay: the record in %s is not of this run: %w", dir, err)}
+		return usageError{fmt.Errorf("replay: record %s: %w", dir, err)}
 	}
 	from := rec.First
 	if f.from >= 0 {
@@ -122,11 +122,19 @@ func rerun(ctx context.Context, rec *record.Record, path string, sets []string, 
 	if err != nil {
 		return err
 	}
-	start, ckDir, err := checkpointAtOrBefore(rec.Dir, from)
+	start, ck, err := checkpointAtOrBefore(rec.Dir, from)
 	if err != nil {
 		return usageError{fmt.Errorf("replay: %w", err)}
 	}
 	v := record.NewVerifier(rec)
+	compared := "lookups and plan decisions"
+	var ckDir string
+	if ck != nil {
+		ckDir = ck.Dir
+		if strings.HasPrefix(ck.Notes["cache"], "cold") {
+			v.LookupsOnly, compared = true, "lookups; plan decisions not compared, the policy takes no snapshot and restarts cold at the checkpoint"
+		}
+	}
 	rf := runFlags{sets: sets, hazards: f.hazards, quiet: f.quiet || f.json, trace: "none", recorder: v}
 	rf.ckpt.resume = ckDir
 	res, err := runValidated(ctx, g, path, rf, stderr)
@@ -150,8 +158,8 @@ func rerun(ctx context.Context, rec *record.Record, path string, sets []string, 
 	if f.json {
 		w = stderr
 	}
-	fmt.Fprintf(w, "replay      from batch %d (asked %d) of %s: %d batches equal to the record (lookups and plan decisions), %d before its window\n",
-		start, from, rec.Dir, v.Compared, v.Outside)
+	fmt.Fprintf(w, "replay      from batch %d (asked %d) of %s: %d batches equal to the record (%s), %d before its window\n",
+		start, from, rec.Dir, v.Compared, compared, v.Outside)
 	return compareDigest(w, rec, res)
 }
 
@@ -169,32 +177,31 @@ func compareDigest(w io.Writer, rec *record.Record, res *results.Results) error 
 }
 
 // checkpointAtOrBefore is the record's newest checkpoint at or before
-// batch from, verified (batch 0 and no directory when there is none: the
-// run starts from the beginning, as its data are a function of the seed
-// and the batch).
-func checkpointAtOrBefore(dir string, from uint64) (uint64, string, error) {
+// batch from, verified (batch 0 and nil when there is none: the run
+// starts from the beginning, as its data are a function of the seed and
+// the batch).
+func checkpointAtOrBefore(dir string, from uint64) (uint64, *checkpoint.Checkpoint, error) {
 	root := filepath.Join(dir, record.CheckpointsDir)
 	entries, err := os.ReadDir(root)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, "", err
+		return 0, nil, err
 	}
-	var names []string
+	best, found := uint64(0), ""
 	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "ckpt-") {
-			names = append(names, e.Name())
+		rest, ok := strings.CutPrefix(e.Name(), "ckpt-")
+		k, err := strconv.ParseUint(rest, 10, 64)
+		if ok && err == nil && e.IsDir() && k <= from && (found == "" || k > best) {
+			best, found = k, e.Name()
 		}
 	}
-	sort.Sort(sort.Reverse(sort.StringSlice(names)))
-	for _, n := range names {
-		ck, err := checkpoint.Open(filepath.Join(root, n))
+	if found != "" {
+		ck, err := checkpoint.Open(filepath.Join(root, found))
 		if err != nil {
-			return 0, "", err
+			return 0, nil, err
 		}
-		if ck.Batch <= from {
-			return ck.Batch, ck.Dir, nil
-		}
+		return ck.Batch, ck, nil
 	}
-	return 0, "", nil
+	return 0, nil, nil
 }
 
 // planWhatIf plans the recorded stream with the policy the what-if sets

@@ -232,13 +232,6 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	if err != nil {
 		return nil, err
 	}
-	rec, err := f.record.start(g, path, f.sets, &ckpt, f.ckpt.dir != "", f.quiet)
-	if err != nil {
-		return nil, err
-	}
-	if rec != nil {
-		f.recorder = rec.w
-	}
 
 	spec := cfg.Tracing.Exporter
 	if f.trace != "" {
@@ -277,6 +270,13 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 
 	defer bar.Finish()
 	defer stageProcs(len(g.Nodes))()
+	rec, err := f.record.start(g, path, f.sets, &ckpt, f.ckpt.dir != "", f.quiet)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		f.recorder = rec.w
+	}
 	res, err := engine.Run(ctx, engine.Options{
 		Graph: g, Stages: stages(), Plugins: locatedOpener{host, cfg}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,

@@ -1,7 +1,7 @@
 // Package record owns the on-disk format of a run's record (flowrun run
 // --record DIR): the run's batch stream — each batch's lookups and the
 // serving policy's plan decisions for them (hits, slots, victims) —
-// varint/delta encoded and deflated batch by batch, for a bounded window
+// varint/delta encoded and Huffman-coded (deflate) batch by batch, for a bounded window
 // of the last batches, beside checkpoints (framework/checkpoint) at a
 // cadence, so that flowrun replay can re-run any part of the window and
 // check that it makes the same decisions and ends with the same digest.
@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,45 +82,89 @@ type Manifest struct {
 }
 
 // Writer keeps the encoded frames of the last Window batches a run hands
-// it; Write puts them on disk. Safe for concurrent use.
+// it; Write puts them on disk. Batch copies the batch and returns: one
+// goroutine of the Writer's encodes and deflates it, off the stage that
+// hands it in (the plan stage, on the serving path), at most
+// writerQueue batches behind. Safe for concurrent use.
 type Writer struct {
-	window  int
+	window int
+	queue  chan Batch
+	done   chan struct{}
+	once   sync.Once
+
 	mu      sync.Mutex
-	scratch bytes.Buffer
+	last    uint64
+	started bool
+	err     error // the first encoding error
 	frames  [][]byte
 	seqs    []uint64
 	raw     []int64
 }
 
-// NewWriter keeps the last window batches (at least 1).
-func NewWriter(window int) *Writer { return &Writer{window: max(window, 1)} }
+// writerQueue is how many batches the encoder may fall behind before
+// Batch waits for it (each a copy of a batch's arrays).
+const writerQueue = 4
 
-// Batch encodes b and keeps it, dropping the oldest beyond the window.
+// NewWriter keeps the last window batches (at least 1).
+func NewWriter(window int) *Writer {
+	w := &Writer{window: max(window, 1), queue: make(chan Batch, writerQueue), done: make(chan struct{})}
+	go w.encodeAll()
+	return w
+}
+
+// Batch copies b for the encoder, which keeps it and drops the oldest
+// beyond the window. Batches must come in sequence.
 func (w *Writer) Batch(b Batch) error {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if n := len(w.seqs); n > 0 && b.Seq != w.seqs[n-1]+1 {
-		return fmt.Errorf("record: batch %d after batch %d (the stream is kept in sequence)", b.Seq, w.seqs[n-1])
+	if w.started && b.Seq != w.last+1 {
+		defer w.mu.Unlock()
+		return fmt.Errorf("record: batch %d after batch %d (the stream is kept in sequence)", b.Seq, w.last)
 	}
-	f, err := encode(b, &w.scratch)
+	w.started, w.last = true, b.Seq
+	err := w.err
+	w.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	w.frames, w.seqs = append(w.frames, f), append(w.seqs, b.Seq)
-	w.raw = append(w.raw, int64(len(b.IDs))*8+int64(len(b.Hits))+int64(len(b.Slots))*8+int64(len(b.Victims))*8)
-	if len(w.frames) > w.window {
-		w.frames, w.seqs, w.raw = w.frames[1:], w.seqs[1:], w.raw[1:]
-	}
+	b.IDs, b.Hits, b.Slots, b.Victims = slices.Clone(b.IDs), slices.Clone(b.Hits), slices.Clone(b.Slots), slices.Clone(b.Victims)
+	w.queue <- b
 	return nil
+}
+
+func (w *Writer) encodeAll() {
+	defer close(w.done)
+	var scratch bytes.Buffer
+	for b := range w.queue {
+		f, err := encode(b, &scratch)
+		w.mu.Lock()
+		if err != nil && w.err == nil {
+			w.err = err
+		}
+		if err == nil {
+			w.frames, w.seqs = append(w.frames, f), append(w.seqs, b.Seq)
+			w.raw = append(w.raw, int64(len(b.IDs))*8+int64(len(b.Hits))+int64(len(b.Slots))*8+int64(len(b.Victims))*8)
+			if len(w.frames) > w.window {
+				w.frames, w.seqs, w.raw = w.frames[1:], w.seqs[1:], w.raw[1:]
+			}
+		}
+		w.mu.Unlock()
+	}
 }
 
 // Write writes the stream and the manifest m (completed with the
 // stream's figures) into dir, the stream first, each file fsynced and
 // renamed into place, so that a record is either the old one or the new
 // one. It returns the manifest as written.
+//
+// Write ends the Writer: it takes no batch after.
 func (w *Writer) Write(dir string, m Manifest) (Manifest, error) {
+	w.once.Do(func() { close(w.queue) })
+	<-w.done
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.err != nil {
+		return m, w.err
+	}
 	var stream bytes.Buffer
 	for _, f := range w.frames {
 		stream.Write(f)

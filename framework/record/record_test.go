@@ -1,6 +1,7 @@
 package record
 
 import (
+	"bytes"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -134,6 +135,9 @@ func TestBadFrameRefused(t *testing.T) {
 	if err := w.Batch(batchOf(rng, 7, 10)); err == nil {
 		t.Fatal("batch 7 after batch 5 accepted")
 	}
+	if _, err := w.Write(t.TempDir(), Manifest{Window: 10}); err != nil {
+		t.Fatal(err)
+	}
 	good := w.frames[0]
 	for _, bad := range [][]byte{
 		append(append([]byte(nil), good[:len(good)-1]...), good[len(good)-1]^1),
@@ -179,5 +183,23 @@ func TestVerifierNamesTheFirstDifference(t *testing.T) {
 	b.IDs[0]++
 	if err := v.Batch(b); !errors.Is(err, ErrDiverged) || !strings.Contains(err.Error(), "another stream") {
 		t.Fatalf("changed ID: %v", err)
+	}
+}
+
+// BenchmarkEncode encodes a batch of graphs/scratchpipe.yaml's shape
+// (512 samples × 8 tables × 8 lookups) with a plan: the CPU a record
+// costs a batch.
+func BenchmarkEncode(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	bt := batchOf(rng, 0, 512*8*8)
+	for i := range bt.IDs {
+		bt.IDs[i] = rng.Int64N(500000)
+	}
+	var scratch bytes.Buffer
+	b.SetBytes(int64(len(bt.IDs)) * 17)
+	for b.Loop() {
+		if _, err := encode(bt, &scratch); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
