@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -9,7 +10,9 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/checkpoint"
+	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/record"
+	"github.com/flowrun/flowrun/framework/results"
 )
 
 // replayCase is a graph recorded and replayed: scratchpipe pipelined,
@@ -158,5 +161,48 @@ func TestReplayRefusals(t *testing.T) {
 	r := flowrun(t, "replay", dir, "-q")
 	if r.err == nil || exitCode(r.err) != exitUsage || !strings.Contains(r.err.Error(), "truncated") {
 		t.Fatalf("truncated record: %v", r.err)
+	}
+}
+
+// TestFailedRunLeavesItsRecord: a run that fails still writes its
+// record, with the batches up to the failure and the error, and replay
+// says the recorded run failed instead of comparing digests.
+func TestFailedRunLeavesItsRecord(t *testing.T) {
+	var sets []string
+	for i := 1; i < len(small); i += 2 {
+		sets = append(sets, small[i])
+	}
+	g, err := validateGraph(demo, sets, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "rec")
+	f := recordFlags{dir: dir, window: 4}
+	var ck engine.CheckpointOptions
+	rec, err := f.start(g, demo, sets, &ck, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Every != 1 || ck.Dir != filepath.Join(dir, record.CheckpointsDir) || ck.Keep != 6 {
+		t.Fatalf("checkpoints %+v", ck)
+	}
+	for seq := range uint64(6) {
+		if err := rec.w.Batch(record.Batch{Seq: seq, IDs: []int64{int64(seq)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rec.finish(nil, errors.New("stage train/train failed on batch 6: boom"), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got, err := record.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.First != 2 || got.Batches != 4 || got.Digest != "" || !strings.Contains(got.Failed, "boom") {
+		t.Fatalf("record of a failed run: %+v", got.Manifest)
+	}
+	var out strings.Builder
+	if err := compareDigest(&out, got, &results.Results{Digest: "abc"}); err != nil || !strings.Contains(out.String(), "the recorded run failed: stage train/train failed on batch 6: boom") {
+		t.Fatalf("%v: %s", err, out.String())
 	}
 }

@@ -86,6 +86,10 @@ the newest checkpoint there (or from DIR itself, a ckpt-BATCH directory),
 with the same graph file and --set flags, and ends with the digest of the
 run never interrupted.
 
+--record DIR keeps the last --record-window batches' lookups and the
+serving policy's plan decisions, with checkpoints, in DIR (written when
+the run ends or fails, with its size); flowrun replay DIR re-runs them.
+
 --check-hazards checks, while the graph runs, that no stage reads a Storage
 slot or host row that an earlier batch still in flight has yet to write
 (ScratchPipe's RAW hazards 1-4), and fails the run naming the batch, the
