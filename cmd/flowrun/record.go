@@ -16,8 +16,9 @@ import (
 
 // recordFlags are run's --record and --record-window.
 type recordFlags struct {
-	dir    string
-	window uint64
+	dir     string
+	window  uint64
+	lookups bool
 }
 
 // defaultRecordWindow is how many batches a record keeps by default: at
@@ -27,6 +28,7 @@ const defaultRecordWindow = 1024
 func (r *recordFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&r.dir, "record", "", "record the run into `DIR`: its batch stream and the serving policy's plan decisions for the last --record-window batches, with checkpoints (every --checkpoint-every batches, default a quarter of the window) under DIR/checkpoints, for flowrun replay")
 	cmd.Flags().Uint64Var(&r.window, "record-window", defaultRecordWindow, "the most batches a record keeps: the last `N` (older ones and their checkpoints are dropped)")
+	cmd.Flags().BoolVar(&r.lookups, "record-lookups", true, "keep the batches' IDs in the record; false halves it: replay then regenerates them from the seed and the batch's position (a changed data file goes unnoticed until the plan differs)")
 }
 
 // recording is a run being recorded.
@@ -67,7 +69,7 @@ func (r *recordFlags) start(g *graph.Graph, path string, sets []string, ck *engi
 	cfg := g.Config
 	m := record.Manifest{Identity: id, GraphFile: abs, Sets: sets, Window: r.window, CheckpointEvery: ck.Every,
 		Total: uint64(cfg.Dataset.Batches + cfg.Dataset.EvalBatches), Policy: cfg.Cache.Plugin}
-	return &recording{dir: r.dir, quiet: quiet, w: record.NewWriter(int(r.window)), m: m}, nil
+	return &recording{dir: r.dir, quiet: quiet, w: record.NewWriter(int(r.window), r.lookups), m: m}, nil
 }
 
 // finish writes the record, of a run that ended (res) or failed (runErr:

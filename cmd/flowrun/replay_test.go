@@ -20,15 +20,20 @@ import (
 type replayCase struct {
 	name, graph string
 	sets        []string
+	// record are extra flags of the recording run.
+	record []string
 }
 
 func replayCases() []replayCase {
 	return []replayCase{
-		{"scratchpipe", "scratchpipe.yaml", nil},
-		{"lru-sequential", "strawman.yaml", []string{"--set", "cache.plugin=builtin:lru", "--set", "cache.options=null"}},
+		{"scratchpipe", "scratchpipe.yaml", nil, nil},
+		{"lru-sequential", "strawman.yaml", []string{"--set", "cache.plugin=builtin:lru", "--set", "cache.options=null"}, nil},
 		// Random victims: the policy takes no snapshot and restarts cold
 		// at the checkpoint, so only the lookups are compared.
-		{"scratchpipe-random-victims", "strawman.yaml", []string{"--set", "cache.options.victim=random"}},
+		{"scratchpipe-random-victims", "strawman.yaml", []string{"--set", "cache.options.victim=random"}, nil},
+		// Without the lookups: the replay regenerates them and checks
+		// the plan.
+		{"scratchpipe-no-lookups", "scratchpipe.yaml", nil, []string{"--record-lookups=false"}},
 	}
 }
 
@@ -37,7 +42,7 @@ func replayCases() []replayCase {
 func recordRun(t *testing.T, c replayCase) (string, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "rec")
-	args := append(append(append([]string(nil), small...), c.sets...), "--record", dir, "--checkpoint-every", "8")
+	args := append(append(append(append([]string(nil), small...), c.sets...), c.record...), "--record", dir, "--checkpoint-every", "8")
 	res := runResults(t, filepath.Join(repoGraphs, c.graph), args...)
 	return dir, res.Digest
 }
@@ -128,6 +133,27 @@ func TestReplayWhatIf(t *testing.T) {
 	if beladyHits < same[0][0] {
 		t.Errorf("Belady hits %d, fewer than LRU's %d", beladyHits, same[0][0])
 	}
+	// A record without the lookups regenerates them: LFU's what-if is
+	// the same, from a record of about half the size.
+	c.record = []string{"--record-lookups=false"}
+	bare, _ := recordRun(t, c)
+	lfu := func(dir string) string {
+		return mustFlowrun(t, "replay", dir, "--from", "0", "--set", "cache.plugin=builtin:lfu").stdout
+	}
+	if a, b := whatIfHits(t, lfu(bare)), whatIfHits(t, lfu(dir)); a != b {
+		t.Errorf("LFU on the record without lookups %v, with %v", a, b)
+	}
+	r1, err := record.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := record.Open(bare)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.StreamBytes*10 > r1.StreamBytes*7 {
+		t.Errorf("record without lookups %d bytes, with %d", r2.StreamBytes, r1.StreamBytes)
+	}
 	// From the middle: the what-if starts cold there.
 	mid := whatIfHits(t, mustFlowrun(t, "replay", dir, "--from", "12", "--set", "cache.size=0.1").stdout)
 	if mid[0][0]+mid[0][1] >= lookups || mid[1][0]+mid[1][1] != mid[0][0]+mid[0][1] {
@@ -177,7 +203,7 @@ func TestFailedRunLeavesItsRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "rec")
-	f := recordFlags{dir: dir, window: 4}
+	f := recordFlags{dir: dir, window: 4, lookups: true}
 	var ck engine.CheckpointOptions
 	rec, err := f.start(g, demo, sets, &ck, false, true)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/data"
 	"github.com/flowrun/flowrun/framework/record"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -138,13 +139,18 @@ func PlanRecorded(ctx context.Context, opts Options, c config.Cache, rec *record
 	req := cache.PlanRequest{TableOffsets: offsets, Slots: ref.Sub(idsBytes, n*8),
 		Victims: ref.Sub(idsBytes+n*8, 3*n*8), Hits: ref.Sub(idsBytes+4*n*8, n)}
 	hits := all[idsBytes+4*n*8 : idsBytes+4*n*8+n]
+	regen, err := lookupsOf(opts.Graph.Config, rec, n)
+	if err != nil {
+		return WhatIf{}, err
+	}
+	defer regen.close()
 	maxRows := opts.Graph.Config.Dataset.MaxRows()
 	w := WhatIf{Plugin: c.Plugin, Size: c.Size, Rows: min(c.CacheRows(maxRows), maxRows), From: max(from, rec.First), End: rec.End()}
 	for seq := w.From; seq < w.End; seq++ {
 		req.Seq, req.Future = seq, nil
 		var head record.Batch
 		for k := uint64(0); k <= uint64(future) && seq+k < w.End; k++ {
-			b, err := rec.Batch(seq + k)
+			b, err := regen.batch(seq + k)
 			if err != nil {
 				return w, err
 			}
@@ -189,5 +195,51 @@ func (w *WhatIf) tally(res *cache.PlanResult, hits []uint8, rec record.Batch) {
 	}
 	for _, t := range res.Tables {
 		w.Evictions += t.Evictions
+	}
+}
+
+// lookups gives a record's batches with their IDs: as recorded, or, in a
+// record that omits them, regenerated from the dataset's source at the
+// batch's position, as the warm-up profile reads them (the data are a
+// function of the seed and the sequence).
+type lookups struct {
+	rec  *record.Record
+	src  data.Source
+	done func() error
+	a    data.Arrays
+}
+
+func lookupsOf(cfg *config.Config, rec *record.Record, n int64) (*lookups, error) {
+	l := &lookups{rec: rec}
+	if rec.Lookups {
+		return l, nil
+	}
+	var err error
+	if l.src, l.done, err = data.OpenSource(cfg.Seed, cfg.Dataset); err != nil {
+		return nil, fmt.Errorf("the record omits the lookups; regenerating them: %w", err)
+	}
+	l.a = data.NewArrays(cfg.Dataset)
+	if int64(len(l.a.IDs)) != n {
+		_ = l.done()
+		return nil, fmt.Errorf("the record omits the lookups, and the dataset's batches have %d, the graph's %d", len(l.a.IDs), n)
+	}
+	return l, nil
+}
+
+func (l *lookups) batch(seq uint64) (record.Batch, error) {
+	b, err := l.rec.Batch(seq)
+	if err != nil || l.src == nil {
+		return b, err
+	}
+	if err := l.src.Fill(seq, b.Eval, l.a); err != nil {
+		return b, fmt.Errorf("regenerating batch %d: %w", seq, err)
+	}
+	b.IDs = l.a.IDs
+	return b, nil
+}
+
+func (l *lookups) close() {
+	if l.done != nil {
+		_ = l.done()
 	}
 }

@@ -60,6 +60,10 @@ type Manifest struct {
 	Sets      []string `json:"sets,omitempty"`
 	// Policy is the serving cache's plugin ("" without a plan stage).
 	Policy string `json:"policy,omitempty"`
+	// Lookups says whether the stream keeps the batches' IDs; without
+	// them a replay regenerates them from the seed and the batch's
+	// sequence (the data source's position), and checks the plan only.
+	Lookups bool `json:"lookups"`
 	// Window is the most batches the stream keeps (the last ones).
 	Window uint64 `json:"window"`
 	// CheckpointEvery is the checkpoints' cadence in batches.
@@ -87,10 +91,11 @@ type Manifest struct {
 // hands it in (the plan stage, on the serving path), at most
 // writerQueue batches behind. Safe for concurrent use.
 type Writer struct {
-	window int
-	queue  chan Batch
-	done   chan struct{}
-	once   sync.Once
+	window  int
+	lookups bool
+	queue   chan Batch
+	done    chan struct{}
+	once    sync.Once
 
 	mu      sync.Mutex
 	last    uint64
@@ -105,9 +110,10 @@ type Writer struct {
 // Batch waits for it (each a copy of a batch's arrays).
 const writerQueue = 4
 
-// NewWriter keeps the last window batches (at least 1).
-func NewWriter(window int) *Writer {
-	w := &Writer{window: max(window, 1), queue: make(chan Batch, writerQueue), done: make(chan struct{})}
+// NewWriter keeps the last window batches (at least 1), their IDs only
+// when lookups is set.
+func NewWriter(window int, lookups bool) *Writer {
+	w := &Writer{window: max(window, 1), lookups: lookups, queue: make(chan Batch, writerQueue), done: make(chan struct{})}
 	go w.encodeAll()
 	return w
 }
@@ -135,7 +141,7 @@ func (w *Writer) encodeAll() {
 	defer close(w.done)
 	var scratch bytes.Buffer
 	for b := range w.queue {
-		f, err := encode(b, &scratch)
+		f, err := encode(b, w.lookups, &scratch)
 		w.mu.Lock()
 		if err != nil && w.err == nil {
 			w.err = err
@@ -169,7 +175,7 @@ func (w *Writer) Write(dir string, m Manifest) (Manifest, error) {
 	for _, f := range w.frames {
 		stream.Write(f)
 	}
-	m.Format, m.Batches, m.RawBytes = FormatVersion, uint64(len(w.frames)), 0
+	m.Format, m.Batches, m.RawBytes, m.Lookups = FormatVersion, uint64(len(w.frames)), 0, w.lookups
 	if len(w.seqs) > 0 {
 		m.First = w.seqs[0]
 	}

@@ -28,10 +28,10 @@ func batchOf(rng *rand.Rand, seq uint64, n int) Batch {
 	return b
 }
 
-func write(t *testing.T, window, batches int) (string, []Batch) {
+func write(t *testing.T, window, batches int, lookups bool) (string, []Batch) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
-	w := NewWriter(window)
+	w := NewWriter(window, lookups)
 	var all []Batch
 	for seq := range uint64(batches) {
 		b := batchOf(rng, seq, 1+rng.IntN(300))
@@ -54,7 +54,7 @@ func write(t *testing.T, window, batches int) (string, []Batch) {
 // TestRoundTripKeepsTheWindow writes 30 batches with a window of 12:
 // the record holds the last 12, each decoded as it was handed in.
 func TestRoundTripKeepsTheWindow(t *testing.T) {
-	dir, all := write(t, 12, 30)
+	dir, all := write(t, 12, 30, true)
 	rec, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -83,10 +83,47 @@ func TestRoundTripKeepsTheWindow(t *testing.T) {
 	}
 }
 
+// TestWithoutLookups: a record that omits the IDs keeps the plan, and a
+// batch with the same plan and any lookups passes its check.
+func TestWithoutLookups(t *testing.T) {
+	dir, all := write(t, 10, 10, false)
+	rec, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, _ := write(t, 10, 10, true)
+	withIDs, err := Open(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Lookups || !withIDs.Lookups || rec.StreamBytes >= withIDs.StreamBytes {
+		t.Fatalf("without lookups %d bytes, with %d", rec.StreamBytes, withIDs.StreamBytes)
+	}
+	v := NewVerifier(rec)
+	for _, b := range all {
+		got, err := rec.Batch(b.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.IDs != nil || !reflect.DeepEqual(got.Hits, b.Hits) || !reflect.DeepEqual(got.Slots, b.Slots) {
+			t.Fatalf("batch %d decoded differently", b.Seq)
+		}
+		if err := v.Batch(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := all[7]
+	b.Hits = append([]uint8(nil), b.Hits...)
+	b.Hits[0] ^= 1
+	if err := v.Batch(b); !errors.Is(err, ErrDiverged) {
+		t.Fatalf("changed hit: %v", err)
+	}
+}
+
 // TestTruncatedOrFlippedRefused cuts the stream and the manifest at
 // every length and flips bytes: each is refused as corrupt.
 func TestTruncatedOrFlippedRefused(t *testing.T) {
-	dir, _ := write(t, 4, 6)
+	dir, _ := write(t, 4, 6, true)
 	for _, name := range []string{StreamName, ManifestName} {
 		path := filepath.Join(dir, name)
 		orig, err := os.ReadFile(path)
@@ -128,7 +165,7 @@ func mustRefuse(t *testing.T, dir, path string, data []byte, what string) {
 // is refused, and a writer takes batches only in sequence.
 func TestBadFrameRefused(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	w := NewWriter(10)
+	w := NewWriter(10, true)
 	if err := w.Batch(batchOf(rng, 5, 10)); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +194,7 @@ func TestBadFrameRefused(t *testing.T) {
 // TestVerifierNamesTheFirstDifference: a replayed batch that differs in
 // its lookups or its plan is refused, naming the batch and the lookup.
 func TestVerifierNamesTheFirstDifference(t *testing.T) {
-	dir, all := write(t, 8, 8)
+	dir, all := write(t, 8, 8, true)
 	rec, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -198,7 +235,7 @@ func BenchmarkEncode(b *testing.B) {
 	var scratch bytes.Buffer
 	b.SetBytes(int64(len(bt.IDs)) * 17)
 	for b.Loop() {
-		if _, err := encode(bt, &scratch); err != nil {
+		if _, err := encode(bt, true, &scratch); err != nil {
 			b.Fatal(err)
 		}
 	}

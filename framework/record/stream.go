@@ -15,7 +15,9 @@ import (
 type Batch struct {
 	Seq  uint64
 	Eval bool
-	// IDs are the batch's lookups, table after table (batch.IDs).
+	// IDs are the batch's lookups, table after table (batch.IDs); nil
+	// when decoded from a record that omits them (Manifest.Lookups false),
+	// whose other arrays still have one entry per lookup.
 	IDs []int64
 	// Planned says whether the batch was planned (the fields below are
 	// then set): false in a graph without a cache.
@@ -33,8 +35,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // encode is b as a frame: uvarint length of the deflated payload, its
 // CRC-32C (4 bytes, little-endian), then the payload.
 //
-// The payload is varints: seq, eval, planned, the ID count, each ID as
-// the zigzag delta from the one before (lookups of one table cluster, so
+// The payload is varints: seq, eval, planned, lookups (whether the IDs
+// follow), the ID count, each ID (when kept) as the zigzag delta from the
+// one before (lookups of one table cluster, so
 // deltas are short), then when planned the hits packed 8 to a byte, each
 // slot as a zigzag delta, the victim count and each triple's fields as
 // zigzag deltas from the triple before. Deflate's Huffman coding takes
@@ -42,7 +45,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // the varints (176 of 187 KB a batch), as much as its LZ77 pass does at
 // half the time (1.9 ms a batch against 3.8, measured), as lookups of
 // random rows repeat too little for LZ77 to find.
-func encode(b Batch, scratch *bytes.Buffer) ([]byte, error) {
+func encode(b Batch, lookups bool, scratch *bytes.Buffer) ([]byte, error) {
 	scratch.Reset()
 	var tmp [binary.MaxVarintLen64]byte
 	put := func(v uint64) { scratch.Write(tmp[:binary.PutUvarint(tmp[:], v)]) }
@@ -50,9 +53,13 @@ func encode(b Batch, scratch *bytes.Buffer) ([]byte, error) {
 	put(b.Seq)
 	put(boolBit(b.Eval))
 	put(boolBit(b.Planned))
+	put(boolBit(lookups))
 	put(uint64(len(b.IDs)))
 	prev := int64(0)
 	for _, id := range b.IDs {
+		if !lookups {
+			break
+		}
 		putz(id - prev)
 		prev = id
 	}
@@ -147,15 +154,18 @@ func decodePayload(raw []byte) (Batch, error) {
 		return v
 	}
 	b := Batch{Seq: get(), Eval: get() == 1, Planned: get() == 1}
+	lookups := get() == 1
 	n := get()
-	if bad != nil || n > uint64(len(raw)) {
+	if bad != nil || (lookups && n > uint64(len(raw))) || (b.Planned && n > 8*uint64(len(raw))) {
 		return Batch{}, fmt.Errorf("%w: %d IDs in a %d-byte payload", errFrame, n, len(raw))
 	}
-	b.IDs = make([]int64, n)
 	prev := int64(0)
-	for i := range b.IDs {
-		prev += getz()
-		b.IDs[i] = prev
+	if lookups {
+		b.IDs = make([]int64, n)
+		for i := range b.IDs {
+			prev += getz()
+			b.IDs[i] = prev
+		}
 	}
 	if b.Planned && bad == nil {
 		packed := make([]byte, (n+7)/8)

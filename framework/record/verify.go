@@ -57,10 +57,10 @@ func Diff(rec, got Batch) string {
 	switch {
 	case rec.Eval != got.Eval:
 		return fmt.Sprintf("held-out %v, recorded %v", got.Eval, rec.Eval)
-	case len(rec.IDs) != len(got.IDs):
+	case rec.IDs != nil && len(rec.IDs) != len(got.IDs):
 		return fmt.Sprintf("%d lookups, recorded %d", len(got.IDs), len(rec.IDs))
 	}
-	if i := firstDiff(rec.IDs, got.IDs); i >= 0 {
+	if i := firstDiff(rec.IDs, got.IDs); rec.IDs != nil && i >= 0 {
 		return fmt.Sprintf("lookup %d is row %d, recorded %d (the data source gives another stream than the recorded run's)", i, got.IDs[i], rec.IDs[i])
 	}
 	if rec.Planned != got.Planned {
