@@ -15,6 +15,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/checkpoint"
 	"github.com/flowrun/flowrun/framework/engine"
+	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/record"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/summary"
@@ -112,16 +113,12 @@ func replay(ctx context.Context, dir string, f replayFlags, stdout, stderr io.Wr
 		}
 		return planWhatIf(ctx, rec, path, append(sets, whatIf...), from, f, stdout, stderr)
 	}
-	return rerun(ctx, rec, path, sets, from, f, stdout, stderr)
+	return rerun(ctx, rec, g, path, sets, from, f, stdout, stderr)
 }
 
 // rerun re-runs the recorded graph from the checkpoint at or before from,
 // checking its batches against the record, and compares the digests.
-func rerun(ctx context.Context, rec *record.Record, path string, sets []string, from uint64, f replayFlags, stdout, stderr io.Writer) error {
-	g, err := validateGraph(path, sets, true)
-	if err != nil {
-		return err
-	}
+func rerun(ctx context.Context, rec *record.Record, g *graph.Graph, path string, sets []string, from uint64, f replayFlags, stdout, stderr io.Writer) error {
 	start, ck, err := checkpointAtOrBefore(rec.Dir, from)
 	if err != nil {
 		return usageError{fmt.Errorf("replay: %w", err)}
