@@ -125,6 +125,9 @@ func rerun(ctx context.Context, rec *record.Record, g *graph.Graph, path string,
 	}
 	v := record.NewVerifier(rec)
 	compared := "lookups and plan decisions"
+	if b, err := rec.Batch(rec.First); rec.Batches > 0 && err == nil && !b.Planned {
+		compared = "lookups; the graph plans none"
+	}
 	var ckDir string
 	if ck != nil {
 		ckDir = ck.Dir
