@@ -47,6 +47,10 @@ type runFlags struct {
 	modeled func(*clock.Timeline, int)
 	// ckpt is --checkpoint-every, --checkpoint-dir and --resume.
 	ckpt checkpointFlags
+	// record is --record and --record-window (record.go); recorder, when
+	// set, gets the run's batches (replay's check against a record).
+	record   recordFlags
+	recorder engine.Recorder
 }
 
 // runLong is run's help text.
@@ -77,6 +81,10 @@ metrics) under --checkpoint-dir, atomically; --resume DIR continues from
 the newest checkpoint there (or from DIR itself, a ckpt-BATCH directory),
 with the same graph file and --set flags, and ends with the digest of the
 run never interrupted.
+
+--record DIR keeps the last --record-window batches' lookups and the
+serving policy's plan decisions, with checkpoints, in DIR (written when
+the run ends or fails, with its size); flowrun replay DIR re-runs them.
 
 --check-hazards checks, while the graph runs, that no stage reads a Storage
 slot or host row that an earlier batch still in flight has yet to write
@@ -151,6 +159,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().StringVar(&f.hazards, "check-hazards", "off", "check ScratchPipe's RAW hazards at run time: `strict` (the flag alone), dynamic or off")
 	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(engine.HazardsStrict)
 	f.ckpt.register(cmd)
+	f.record.register(cmd)
 	return cmd
 }
 
@@ -268,11 +277,21 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 
 	defer bar.Finish()
 	defer stageProcs(len(g.Nodes))()
+	rec, err := f.record.start(g, path, f.sets, &ckpt, f.ckpt.dir != "", f.quiet)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		f.recorder = rec.w
+	}
 	res, err := engine.Run(ctx, engine.Options{
 		Graph: g, Stages: stages(), Plugins: locatedOpener{host, cfg}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
-		CheckHazards: hazards, Modeled: f.modeled, Checkpoint: ckpt,
+		CheckHazards: hazards, Modeled: f.modeled, Checkpoint: ckpt, Record: f.recorder,
 	})
+	if rerr := rec.finish(res, err, bar); rerr != nil && err == nil {
+		return nil, rerr
+	}
 	if err != nil {
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("run %s interrupted; no results written", runID)

@@ -70,6 +70,9 @@ type Options struct {
 	// Checkpoint writes checkpoints at batch boundaries, or resumes from
 	// one (checkpoint.go).
 	Checkpoint CheckpointOptions
+	// Record, when set, gets every batch's lookups and plan decisions
+	// (record.go): flowrun run --record, flowrun replay's check.
+	Record Recorder
 }
 
 // StageError is a stage failing on a batch.
@@ -138,6 +141,10 @@ type run struct {
 	served servedLog
 	// ckpt writes checkpoints and resumes; nil when the run does neither.
 	ckpt *checkpointer
+	// The stage whose batches Options.Record gets (record.go).
+	recordOnce    sync.Once
+	recordNode    string
+	recordPlanned bool
 
 	mu   sync.Mutex
 	seen map[uint64]int // sinks that have seen a batch
@@ -309,6 +316,9 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 	}
 	if err == nil {
 		err = r.checkIn(ctx, n, b.Seq)
+	}
+	if err == nil {
+		err = r.recordBatch(n, b)
 	}
 	span.SetAttributes(r.spanAttrs(n, b)...)
 	span.SetAttributes(attribute.Float64("flowrun.wall_ms", float64(elapsed.Nanoseconds())/1e6))
