@@ -107,9 +107,9 @@ func (r *run) buildModels(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("models %s: info: %w", name, err)
 		}
-		tables, err := r.shape.newModelTables(name, mc)
+		tables, err := r.shape.modelTables(ctx, name, mc, m) // models_checkpoint.go
 		if err != nil {
-			return fmt.Errorf("models %s: %w", name, err)
+			return err
 		}
 		r.models = append(r.models, &namedModel{name: name, model: m, tables: tables})
 		ref, _ := pluginhost.ParseRef(mc.Plugin) // the host has resolved it
