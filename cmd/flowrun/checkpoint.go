@@ -53,7 +53,7 @@ func (c *checkpointFlags) options(graphName string) (engine.CheckpointOptions, e
 // error: exit 2, like a bad graph, located at the graph's line or --set
 // flag when it is a key's (models.NAME.checkpoint).
 func checkpointFailure(err error, path string, sets []string) error {
-	if errors.Is(err, checkpoint.ErrMismatch) || errors.Is(err, checkpoint.ErrCorrupt) {
+	if errors.Is(err, checkpoint.ErrMismatch) || errors.Is(err, checkpoint.ErrCorrupt) || errors.Is(err, engine.ErrModelCheckpoint) {
 		var ce *config.Error
 		if errors.As(err, &ce) && ce.File == "" {
 			if _, src, lerr := config.LoadPartial(path, sets); lerr == nil {

@@ -27,6 +27,11 @@ import (
 // dense digest, the training run's digest when its graph has no named
 // models) must be the one the checkpoint recorded.
 
+// ErrModelCheckpoint is wrapped by every error that refuses a named
+// model's checkpoint (missing, corrupt, of another model): the graph's
+// value is wrong, as with a bad key (cmd/flowrun: exit 2).
+var ErrModelCheckpoint = errors.New("model checkpoint refused")
+
 // The notes of a model checkpoint.
 const (
 	noteKind      = "kind"       // kindModel
@@ -104,11 +109,11 @@ func (s *Shape) modelTables(ctx context.Context, name string, m config.NamedMode
 	key := modelPath(name, "checkpoint")
 	ck, err := checkpoint.Open(m.Checkpoint)
 	if err != nil {
-		return nil, config.At(key, err)
+		return nil, config.At(key, fmt.Errorf("%w: %w (flowrun run --save-model writes one)", ErrModelCheckpoint, err))
 	}
 	tables, err := s.loadModel(ctx, ck, m, mod)
 	if err != nil {
-		return nil, config.At(key, fmt.Errorf("%s: %w", ck.Dir, err))
+		return nil, config.At(key, fmt.Errorf("%w: %s: %w", ErrModelCheckpoint, ck.Dir, err))
 	}
 	return tables, nil
 }
