@@ -76,7 +76,7 @@ quality 2stage-sub4 recpipe-2stage-trained "${two[@]}" --set stages.keep.sub_bat
 # 500 QPS. Quality here is from the search's own runs (the graphs' 17
 # queries).
 "$FLOWRUN" search graphs/recpipe-1stage-trained.yaml graphs/recpipe-2stage-trained.yaml \
-	--set "models.large.checkpoint=$models/rmlarge" --set "models.small.checkpoint=$models/rmsmall" \
+	--set "models.large.checkpoint=$models/rmlarge" --sweep "recpipe-2stage-trained:models.small.checkpoint=$models/rmsmall" \
 	--set devices.host.options.profile=cascade-lake --set devices.gpu.plugin=builtin:hbm --set devices.gpu.options.profile=t4 \
 	--sweep recpipe-1stage-trained:stages.rank.host_device=host,gpu --sweep recpipe-1stage-trained:stages.rank.compute_device=host,gpu \
 	--sweep recpipe-2stage-trained:stages.front.host_device=host,gpu --sweep recpipe-2stage-trained:stages.front.compute_device=host,gpu \
