@@ -88,6 +88,9 @@ func modelPath(name string, key ...string) string {
 // buildModels opens and configures every named model and creates its
 // tables, in name order.
 func (r *run) buildModels(ctx context.Context) error {
+	if err := r.checkSaveModel(ctx); err != nil { // models_checkpoint.go
+		return err
+	}
 	cfg := r.opts.Graph.Config
 	for _, name := range slices.Sorted(maps.Keys(cfg.Models)) {
 		mc := cfg.Models[name]

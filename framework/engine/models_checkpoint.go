@@ -85,6 +85,18 @@ func (r *run) saveModel(ctx context.Context, digest string) error {
 	return nil
 }
 
+// checkSaveModel fails a run that could not save its model now, not
+// after its training: the model must save its state (model.Stater).
+func (r *run) checkSaveModel(ctx context.Context) error {
+	if r.opts.Checkpoint.SaveModel == "" {
+		return nil
+	}
+	if _, err := model.StateOf(ctx, r.plugins.Model); err != nil {
+		return fmt.Errorf("--save-model: %w", err)
+	}
+	return nil
+}
+
 func joinInts(v []int64) string {
 	s := make([]string, len(v))
 	for i, x := range v {
