@@ -139,7 +139,7 @@ func rerun(ctx context.Context, rec *record.Record, g *graph.Graph, path string,
 	rf.ckpt.resume = ckDir
 	res, err := runValidated(ctx, g, path, rf, stderr)
 	if err != nil {
-		return checkpointFailure(err)
+		return checkpointFailure(err, path, sets)
 	}
 	if f.out != "" {
 		if err := res.Write(f.out); err != nil {

@@ -296,7 +296,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			return nil, fmt.Errorf("run %s interrupted; no results written", runID)
 		}
-		return nil, checkpointFailure(openFailure(err, path, f.sets))
+		return nil, checkpointFailure(openFailure(err, path, f.sets), path, f.sets)
 	}
 	res.File = path
 	if res.Dataset, err = datasetUse(cfg.Dataset); err != nil {

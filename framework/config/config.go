@@ -158,6 +158,10 @@ type NamedModel struct {
 	Options map[string]any `mapstructure:"options"`
 	// Dim is the embedding dim of the model's tables.
 	Dim int `mapstructure:"dim"`
+	// Checkpoint, when set, is a model checkpoint (flowrun run
+	// --save-model) the model and its tables are loaded from: a trained
+	// model to serve.
+	Checkpoint string `mapstructure:"checkpoint" json:",omitempty"`
 }
 
 // Cache is the cache policy plugin and how much of each table it holds.

@@ -219,6 +219,7 @@ func resolvePaths(cfg *Config, src *Source, dir string) {
 	}
 	for name, m := range cfg.Models {
 		fix(joinPath("models", strings.ToLower(name), "plugin"), &m.Plugin)
+		fix(joinPath("models", strings.ToLower(name), "checkpoint"), &m.Checkpoint)
 		cfg.Models[name] = m
 	}
 	for name, st := range cfg.Stages {

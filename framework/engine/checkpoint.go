@@ -45,6 +45,9 @@ type CheckpointOptions struct {
 	Resume *checkpoint.Checkpoint
 	// Written, when set, is called after each checkpoint is written.
 	Written func(dir string, batch uint64)
+	// SaveModel, when set, is the root a model checkpoint of the run's
+	// model goes under at its end (models_checkpoint.go).
+	SaveModel string
 }
 
 // The parts of a checkpoint the engine writes.

@@ -88,6 +88,9 @@ func modelPath(name string, key ...string) string {
 // buildModels opens and configures every named model and creates its
 // tables, in name order.
 func (r *run) buildModels(ctx context.Context) error {
+	if err := r.checkSaveModel(ctx); err != nil { // models_checkpoint.go
+		return err
+	}
 	cfg := r.opts.Graph.Config
 	for _, name := range slices.Sorted(maps.Keys(cfg.Models)) {
 		mc := cfg.Models[name]
@@ -107,9 +110,9 @@ func (r *run) buildModels(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("models %s: info: %w", name, err)
 		}
-		tables, err := r.shape.newModelTables(name, mc)
+		tables, err := r.shape.modelTables(ctx, name, mc, m) // models_checkpoint.go
 		if err != nil {
-			return fmt.Errorf("models %s: %w", name, err)
+			return err
 		}
 		r.models = append(r.models, &namedModel{name: name, model: m, tables: tables})
 		ref, _ := pluginhost.ParseRef(mc.Plugin) // the host has resolved it

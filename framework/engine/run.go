@@ -355,7 +355,11 @@ func (r *run) finish(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("model digest: %w", err)
 	}
-	return r.modelsDigest(ctx, r.tables.Digest(dense))
+	base := r.tables.Digest(dense)
+	if err := r.saveModel(ctx, base); err != nil { // models_checkpoint.go
+		return "", err
+	}
+	return r.modelsDigest(ctx, base)
 }
 
 // shutdown closes what build and start made, in reverse: the batch pool,
