@@ -205,6 +205,9 @@ func (in *Input) figures() []figure {
 	if f, ok := hitRateFigure(in.Benches); ok {
 		figs = append(figs, f)
 	}
+	if f, ok := accuracyFigure(in.Benches); ok {
+		figs = append(figs, f)
+	}
 	figs = append(figs, searchFigures(in.Searches)...)
 	if f, ok := lossFigure(in.Runs); ok {
 		figs = append(figs, f)
