@@ -2,6 +2,7 @@ package report
 
 import (
 	"cmp"
+	"image/color"
 	"slices"
 	"strings"
 
@@ -23,10 +24,10 @@ const (
 )
 
 // accPoint is one point of the accuracy figure: a graph at one sweep point
-// but the seed, with the drops of its seeds.
+// but the seed, with each seed's relative drops.
 type accPoint struct {
-	x     float64
-	drops []float64
+	x         float64
+	acc, aucs []float64
 }
 
 // accSeries is one line: a graph at one sweep point but the seed and the
@@ -46,42 +47,70 @@ func memoryFactor(r bench.Run) float64 {
 	return 1
 }
 
-// collectAccuracy gathers every bench run with an accuracy drop into lines,
-// in the order they first appear, and reports whether any run has
+// relDrop is Eq. 1: (base − v)/base · 100, false where either is missing
+// or base is 0.
+func relDrop(base, v *float64) (float64, bool) {
+	if base == nil || v == nil || *base == 0 {
+		return 0, false
+	}
+	return (*base - *v) / *base * 100, true
+}
+
+// find is the line labelled label, added when new.
+func find(series []*accSeries, label string) ([]*accSeries, *accSeries) {
+	if i := slices.IndexFunc(series, func(s *accSeries) bool { return s.label == label }); i >= 0 {
+		return series, series[i]
+	}
+	s := &accSeries{label: label, pts: map[string]*accPoint{}}
+	return append(series, s), s
+}
+
+// collectAccuracy gathers, from comparisons of two graphs or more, every
+// run but the first graph's at each point into lines (in the order they
+// first appear), with its relative accuracy and AUC drops against that
+// first graph's run (Eq. 1), and reports whether any run has
 // low-precision tables (else there is no trade-off to draw).
 func collectAccuracy(benches []*bench.Comparison) ([]*accSeries, bool) {
 	var series []*accSeries
 	lowprec := false
 	for _, b := range benches {
-		for _, r := range b.Runs {
-			if r.AccuracyDropPct == nil || r.Results == nil {
+		n := len(b.Graphs)
+		for start := 0; n > 1 && start+n <= len(b.Runs); start += n {
+			base := b.Runs[start]
+			if base.Results == nil {
 				continue
 			}
-			lowprec = lowprec || r.Results.MemoryCompression != nil
-			var rest []string
-			prec := ""
-			for _, kv := range r.Point {
-				k, v, _ := strings.Cut(kv, "=")
-				switch k {
-				case seedKey:
-				case precisionKey:
-					prec = v
-				default:
-					rest = append(rest, kv)
+			for _, r := range b.Runs[start+1 : start+n] {
+				if r.Results == nil {
+					continue
 				}
+				acc, okAcc := relDrop(base.Results.Metrics.Accuracy, r.Results.Metrics.Accuracy)
+				auc, okAUC := relDrop(base.Results.Metrics.AUC, r.Results.Metrics.AUC)
+				if !okAcc || !okAUC {
+					continue
+				}
+				lowprec = lowprec || r.Results.MemoryCompression != nil
+				var rest []string
+				prec := ""
+				for _, kv := range r.Point {
+					k, v, _ := strings.Cut(kv, "=")
+					switch k {
+					case seedKey:
+					case precisionKey:
+						prec = v
+					default:
+						rest = append(rest, kv)
+					}
+				}
+				var s *accSeries
+				series, s = find(series, strings.TrimSpace(r.Graph+" "+shortPoint(rest)))
+				p := s.pts[prec]
+				if p == nil {
+					p = &accPoint{x: memoryFactor(r)}
+					s.pts[prec] = p
+				}
+				p.acc, p.aucs = append(p.acc, acc), append(p.aucs, auc)
 			}
-			label := strings.TrimSpace(r.Graph + " " + shortPoint(rest))
-			i := slices.IndexFunc(series, func(s *accSeries) bool { return s.label == label })
-			if i < 0 {
-				i = len(series)
-				series = append(series, &accSeries{label: label, pts: map[string]*accPoint{}})
-			}
-			p := series[i].pts[prec]
-			if p == nil {
-				p = &accPoint{x: memoryFactor(r)}
-				series[i].pts[prec] = p
-			}
-			p.drops = append(p.drops, *r.AccuracyDropPct)
 		}
 	}
 	return series, lowprec
@@ -94,8 +123,8 @@ type xyErrors struct {
 }
 
 // points are the line's points by memory, each the mean of its seeds'
-// drops, with their min and max as the error bar.
-func (s *accSeries) points() xyErrors {
+// drops (accuracy, or AUC with auc), with their min and max as the bar.
+func (s *accSeries) points(auc bool) xyErrors {
 	var e xyErrors
 	ps := make([]*accPoint, 0, len(s.pts))
 	for _, p := range s.pts {
@@ -103,35 +132,50 @@ func (s *accSeries) points() xyErrors {
 	}
 	slices.SortFunc(ps, func(a, b *accPoint) int { return cmp.Compare(a.x, b.x) })
 	for _, p := range ps {
-		sum, lo, hi := 0.0, p.drops[0], p.drops[0]
-		for _, d := range p.drops {
+		drops := p.acc
+		if auc {
+			drops = p.aucs
+		}
+		sum, lo, hi := 0.0, drops[0], drops[0]
+		for _, d := range drops {
 			sum, lo, hi = sum+d, min(lo, d), max(hi, d)
 		}
-		m := sum / float64(len(p.drops))
+		m := sum / float64(len(drops))
 		e.XYs = append(e.XYs, plotter.XY{X: p.x, Y: m})
 		e.YErrors = append(e.YErrors, struct{ Low, High float64 }{m - lo, hi - m})
 	}
 	return e
 }
 
-// accuracyFigure draws each bench run's relative accuracy drop (the
-// mixed-precision paper's Eq. 1, against the comparison's first graph)
-// against its host tables' memory over FP32 (Eq. 2–3): the paper's
-// trade-off between memory and accuracy. Runs that differ only in the
-// seed are one point (mean, min–max bar); a line joins the precisions of
-// one graph at one sweep point. Drawn when some run has low-precision
-// tables. Everything in it is measured.
+// accuracyFigure draws, side by side, each run's relative accuracy drop
+// and relative AUC drop (the mixed-precision paper's Eq. 1, against the
+// first graph of its comparison at the same point) against its host
+// tables' memory over FP32 (Eq. 2–3): the paper's trade-off between memory
+// and accuracy. The AUC panel is there because a short run's accuracy at
+// the 0.5 threshold moves with its calibration far more than its ranking
+// does. Runs that differ only in the seed are one point (mean, min–max
+// bar); a line joins the precisions of one graph at one point. Drawn when
+// some run has low-precision tables. Everything in it is measured.
 func accuracyFigure(benches []*bench.Comparison) (figure, bool) {
 	series, lowprec := collectAccuracy(benches)
 	if !lowprec {
 		return figure{}, false
 	}
-	p := newPlot("Accuracy drop vs memory (held-out accuracy, measured; mean over seeds, bars min–max)",
-		"host tables' memory / FP32 (Eq. 2–3; the cache's rows not counted)", "relative accuracy drop (%, Eq. 1)")
-	p.Y.Min = 0
+	xLabel := "host tables' memory / FP32 (Eq. 2–3; the cache's rows not counted)"
+	acc := accuracyPlot(series, false, "Accuracy drop vs memory (held-out, measured; mean over seeds, bars min–max)",
+		xLabel, "relative accuracy drop (%, Eq. 1)")
+	auc := accuracyPlot(series, true, "AUC drop vs memory (held-out, measured; mean over seeds, bars min–max)",
+		xLabel, "relative AUC drop (%, Eq. 1 on the AUC)")
+	return figure{name: "accuracy", plots: []*plot.Plot{acc, auc}, w: 16 * vg.Inch, h: 6 * vg.Inch}, true
+}
+
+// accuracyPlot is one panel of the accuracy figure: the accuracy drops,
+// or the AUC drops with auc.
+func accuracyPlot(series []*accSeries, auc bool, title, xLabel, yLabel string) *plot.Plot {
+	p := newPlot(title, xLabel, yLabel)
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
 	for i, s := range series {
-		e := s.points()
+		e := s.points(auc)
 		l, pts, err := plotter.NewLinePoints(e.XYs)
 		if err != nil {
 			continue
@@ -154,8 +198,10 @@ func accuracyFigure(benches []*bench.Comparison) (figure, bool) {
 			p.Y.Max = max(p.Y.Max, xy.Y+e.YErrors[j].High)
 		}
 	}
-	p.Add(plotter.NewFunction(func(float64) float64 { return 0 }))
-	p.X.Min, p.X.Max = 0, 1.05
+	zero := plotter.NewFunction(func(float64) float64 { return 0 })
+	zero.Color = color.Gray{Y: 96}
+	p.Add(zero)
+	p.X.Min, p.X.Max = 0, 1
 	headroom(p, p.Y.Max)
-	return figure{name: "accuracy", plots: []*plot.Plot{p}, w: 9 * vg.Inch, h: 6 * vg.Inch}, true
+	return p
 }
