@@ -22,11 +22,11 @@
 # direct-mapped caches at 5 % for INT8/INT4; 5 seeds. --full: the
 # paper's grid, 2 roundings × (4 precisions × (no cache + 2 direct-mapped
 # caches × 4 sizes) + INT8/INT4/INT2 × 32-way LFU × 4 sizes; Table 3 has
-# no FP16) = 96 runs a seed. Each run trains 60 batches and evaluates 8: 2 s (FP32) to
-# 7.5 s (INT8 with the cache) here on 2 busy cores; the script prints its
-# estimate after timing the FP32 references (quick: about 15 min at 5
-# seeds; full: about an hour). FLOWRUN: a flowrun binary to use
-# (default: build bin/flowrun).
+# no FP16) = 96 runs a seed. Each run trains 60 batches and evaluates
+# 8: 2 s (FP32) to 7.5 s (INT8 with the cache) here on 2 busy cores; the
+# script prints its estimate after timing the FP32 references (quick:
+# about 15 min at 5 seeds; full: about an hour). FLOWRUN: a flowrun
+# binary to use (default: build bin/flowrun).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=quick seeds=5 out=bench-out/mixed-precision-paper
@@ -35,7 +35,7 @@ while (($#)); do
 	--quick) mode=quick ;;
 	--full) mode=full ;;
 	--seeds) seeds=$2; shift ;;
-	-h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+	-h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
 	-*) echo "unknown flag $1" >&2; exit 2 ;;
 	*) out=$1 ;;
 	esac
