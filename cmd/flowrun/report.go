@@ -27,6 +27,9 @@ DIR:
               wall, per sweep point (ScratchPipe Fig. 13)
   hitrate     cache hit rate against cache size, from a flowrun bench
               --sweep cache.size=... (ScratchPipe Fig. 6)
+  accuracy    relative accuracy drop (Eq. 1) against the host tables' memory
+              over FP32, mean over seeds, from a flowrun bench of
+              low-precision tables (mixed-precision paper, Tables 2–5, 11)
   loss        training loss per batch of each run
   frontier    NDCG against modeled p99 of every design of a flowrun search,
               one colour per QPS, the Pareto frontier marked (RecPipe Fig. 7)

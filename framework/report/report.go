@@ -4,9 +4,10 @@
 // that each run is told apart; Draw writes every figure their data allows
 // as PNG or SVG files: the per-stage breakdown on both clocks (ScratchPipe
 // Fig. 12), the speedup over a comparison's baseline (Fig. 13), the hit
-// rate against a swept cache size (Fig. 6), the training loss, and the
-// quality–p99 frontier of a design-space search (flowrun search, RecPipe
-// Fig. 7).
+// rate against a swept cache size (Fig. 6), the accuracy and AUC drop
+// against the host tables' memory (the mixed-precision paper's Tables
+// 2–5 against Table 11), the training loss, and the quality–p99 frontier
+// of a design-space search (flowrun search, RecPipe Fig. 7).
 //
 // Modeled figures are labelled modeled (DESIGN.md §2.2). The package reads
 // data only: it imports framework/results, framework/bench and
@@ -203,6 +204,9 @@ func (in *Input) figures() []figure {
 		}
 	}
 	if f, ok := hitRateFigure(in.Benches); ok {
+		figs = append(figs, f)
+	}
+	if f, ok := accuracyFigure(in.Benches); ok {
 		figs = append(figs, f)
 	}
 	figs = append(figs, searchFigures(in.Searches)...)
