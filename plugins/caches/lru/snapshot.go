@@ -2,7 +2,6 @@ package lru
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/flowrun/flowrun/sdk/cache/plankit"
 )
@@ -13,39 +12,22 @@ const snapshotTag = "lru/1"
 
 // Snapshot implements cache.Snapshotter.
 func (p *policy) Snapshot(context.Context) ([]byte, error) {
-	var out []byte
-	err := p.Guard.Locked(func() error {
-		w := plankit.NewSnapshotWriter(snapshotTag)
-		w.Uint64(p.epoch)
-		w.Uint64(uint64(len(p.tables)))
-		for _, tb := range p.tables {
+	return plankit.SnapshotTables(&p.Guard, snapshotTag, func(w *plankit.SnapshotWriter) { w.Uint64(p.epoch) },
+		p.tables, func(w *plankit.SnapshotWriter, tb *table) {
 			w.Slots(&tb.Slots)
 			w.Int32s(tb.prev)
 			w.Int32s(tb.next)
 			w.Uint64s(tb.usedBy)
 			w.Int32s([]int32{tb.head, tb.tail})
-		}
-		out = w.Bytes()
-		return nil
-	})
-	return out, err
+		})
 }
 
 // Restore implements cache.Snapshotter; a bad snapshot changes nothing.
 func (p *policy) Restore(_ context.Context, snapshot []byte) error {
-	return p.Guard.Locked(func() error {
-		r, err := plankit.NewSnapshotReader(snapshot, snapshotTag)
-		if err != nil {
-			return err
-		}
-		epoch := r.Uint64("epoch")
-		if n := r.Uint64("tables"); n != uint64(len(p.tables)) {
-			return fmt.Errorf("lru snapshot: %d tables, the policy has %d", n, len(p.tables))
-		}
-		fresh := make([]*table, len(p.tables))
-		for t, old := range p.tables {
+	var epoch uint64
+	return plankit.RestoreTables(&p.Guard, snapshot, snapshotTag, func(r *plankit.SnapshotReader) { epoch = r.Uint64("epoch") },
+		p.tables, func(r *plankit.SnapshotReader, _ int, old *table, what string) *table {
 			tb := newTable(old.Cap(), &p.epoch)
-			what := fmt.Sprintf("table %d", t)
 			tb.Slots = r.Slots(&old.Slots, what)
 			r.Int32s(tb.prev, what+" prev")
 			r.Int32s(tb.next, what+" next")
@@ -53,12 +35,6 @@ func (p *policy) Restore(_ context.Context, snapshot []byte) error {
 			ends := make([]int32, 2)
 			r.Int32s(ends, what+" head and tail")
 			tb.head, tb.tail = ends[0], ends[1]
-			fresh[t] = tb
-		}
-		if err := r.Close(); err != nil {
-			return err
-		}
-		p.tables, p.epoch = fresh, epoch
-		return nil
-	})
+			return tb
+		}, func(fresh []*table) { p.tables, p.epoch = fresh, epoch })
 }

@@ -2,7 +2,6 @@ package static
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/flowrun/flowrun/sdk/cache/plankit"
@@ -16,39 +15,22 @@ const snapshotTag = "static/1"
 
 // Snapshot implements cache.Snapshotter.
 func (p *policy) Snapshot(context.Context) ([]byte, error) {
-	var out []byte
-	err := p.Guard.Locked(func() error {
-		w := plankit.NewSnapshotWriter(snapshotTag)
-		w.Uint64(p.plans)
-		w.Uint64(boolU(p.profiled))
-		w.Uint64(uint64(len(p.tables)))
-		for _, tb := range p.tables {
+	return plankit.SnapshotTables(&p.Guard, snapshotTag, func(w *plankit.SnapshotWriter) { w.Uint64(p.plans); w.Uint64(boolU(p.profiled)) },
+		p.tables, func(w *plankit.SnapshotWriter, tb *table) {
 			w.Uint64(boolU(tb.HitMap != nil))
 			w.Int64s(pairs(tb.HitMap, func(s int32) int64 { return int64(s) }))
 			w.Uint64s(tb.filledAt)
 			w.Uint64(boolU(tb.count != nil))
 			w.Int64s(pairs(tb.count, func(n uint64) int64 { return int64(n) }))
-		}
-		out = w.Bytes()
-		return nil
-	})
-	return out, err
+		})
 }
 
 // Restore implements cache.Snapshotter; a bad snapshot changes nothing.
 func (p *policy) Restore(_ context.Context, snapshot []byte) error {
-	return p.Guard.Locked(func() error {
-		r, err := plankit.NewSnapshotReader(snapshot, snapshotTag)
-		if err != nil {
-			return err
-		}
-		plans, profiled := r.Uint64("plans"), r.Uint64("profiled") == 1
-		if n := r.Uint64("tables"); n != uint64(len(p.tables)) {
-			return fmt.Errorf("static snapshot: %d tables, the policy has %d", n, len(p.tables))
-		}
-		fresh := make([]*table, len(p.tables))
-		for t, old := range p.tables {
-			what := fmt.Sprintf("table %d", t)
+	var plans uint64
+	var profiled bool
+	return plankit.RestoreTables(&p.Guard, snapshot, snapshotTag, func(r *plankit.SnapshotReader) { plans, profiled = r.Uint64("plans"), r.Uint64("profiled") == 1 },
+		p.tables, func(r *plankit.SnapshotReader, _ int, old *table, what string) *table {
 			tb := &table{whole: old.whole, filledAt: make([]uint64, len(old.filledAt))}
 			hasHit := r.Uint64(what+" has a Hit-Map") == 1
 			hit := readPairs(r, what+" Hit-Map")
@@ -67,14 +49,8 @@ func (p *policy) Restore(_ context.Context, snapshot []byte) error {
 					tb.count[count[i]] = uint64(count[i+1])
 				}
 			}
-			fresh[t] = tb
-		}
-		if err := r.Close(); err != nil {
-			return err
-		}
-		p.tables, p.plans, p.profiled = fresh, plans, profiled
-		return nil
-	})
+			return tb
+		}, func(fresh []*table) { p.tables, p.plans, p.profiled = fresh, plans, profiled })
 }
 
 func boolU(b bool) uint64 {

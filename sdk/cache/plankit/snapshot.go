@@ -233,3 +233,48 @@ func (r *SnapshotReader) SlotHeap(capacity int32, what string) *SlotHeap {
 	}
 	return h
 }
+
+// SnapshotTables writes a policy's snapshot under the guard's lock: a
+// writer of tag, head (the policy's own counters), the table count, then
+// each table by table. Every built-in policy's snapshot has this shape.
+func SnapshotTables[T any](g *Guard, tag string, head func(*SnapshotWriter), tables []T, table func(*SnapshotWriter, T)) ([]byte, error) {
+	var out []byte
+	err := g.Locked(func() error {
+		w := NewSnapshotWriter(tag)
+		head(w)
+		w.Uint64(uint64(len(tables)))
+		for _, tb := range tables {
+			table(w, tb)
+		}
+		out = w.Bytes()
+		return nil
+	})
+	return out, err
+}
+
+// RestoreTables reads a snapshot SnapshotTables wrote, under the guard's
+// lock: head reads the policy's counters, the table count must be the
+// policy's, table reads table t into a fresh one (old is the policy's,
+// for its sizes), and commit gets the fresh tables only once the whole
+// snapshot has read cleanly: a bad snapshot changes nothing.
+func RestoreTables[T any](g *Guard, snapshot []byte, tag string, head func(*SnapshotReader), tables []T, table func(r *SnapshotReader, t int, old T, what string) T, commit func([]T)) error {
+	return g.Locked(func() error {
+		r, err := NewSnapshotReader(snapshot, tag)
+		if err != nil {
+			return err
+		}
+		head(r)
+		if n := r.Uint64("tables"); n != uint64(len(tables)) && r.err == nil {
+			return fmt.Errorf("%s snapshot: %d tables, the policy has %d", tag, n, len(tables))
+		}
+		fresh := make([]T, len(tables))
+		for t, old := range tables {
+			fresh[t] = table(r, t, old, fmt.Sprintf("table %d", t))
+		}
+		if err := r.Close(); err != nil {
+			return err
+		}
+		commit(fresh)
+		return nil
+	})
+}
