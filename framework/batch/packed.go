@@ -308,20 +308,6 @@ func (t *Tables) ensureTouched(table int, row int64) {
 	}
 }
 
-// populateLow allocates row id's pages in a low-precision table's regions.
-func (vt *virtualTable) populateLow(id int64, stateFloats int) error {
-	lt := vt.low
-	rb := int64(lt.rowBytes)
-	if err := populate(&vt.noPopulate, lt.values, id*rb, rb); err != nil {
-		return err
-	}
-	if lt.state != nil {
-		sf := int64(stateFloats) * 4
-		return populate(&vt.noPopulate, lt.stateR.Bytes(), id*sf, sf)
-	}
-	return nil
-}
-
 // rowBytes is the bytes one row of table takes: Stride float32s, or the
 // packed values plus the FP32 state.
 func (t *Tables) rowBytes(table int) int64 {

@@ -64,8 +64,10 @@ import (
 //
 // When the touched rows do not fit in the region directory's filesystem,
 // Touch returns an error naming it instead of the process dying of SIGBUS:
-// each newly touched row's pages are allocated with MADV_POPULATE_WRITE,
-// which reports the failure, before the row is written.
+// the pages of a batch's newly touched rows are allocated with
+// MADV_POPULATE_WRITE, which reports the failure, before the rows are
+// written (in bulk: one call per run of pages not populated before, see
+// firsttouch.go).
 type Tables struct {
 	// Rows is the rows of the largest table (every table's, when they are
 	// all the same size); RowsOf gives each table's.
@@ -90,6 +92,11 @@ type virtualTable struct {
 	touched atomic.Int64    // rows initialised
 	data    []float32       // the region, Rows×Stride
 	mem     []byte          // the same, as bytes (for madvise)
+	// pages are the populated pages of mem; statePages those of a
+	// low-precision table's state region (firsttouch.go).
+	pages, statePages pageSet
+	// fresh is touchMany's buffer of new rows (under mu).
+	fresh []int64
 	// noPopulate is set when the kernel does not know
 	// MADV_POPULATE_WRITE.
 	noPopulate atomic.Bool
@@ -144,7 +151,11 @@ func NewTablesPrecision(seed uint64, rows []int64, dim, stride int, prec Precisi
 				return nil, fmt.Errorf("host table %d: %w", i, err)
 			}
 			t.regions = append(t.regions, r)
-			t.tables = append(t.tables, &virtualTable{bits: make([]atomic.Uint64, (n+63)/64), mem: r.Bytes(), low: lt})
+			vt := &virtualTable{bits: make([]atomic.Uint64, (n+63)/64), mem: r.Bytes(), low: lt, pages: newPageSet(r.Bytes())}
+			if lt.stateR != nil {
+				vt.statePages = newPageSet(lt.stateR.Bytes())
+			}
+			t.tables = append(t.tables, vt)
 			continue
 		}
 		r, err := region.Create(fmt.Sprintf("table%d", i), n*int64(stride)*4)
@@ -157,9 +168,10 @@ func NewTablesPrecision(seed uint64, rows []int64, dim, stride int, prec Precisi
 			adviseHugePages(r)
 		}
 		t.tables = append(t.tables, &virtualTable{
-			bits: make([]atomic.Uint64, (n+63)/64),
-			data: region.Float32s(r.Bytes()),
-			mem:  r.Bytes(),
+			bits:  make([]atomic.Uint64, (n+63)/64),
+			data:  region.Float32s(r.Bytes()),
+			mem:   r.Bytes(),
+			pages: newPageSet(r.Bytes()),
 		})
 	}
 	return t, nil
@@ -235,7 +247,7 @@ func (t *Tables) Len() int { return len(t.regions) }
 func (t *Tables) Touch(table int, ids []int64) error {
 	vt := t.tables[table]
 	var bad []int64
-	for _, id := range ids {
+	for i, id := range ids {
 		if uint64(id) >= uint64(t.rows[table]) {
 			bad = append(bad[:0], id)
 			continue
@@ -243,14 +255,38 @@ func (t *Tables) Touch(table int, ids []int64) error {
 		if vt.bits[id>>6].Load()&(1<<(id&63)) != 0 {
 			continue
 		}
-		if err := t.touchSlow(table, id); err != nil {
+		// A row not touched yet: the rest go in bulk (touchMany skips
+		// the touched ones again, under the table's mutex).
+		if err := t.touchMany(table, t.inRange(table, ids[i:], &bad)); err != nil {
 			return err
 		}
+		break
 	}
 	if bad != nil {
 		return fmt.Errorf("host table %d: row %d outside [0, %d)", table, bad[0], t.rows[table])
 	}
 	return nil
+}
+
+// inRange is ids without those outside table's rows, the last of which it
+// leaves in (*bad)[0]; ids itself when all are in range.
+func (t *Tables) inRange(table int, ids []int64, bad *[]int64) []int64 {
+	n := uint64(t.rows[table])
+	for i, id := range ids {
+		if uint64(id) < n {
+			continue
+		}
+		ok := append([]int64(nil), ids[:i]...)
+		for _, id := range ids[i:] {
+			if uint64(id) < n {
+				ok = append(ok, id)
+			} else {
+				*bad = append((*bad)[:0], id)
+			}
+		}
+		return ok
+	}
+	return ids
 }
 
 // TouchTables touches ids[t] in table t for every table, the tables
@@ -278,41 +314,8 @@ func (t *Tables) TouchTables(ids [][]int64) error {
 // touchSlow initialises row id of table unless another goroutine did since
 // the caller looked.
 func (t *Tables) touchSlow(table int, id int64) error {
-	vt := t.tables[table]
-	vt.mu.Lock()
-	defer vt.mu.Unlock()
-	w, bit := &vt.bits[id>>6], uint64(1)<<(id&63)
-	if w.Load()&bit != 0 {
-		return nil
-	}
-	if vt.low != nil {
-		if err := vt.populateLow(id, t.Stride-t.Dim); err != nil {
-			return fmt.Errorf("host table %d row %d: %w", table, id, err)
-		}
-		t.initLow(table, id, vt.low)
-		w.Or(bit)
-		vt.touched.Add(1)
-		return nil
-	}
-	s := int64(t.Stride)
-	if err := vt.populate(id*s*4, s*4); err != nil {
-		return fmt.Errorf("host table %d row %d: %w", table, id, err)
-	}
-	row := vt.data[id*s : (id+1)*s]
-	InitRow(row[:t.Dim], t.seed, table, id, t.scale)
-	clear(row[t.Dim:]) // optimizer state starts at zero
-	// The bit is set after the row is written: a goroutine that sees the
-	// bit (an atomic load) sees the row.
-	w.Or(bit)
-	vt.touched.Add(1)
-	return nil
-}
-
-// populate allocates the pages of mem[off:off+n] so that writing them
-// cannot fault. Where MADV_POPULATE_WRITE is unknown (Linux before 5.14)
-// the pages are allocated by the write itself, as with any region.
-func (vt *virtualTable) populate(off, n int64) error {
-	return populate(&vt.noPopulate, vt.mem, off, n)
+	one := [1]int64{id}
+	return t.touchMany(table, one[:])
 }
 
 // populate allocates the pages of mem[off:off+n]; noPopulate is set once
