@@ -24,6 +24,7 @@ import (
 	"github.com/flowrun/flowrun/plugins/devices/cpudram"
 	"github.com/flowrun/flowrun/plugins/devices/hbm"
 	"github.com/flowrun/flowrun/plugins/devices/nmpdimm"
+	"github.com/flowrun/flowrun/plugins/devices/nvmessd"
 	"github.com/flowrun/flowrun/plugins/devices/rpaccel"
 	"github.com/flowrun/flowrun/plugins/kernels/cpu"
 	"github.com/flowrun/flowrun/plugins/models/dlrm"
@@ -78,6 +79,7 @@ func builtins() pluginhost.Builtins {
 			"cpu-dram": cpudram.New,
 			"hbm":      hbm.New,
 			"nmp-dimm": nmpdimm.New,
+			"nvme-ssd": nvmessd.New,
 			"rpaccel":  rpaccel.New,
 		},
 	}

@@ -9,7 +9,6 @@ import (
 	"math"
 	"math/bits"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -142,7 +141,7 @@ func NewTablesPrecision(seed uint64, rows []int64, dim, stride int, prec Precisi
 	}
 	t := &Tables{Rows: most, Dim: dim, Stride: stride, seed: seed, scale: float32(1 / math.Sqrt(float64(dim))),
 		rows: append([]int64(nil), rows...), prec: prec}
-	huge := hugePagesPay(all * int64(stride) * 4)
+	huge := prec.Dir == "" && hugePagesPay(all*int64(stride)*4)
 	for i, n := range rows {
 		if p := prec.of(n); p != quant.FP32 {
 			r, lt, err := t.newLowTable(i, n, p)
@@ -158,7 +157,7 @@ func NewTablesPrecision(seed uint64, rows []int64, dim, stride int, prec Precisi
 			t.tables = append(t.tables, vt)
 			continue
 		}
-		r, err := region.Create(fmt.Sprintf("table%d", i), n*int64(stride)*4)
+		r, err := region.CreateIn(prec.Dir, fmt.Sprintf("table%d", i), n*int64(stride)*4)
 		if err != nil {
 			t.Close()
 			return nil, fmt.Errorf("host table %d: %w", i, err)
@@ -388,7 +387,7 @@ func allocatedBytes(rs []*region.Region) (int64, error) {
 	var n int64
 	for _, r := range rs {
 		var st unix.Stat_t
-		if err := unix.Stat(filepath.Join(region.Dir(), r.Name()), &st); err != nil {
+		if err := unix.Stat(r.File(), &st); err != nil {
 			return n, fmt.Errorf("region %s: %w", r.Name(), err)
 		}
 		n += st.Blocks * 512

@@ -1,0 +1,61 @@
+package batch
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The disk tier (embedding.tables_dir, Precision.Dir): the tables' files
+// are created in a directory on disk instead of /dev/shm, each reached
+// through a link of its region name in /dev/shm so that plugins map it by
+// name as any region. Nothing else changes: rows are initialised at first
+// touch and read and written in place through the mapping, so a run ends
+// with the digest it has in shared memory.
+//
+// The DRAM above the disk is the OS page cache, not a row cache of
+// flowrun's own: a touched page is written back by the kernel's
+// writeback and dropped under memory pressure, then read back on the next
+// access, so the touched rows may exceed memory (up to the disk's free
+// space) while the rows in use stay in DRAM. The page cache caches by the
+// 4 KiB page, like the tables' first touch; a row cache would cache by
+// the row, at the price of a copy per access and a second store in every
+// kernel's gather path. Measured and modeled figures: docs/benchmarks.md,
+// "Disk tier"; the drive's modeled cost profile is the nvme-ssd device.
+
+// Where is where the tables' pages are allocated, for the memory lines
+// of a run's summary.
+func (t *Tables) Where() string {
+	if t.prec.Dir == "" {
+		return "allocated shared memory"
+	}
+	return fmt.Sprintf("allocated on disk in %s", t.prec.Dir)
+}
+
+// ResidentBytes is, for tables on disk, the bytes of their pages in the
+// page cache now (mincore): the DRAM the disk tier uses. ok is false for
+// tables in shared memory, whose pages are all resident
+// (AllocatedBytes), or where mincore fails.
+func (t *Tables) ResidentBytes() (n int64, ok bool) {
+	if t.prec.Dir == "" {
+		return 0, false
+	}
+	page := int64(1) << pageShift
+	var vec []byte
+	for _, r := range t.allRegions() {
+		mem := r.Bytes()
+		pages := (int64(len(mem)) + page - 1) / page
+		if int64(cap(vec)) < pages {
+			vec = make([]byte, pages)
+		}
+		vec = vec[:pages]
+		if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&mem[0])), uintptr(len(mem)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
+			return 0, false
+		}
+		for _, v := range vec {
+			n += int64(v & 1)
+		}
+	}
+	return n * page, true
+}
