@@ -74,6 +74,35 @@ func (ps *pageSet) populateRows(noPopulate *atomic.Bool, ids []int64, rowBytes i
 	return flush()
 }
 
+// populateSpan allocates the pages of mem[off:off+n] not populated yet:
+// one madvise per run of them.
+func (ps *pageSet) populateSpan(noPopulate *atomic.Bool, off, n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	// The span as one row of n bytes at "row" 0 of a mapping shifted by
+	// off is not expressible; walk its pages instead.
+	first, last := off>>ps.shift, (off+n-1)>>ps.shift
+	for p := first; p <= last; {
+		if ps.has(p) {
+			p++
+			continue
+		}
+		q := p
+		for q <= last && !ps.has(q) {
+			q++
+		}
+		if err := populate(noPopulate, ps.mem, p<<ps.shift, (q-p)<<ps.shift); err != nil {
+			return err
+		}
+		for r := p; r < q; r++ {
+			ps.bits[r>>6] |= 1 << (r & 63)
+		}
+		p = q
+	}
+	return nil
+}
+
 // touchMany initialises the rows of ids (each in range) that no one
 // touched yet, under the table's mutex: their pages first, in bulk, then
 // their values.
@@ -106,7 +135,13 @@ func (t *Tables) touchMany(table int, ids []int64) error {
 		if vt.low != nil {
 			t.initLow(table, id, vt.low)
 		} else {
-			row := vt.data[id*s : (id+1)*s]
+			p := id
+			if vt.index != nil { // compact: the next position
+				p = vt.next
+				vt.next++
+				vt.index[id] = int32(p + 1)
+			}
+			row := vt.data[p*s : (p+1)*s]
 			InitRow(row[:t.Dim], t.seed, table, id, t.scale)
 			clear(row[t.Dim:]) // optimizer state starts at zero
 		}
@@ -121,6 +156,14 @@ func (t *Tables) touchMany(table int, ids []int64) error {
 // populateFresh allocates the pages of the rows fresh (ascending,
 // distinct) in every region of the table.
 func (t *Tables) populateFresh(vt *virtualTable, fresh []int64) error {
+	if vt.low == nil && vt.index != nil {
+		// Compact: the rows go to the next positions, one span of pages.
+		if err := vt.indexPages.populateRows(&vt.noPopulate, fresh, 4); err != nil {
+			return err
+		}
+		rb := 4 * int64(t.Stride)
+		return vt.pages.populateSpan(&vt.noPopulate, vt.next*rb, int64(len(fresh))*rb)
+	}
 	if vt.low == nil {
 		return vt.pages.populateRows(&vt.noPopulate, fresh, 4*int64(t.Stride))
 	}

@@ -122,12 +122,25 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkFirstTouch compares first touch in bulk (Touch) with a syscall
-// per row (touchPerRow), A and B alternated on fresh tables each
-// iteration: batches of random rows of one table, at dim 16 (64 rows to a
-// page, the default graph) and dim 128 (8 rows to a page, ScratchPipe's
-// paper configuration). It reports CPU time per new row of each and their
-// ratio.
+// byRow makes t's tables lay rows out by row (no index), as before
+// compact tables.
+func byRow(t *Tables) *Tables {
+	for _, vt := range t.tables {
+		if vt.indexR != nil {
+			vt.indexR.Close()
+			vt.indexR, vt.index = nil, nil
+		}
+	}
+	return t
+}
+
+// BenchmarkFirstTouch compares first touch in bulk into compact tables
+// (Touch, the default), in bulk into tables laid out by row, and with a
+// syscall per row into tables by row (touchPerRow, as before), the three
+// alternated on fresh tables each iteration: batches of random rows of one
+// table, at dim 16 (64 rows to a page, the default graph) and dim 128 (8
+// rows to a page, ScratchPipe's paper configuration). It reports CPU time
+// per new row of each and their ratios to the syscall per row.
 func BenchmarkFirstTouch(b *testing.B) {
 	for _, c := range []struct {
 		dim  int
@@ -142,18 +155,21 @@ func BenchmarkFirstTouch(b *testing.B) {
 					batches[i][j] = rng.Int64N(c.rows)
 				}
 			}
-			var cpu [2]time.Duration
-			var rows [2]int64
+			var cpu [3]time.Duration
+			var rows [3]int64
 			for i := 0; b.Loop(); i++ {
-				for k := range 2 {
-					which := (i + k) % 2 // alternate which runs first
+				for k := range 3 {
+					which := (i + k) % 3 // rotate which runs first
 					tab, err := NewTables(1, 1, c.rows, c.dim, c.dim)
 					if err != nil {
 						b.Fatal(err)
 					}
+					if which > 0 {
+						byRow(tab)
+					}
 					start := cpuTime()
 					for _, ids := range batches {
-						if which == 0 {
+						if which < 2 {
 							err = tab.Touch(0, ids)
 						} else {
 							err = tab.touchPerRow(0, ids)
@@ -167,11 +183,12 @@ func BenchmarkFirstTouch(b *testing.B) {
 					tab.Close()
 				}
 			}
-			bulk := float64(cpu[0].Nanoseconds()) / float64(rows[0])
-			perRow := float64(cpu[1].Nanoseconds()) / float64(rows[1])
-			b.ReportMetric(bulk, "bulk-cpu-ns/row")
-			b.ReportMetric(perRow, "perrow-cpu-ns/row")
-			b.ReportMetric(bulk/perRow, "bulk/perrow")
+			ns := func(k int) float64 { return float64(cpu[k].Nanoseconds()) / float64(rows[k]) }
+			b.ReportMetric(ns(0), "compact-cpu-ns/row")
+			b.ReportMetric(ns(1), "byrow-cpu-ns/row")
+			b.ReportMetric(ns(2), "perrow-cpu-ns/row")
+			b.ReportMetric(ns(0)/ns(2), "compact/perrow")
+			b.ReportMetric(ns(1)/ns(2), "byrow/perrow")
 		})
 	}
 }

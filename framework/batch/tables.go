@@ -38,9 +38,12 @@ import (
 // which rows are touched, and the model digest covers the touched rows
 // (with their IDs) instead of every row.
 //
-// Memory is paid by the page: a touched row costs the 4 KiB page it lies
-// in, so rows touched at random across a table cost up to 4096/(4·Stride)
-// times their own bytes (8× at dim 128 with SGD). results.json reports both
+// Memory is paid by the row: an FP32 table is compact (compact.go), its
+// touched rows stored one after the other in first-touch order with an
+// index of 4 bytes a row, so touched rows cost their bytes plus the index
+// pages (a table laid out by row paid a 4 KiB page per row touched at
+// random, up to 4096/(4·Stride) times its bytes). Low-precision tables
+// (packed.go) are still laid out by row. results.json reports both
 // figures: the regions' allocated blocks and touched rows × row bytes.
 //
 // Why sparse tmpfs files and not the alternatives:
@@ -53,8 +56,8 @@ import (
 //     regions (/proc/PID/fd/N, which depends on ptrace access rules and PID
 //     namespaces) in sdk/region and in every plugin.
 //   - A file on disk could hold more touched rows than RAM, but every
-//     first write becomes page-cache writeback to disk; not needed while
-//     the touched rows fit in memory.
+//     first write becomes page-cache writeback to disk: that is the disk
+//     tier (disk.go, embedding.tables_dir), for when they do not fit.
 //
 // Tables may also be stored below FP32 (embedding.precision): see
 // Precision in packed.go. Then a table's region holds packed rows, its
@@ -96,6 +99,13 @@ type virtualTable struct {
 	pages, statePages pageSet
 	// fresh is touchMany's buffer of new rows (under mu).
 	fresh []int64
+	// index makes an FP32 table compact (compact.go): row r is at
+	// position index[r]-1 of data, 0 meaning untouched; next is the next
+	// free position (under mu). nil: row r is at position r.
+	index      []int32
+	indexR     *region.Region
+	indexPages pageSet
+	next       int64
 	// noPopulate is set when the kernel does not know
 	// MADV_POPULATE_WRITE.
 	noPopulate atomic.Bool
@@ -166,12 +176,17 @@ func NewTablesPrecision(seed uint64, rows []int64, dim, stride int, prec Precisi
 		if huge {
 			adviseHugePages(r)
 		}
-		t.tables = append(t.tables, &virtualTable{
+		vt := &virtualTable{
 			bits:  make([]atomic.Uint64, (n+63)/64),
 			data:  region.Float32s(r.Bytes()),
 			mem:   r.Bytes(),
 			pages: newPageSet(r.Bytes()),
-		})
+		}
+		t.tables = append(t.tables, vt)
+		if err := t.makeCompact(i, n, vt); err != nil {
+			t.Close()
+			return nil, fmt.Errorf("host table %d: %w", i, err)
+		}
 	}
 	return t, nil
 }
@@ -223,6 +238,9 @@ func (t *Tables) Kernel() []kernel.Table {
 	ks := make([]kernel.Table, len(t.regions))
 	for i, r := range t.regions {
 		ks[i] = kernel.Table{Data: r.Ref(), Rows: t.rows[i], Dim: t.Dim, Stride: t.Stride}
+		if ir := t.tables[i].indexR; ir != nil {
+			ks[i].Index = ir.Ref()
+		}
 		if !t.Direct(i) {
 			// No region: a kernel refuses the table rather than read
 			// packed bytes as floats. Stages stage such rows (ReadRow).
@@ -379,6 +397,9 @@ func (t *Tables) allRegions() []*region.Region {
 		if vt.low != nil && vt.low.stateR != nil {
 			rs = append(rs, vt.low.stateR)
 		}
+		if vt.indexR != nil {
+			rs = append(rs, vt.indexR)
+		}
 	}
 	return rs
 }
@@ -410,8 +431,8 @@ func (t *Tables) Row(table int, row int64) []float32 {
 			panic(err)
 		}
 	}
-	s := int64(t.Stride)
-	return t.tables[table].data[row*s : (row+1)*s]
+	s, p := int64(t.Stride), t.tables[table].pos(row)
+	return t.tables[table].data[p*s : (p+1)*s]
 }
 
 // Hash writes the tables into h, the embedding half of the model digest:
@@ -451,7 +472,8 @@ func (t *Tables) Hash(h hash.Hash) {
 					t.ReadRow(tab, id, tmp)
 					row = tmp
 				} else {
-					row = vt.data[id*int64(t.Stride) : (id+1)*int64(t.Stride)]
+					p := vt.pos(id)
+					row = vt.data[p*int64(t.Stride) : (p+1)*int64(t.Stride)]
 				}
 				buf = append(buf, unsafe.Slice((*byte)(unsafe.Pointer(&row[0])), rowBytes)...)
 			}
