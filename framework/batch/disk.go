@@ -24,6 +24,41 @@ import (
 // kernel's gather path. Measured and modeled figures: docs/benchmarks.md,
 // "Disk tier"; the drive's modeled cost profile is the nvme-ssd device.
 
+// A process's resident set counts the file pages it has mapped, so the
+// page cache above the disk tier would show in flowrun's RSS up to all of
+// memory. Every trimEvery bytes of newly touched rows the tier unmaps the
+// resident pages of all its regions (madvise MADV_DONTNEED: for a shared
+// file mapping the data stays in the file and the page cache, a dirty
+// page is written back as usual, and the next access faults the page in
+// again, from the page cache while it holds it). The mapped share of the
+// tables then stays near trimEvery plus the pages in use.
+
+// trimEvery is the bytes of newly touched rows between two trims: an
+// eighth of physical memory, at least 256 MiB.
+func trimEvery() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 1 << 30
+	}
+	return max(int64(si.Totalram)*int64(si.Unit)/8, 256<<20)
+}
+
+// noteTouched counts n bytes of newly touched rows and, for tables on
+// disk, trims their mappings once trimEvery bytes were touched since the
+// last trim.
+func (t *Tables) noteTouched(n int64) {
+	if t.prec.Dir == "" || t.sinceTrim.Add(n) < t.trimAt {
+		return
+	}
+	t.sinceTrim.Store(0)
+	for _, r := range t.allRegions() {
+		// Advice: a failure leaves the pages mapped, which changes
+		// memory, never values.
+		_ = unix.Madvise(r.Bytes(), unix.MADV_DONTNEED)
+	}
+	t.trims.Add(1)
+}
+
 // Where is where the tables' pages are allocated, for the memory lines
 // of a run's summary.
 func (t *Tables) Where() string {

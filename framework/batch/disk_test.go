@@ -28,6 +28,8 @@ func TestDiskTierSameDigest(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			disk.trimAt = 64 << 10 // trim the mappings often: values survive
+
 			files, _ := filepath.Glob(filepath.Join(dir, "flowrun-*"))
 			if len(files) < 2 {
 				t.Fatalf("files in %s: %v, want the tables'", dir, files)
@@ -52,6 +54,9 @@ func TestDiskTierSameDigest(t *testing.T) {
 			}
 			if a, b := shm.Digest(nil), disk.Digest(nil); a != b {
 				t.Fatalf("digest on disk %s, in shared memory %s", b, a)
+			}
+			if disk.trims.Load() == 0 || shm.trims.Load() != 0 {
+				t.Fatalf("trims: %d on disk (want some), %d in shared memory", disk.trims.Load(), shm.trims.Load())
 			}
 			if n, err := disk.AllocatedBytes(); err != nil || n <= 0 {
 				t.Fatalf("allocated on disk: %d, %v", n, err)

@@ -85,6 +85,10 @@ type Tables struct {
 	regions []*region.Region
 	tables  []*virtualTable
 	rows    []int64 // [table]: its rows
+	// The disk tier's trims of its mappings (disk.go).
+	trimAt    int64
+	sinceTrim atomic.Int64
+	trims     atomic.Int64
 }
 
 // virtualTable is one table's touch state.
@@ -150,7 +154,7 @@ func NewTablesPrecision(seed uint64, rows []int64, dim, stride int, prec Precisi
 		return nil, fmt.Errorf("host tables: need rows ≥ 1, dim ≥ 1 and stride ≥ dim, got %d×%d stride %d", most, dim, stride)
 	}
 	t := &Tables{Rows: most, Dim: dim, Stride: stride, seed: seed, scale: float32(1 / math.Sqrt(float64(dim))),
-		rows: append([]int64(nil), rows...), prec: prec}
+		rows: append([]int64(nil), rows...), prec: prec, trimAt: trimEvery()}
 	huge := prec.Dir == "" && hugePagesPay(all*int64(stride)*4)
 	for i, n := range rows {
 		if p := prec.of(n); p != quant.FP32 {
