@@ -26,12 +26,15 @@ import (
 
 // A process's resident set counts the file pages it has mapped, so the
 // page cache above the disk tier would show in flowrun's RSS up to all of
-// memory. Every trimEvery bytes of newly touched rows the tier unmaps the
-// resident pages of all its regions (madvise MADV_DONTNEED: for a shared
-// file mapping the data stays in the file and the page cache, a dirty
-// page is written back as usual, and the next access faults the page in
-// again, from the page cache while it holds it). The mapped share of the
-// tables then stays near trimEvery plus the pages in use.
+// memory. The tier unmaps the resident pages of all its regions (madvise
+// MADV_DONTNEED: for a shared file mapping the data stays in the file and
+// the page cache, a dirty page is written back as usual, and the next
+// access faults the page in again, from the page cache while it holds it)
+// every trimEvery bytes of pages its lookups may have mapped: every row a
+// batch looks up (touched before or not) counted as a page, since rows
+// read at random each map one. Counting only newly touched rows is not
+// enough: at the paper's configuration a 200-batch run with that rule
+// still mapped 21 GiB (docs/benchmarks.md, "Disk tier").
 
 // trimEvery is the bytes of newly touched rows between two trims: an
 // eighth of physical memory, at least 256 MiB.
@@ -43,9 +46,9 @@ func trimEvery() int64 {
 	return max(int64(si.Totalram)*int64(si.Unit)/8, 256<<20)
 }
 
-// noteTouched counts n bytes of newly touched rows and, for tables on
-// disk, trims their mappings once trimEvery bytes were touched since the
-// last trim.
+// noteTouched counts n bytes of pages that lookups may have mapped and,
+// for tables on disk, trims their mappings once trimEvery bytes were
+// counted since the last trim.
 func (t *Tables) noteTouched(n int64) {
 	if t.prec.Dir == "" || t.sinceTrim.Add(n) < t.trimAt {
 		return

@@ -150,7 +150,6 @@ func (t *Tables) touchMany(table int, ids []int64) error {
 		vt.bits[id>>6].Or(1 << (id & 63))
 	}
 	vt.touched.Add(int64(len(fresh)))
-	t.noteTouched(int64(len(fresh)) * t.rowBytes(table))
 	return nil
 }
 

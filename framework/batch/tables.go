@@ -267,6 +267,9 @@ func (t *Tables) Len() int { return len(t.regions) }
 // load stage touches each batch's IDs as soon as it has filled them.
 func (t *Tables) Touch(table int, ids []int64) error {
 	vt := t.tables[table]
+	if t.prec.Dir != "" {
+		t.noteTouched(int64(len(ids)) * max(t.rowBytes(table), 1<<pageShift))
+	}
 	var bad []int64
 	for i, id := range ids {
 		if uint64(id) >= uint64(t.rows[table]) {
