@@ -25,6 +25,7 @@ import (
 	"github.com/flowrun/flowrun/plugins/devices/cpudram"
 	"github.com/flowrun/flowrun/plugins/devices/hbm"
 	"github.com/flowrun/flowrun/plugins/devices/nmpdimm"
+	"github.com/flowrun/flowrun/plugins/devices/nvmessd"
 	"github.com/flowrun/flowrun/plugins/devices/rpaccel"
 	"github.com/flowrun/flowrun/plugins/kernels/cpu"
 	"github.com/flowrun/flowrun/plugins/models/dlrm"
@@ -80,6 +81,7 @@ func builtins() pluginhost.Builtins {
 			"cpu-dram": cpudram.New,
 			"hbm":      hbm.New,
 			"nmp-dimm": nmpdimm.New,
+			"nvme-ssd": nvmessd.New,
 			"rpaccel":  rpaccel.New,
 		},
 	}

@@ -49,6 +49,10 @@ type Precision struct {
 	// write (embedding.quantize_init: false): such a row is not stored at
 	// all, and reads as InitRow's values.
 	KeepInit bool
+	// Dir is where the tables' files are (embedding.tables_dir): a
+	// directory on disk, the disk tier (disk.go); empty is region.Dir(),
+	// shared memory. Not a precision, but how the tables are stored too.
+	Dir string
 }
 
 // PrecisionOf reads the embedding keys.
@@ -66,6 +70,7 @@ func PrecisionOf(e config.Embedding) (Precision, error) {
 		}
 	}
 	p.MinRows, p.Emulated, p.KeepInit = e.LowprecMinRows, e.Storage == "emulated", !e.QuantizeInit
+	p.Dir = e.TablesDir
 	return p, nil
 }
 
@@ -109,13 +114,13 @@ func (t *Tables) newLowTable(i int, n int64, p quant.Precision) (*region.Region,
 	if t.prec.Emulated {
 		lt.rowBytes = 4 * t.Dim
 	}
-	r, err := region.Create(fmt.Sprintf("table%d", i), n*int64(lt.rowBytes))
+	r, err := region.CreateIn(t.prec.Dir, fmt.Sprintf("table%d", i), n*int64(lt.rowBytes))
 	if err != nil {
 		return nil, nil, err
 	}
 	lt.values = r.Bytes()
 	if sf := t.Stride - t.Dim; sf > 0 {
-		if lt.stateR, err = region.Create(fmt.Sprintf("table%d-state", i), n*int64(sf)*4); err != nil {
+		if lt.stateR, err = region.CreateIn(t.prec.Dir, fmt.Sprintf("table%d-state", i), n*int64(sf)*4); err != nil {
 			r.Close()
 			return nil, nil, err
 		}
@@ -306,20 +311,6 @@ func (t *Tables) ensureTouched(table int, row int64) {
 			panic(err)
 		}
 	}
-}
-
-// populateLow allocates row id's pages in a low-precision table's regions.
-func (vt *virtualTable) populateLow(id int64, stateFloats int) error {
-	lt := vt.low
-	rb := int64(lt.rowBytes)
-	if err := populate(&vt.noPopulate, lt.values, id*rb, rb); err != nil {
-		return err
-	}
-	if lt.state != nil {
-		sf := int64(stateFloats) * 4
-		return populate(&vt.noPopulate, lt.stateR.Bytes(), id*sf, sf)
-	}
-	return nil
 }
 
 // rowBytes is the bytes one row of table takes: Stride float32s, or the

@@ -20,13 +20,16 @@ func TablesVirtualBytes(rows []int64, stride int) int64 {
 // TablesTouchedBytes is the most the host tables can touch when at most
 // touched distinct rows of each table are looked up (every lookup of
 // every batch a new row): min(rows, touched) rows per table, values and
-// optimizer state. A touched row costs at least the page it lies in, so
-// rows spread over a large table can take up to 4096/row bytes times
-// more; that excess shows as a failed Touch, never as a crash.
+// optimizer state, and the pages of the compact tables' index that those
+// rows can touch (a page each, at most the whole index: 4 B a row). Rows
+// of a compact table cost their own bytes; a low-precision table's rows
+// cost at least the page they lie in, so rows spread over a large table
+// can take up to 4096/row bytes times more; that excess shows as a failed
+// Touch, never as a crash.
 func TablesTouchedBytes(rows []int64, touched int64, stride int) int64 {
 	var n int64
 	for _, r := range rows {
-		n += min(r, touched) * rowBytes(stride)
+		n += min(r, touched)*rowBytes(stride) + min(4*r, 4096*min(r, touched))
 	}
 	return n
 }

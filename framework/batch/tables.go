@@ -9,7 +9,6 @@ import (
 	"math"
 	"math/bits"
 	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -39,9 +38,12 @@ import (
 // which rows are touched, and the model digest covers the touched rows
 // (with their IDs) instead of every row.
 //
-// Memory is paid by the page: a touched row costs the 4 KiB page it lies
-// in, so rows touched at random across a table cost up to 4096/(4·Stride)
-// times their own bytes (8× at dim 128 with SGD). results.json reports both
+// Memory is paid by the row: an FP32 table is compact (compact.go), its
+// touched rows stored one after the other in first-touch order with an
+// index of 4 bytes a row, so touched rows cost their bytes plus the index
+// pages (a table laid out by row paid a 4 KiB page per row touched at
+// random, up to 4096/(4·Stride) times its bytes). Low-precision tables
+// (packed.go) are still laid out by row. results.json reports both
 // figures: the regions' allocated blocks and touched rows × row bytes.
 //
 // Why sparse tmpfs files and not the alternatives:
@@ -54,8 +56,8 @@ import (
 //     regions (/proc/PID/fd/N, which depends on ptrace access rules and PID
 //     namespaces) in sdk/region and in every plugin.
 //   - A file on disk could hold more touched rows than RAM, but every
-//     first write becomes page-cache writeback to disk; not needed while
-//     the touched rows fit in memory.
+//     first write becomes page-cache writeback to disk: that is the disk
+//     tier (disk.go, embedding.tables_dir), for when they do not fit.
 //
 // Tables may also be stored below FP32 (embedding.precision): see
 // Precision in packed.go. Then a table's region holds packed rows, its
@@ -64,8 +66,10 @@ import (
 //
 // When the touched rows do not fit in the region directory's filesystem,
 // Touch returns an error naming it instead of the process dying of SIGBUS:
-// each newly touched row's pages are allocated with MADV_POPULATE_WRITE,
-// which reports the failure, before the row is written.
+// the pages of a batch's newly touched rows are allocated with
+// MADV_POPULATE_WRITE, which reports the failure, before the rows are
+// written (in bulk: one call per run of pages not populated before, see
+// firsttouch.go).
 type Tables struct {
 	// Rows is the rows of the largest table (every table's, when they are
 	// all the same size); RowsOf gives each table's.
@@ -81,6 +85,10 @@ type Tables struct {
 	regions []*region.Region
 	tables  []*virtualTable
 	rows    []int64 // [table]: its rows
+	// The disk tier's trims of its mappings (disk.go).
+	trimAt    int64
+	sinceTrim atomic.Int64
+	trims     atomic.Int64
 }
 
 // virtualTable is one table's touch state.
@@ -90,6 +98,18 @@ type virtualTable struct {
 	touched atomic.Int64    // rows initialised
 	data    []float32       // the region, Rows×Stride
 	mem     []byte          // the same, as bytes (for madvise)
+	// pages are the populated pages of mem; statePages those of a
+	// low-precision table's state region (firsttouch.go).
+	pages, statePages pageSet
+	// fresh is touchMany's buffer of new rows (under mu).
+	fresh []int64
+	// index makes an FP32 table compact (compact.go): row r is at
+	// position index[r]-1 of data, 0 meaning untouched; next is the next
+	// free position (under mu). nil: row r is at position r.
+	index      []int32
+	indexR     *region.Region
+	indexPages pageSet
+	next       int64
 	// noPopulate is set when the kernel does not know
 	// MADV_POPULATE_WRITE.
 	noPopulate atomic.Bool
@@ -134,8 +154,8 @@ func NewTablesPrecision(seed uint64, rows []int64, dim, stride int, prec Precisi
 		return nil, fmt.Errorf("host tables: need rows ≥ 1, dim ≥ 1 and stride ≥ dim, got %d×%d stride %d", most, dim, stride)
 	}
 	t := &Tables{Rows: most, Dim: dim, Stride: stride, seed: seed, scale: float32(1 / math.Sqrt(float64(dim))),
-		rows: append([]int64(nil), rows...), prec: prec}
-	huge := hugePagesPay(all * int64(stride) * 4)
+		rows: append([]int64(nil), rows...), prec: prec, trimAt: trimEvery()}
+	huge := prec.Dir == "" && hugePagesPay(all*int64(stride)*4)
 	for i, n := range rows {
 		if p := prec.of(n); p != quant.FP32 {
 			r, lt, err := t.newLowTable(i, n, p)
@@ -144,10 +164,14 @@ func NewTablesPrecision(seed uint64, rows []int64, dim, stride int, prec Precisi
 				return nil, fmt.Errorf("host table %d: %w", i, err)
 			}
 			t.regions = append(t.regions, r)
-			t.tables = append(t.tables, &virtualTable{bits: make([]atomic.Uint64, (n+63)/64), mem: r.Bytes(), low: lt})
+			vt := &virtualTable{bits: make([]atomic.Uint64, (n+63)/64), mem: r.Bytes(), low: lt, pages: newPageSet(r.Bytes())}
+			if lt.stateR != nil {
+				vt.statePages = newPageSet(lt.stateR.Bytes())
+			}
+			t.tables = append(t.tables, vt)
 			continue
 		}
-		r, err := region.Create(fmt.Sprintf("table%d", i), n*int64(stride)*4)
+		r, err := region.CreateIn(prec.Dir, fmt.Sprintf("table%d", i), n*int64(stride)*4)
 		if err != nil {
 			t.Close()
 			return nil, fmt.Errorf("host table %d: %w", i, err)
@@ -156,11 +180,17 @@ func NewTablesPrecision(seed uint64, rows []int64, dim, stride int, prec Precisi
 		if huge {
 			adviseHugePages(r)
 		}
-		t.tables = append(t.tables, &virtualTable{
-			bits: make([]atomic.Uint64, (n+63)/64),
-			data: region.Float32s(r.Bytes()),
-			mem:  r.Bytes(),
-		})
+		vt := &virtualTable{
+			bits:  make([]atomic.Uint64, (n+63)/64),
+			data:  region.Float32s(r.Bytes()),
+			mem:   r.Bytes(),
+			pages: newPageSet(r.Bytes()),
+		}
+		t.tables = append(t.tables, vt)
+		if err := t.makeCompact(i, n, vt); err != nil {
+			t.Close()
+			return nil, fmt.Errorf("host table %d: %w", i, err)
+		}
 	}
 	return t, nil
 }
@@ -212,6 +242,9 @@ func (t *Tables) Kernel() []kernel.Table {
 	ks := make([]kernel.Table, len(t.regions))
 	for i, r := range t.regions {
 		ks[i] = kernel.Table{Data: r.Ref(), Rows: t.rows[i], Dim: t.Dim, Stride: t.Stride}
+		if ir := t.tables[i].indexR; ir != nil {
+			ks[i].Index = ir.Ref()
+		}
 		if !t.Direct(i) {
 			// No region: a kernel refuses the table rather than read
 			// packed bytes as floats. Stages stage such rows (ReadRow).
@@ -234,8 +267,11 @@ func (t *Tables) Len() int { return len(t.regions) }
 // load stage touches each batch's IDs as soon as it has filled them.
 func (t *Tables) Touch(table int, ids []int64) error {
 	vt := t.tables[table]
+	if t.prec.Dir != "" {
+		t.noteTouched(int64(len(ids)) * max(t.rowBytes(table), 1<<pageShift))
+	}
 	var bad []int64
-	for _, id := range ids {
+	for i, id := range ids {
 		if uint64(id) >= uint64(t.rows[table]) {
 			bad = append(bad[:0], id)
 			continue
@@ -243,14 +279,38 @@ func (t *Tables) Touch(table int, ids []int64) error {
 		if vt.bits[id>>6].Load()&(1<<(id&63)) != 0 {
 			continue
 		}
-		if err := t.touchSlow(table, id); err != nil {
+		// A row not touched yet: the rest go in bulk (touchMany skips
+		// the touched ones again, under the table's mutex).
+		if err := t.touchMany(table, t.inRange(table, ids[i:], &bad)); err != nil {
 			return err
 		}
+		break
 	}
 	if bad != nil {
 		return fmt.Errorf("host table %d: row %d outside [0, %d)", table, bad[0], t.rows[table])
 	}
 	return nil
+}
+
+// inRange is ids without those outside table's rows, the last of which it
+// leaves in (*bad)[0]; ids itself when all are in range.
+func (t *Tables) inRange(table int, ids []int64, bad *[]int64) []int64 {
+	n := uint64(t.rows[table])
+	for i, id := range ids {
+		if uint64(id) < n {
+			continue
+		}
+		ok := append([]int64(nil), ids[:i]...)
+		for _, id := range ids[i:] {
+			if uint64(id) < n {
+				ok = append(ok, id)
+			} else {
+				*bad = append((*bad)[:0], id)
+			}
+		}
+		return ok
+	}
+	return ids
 }
 
 // TouchTables touches ids[t] in table t for every table, the tables
@@ -278,41 +338,8 @@ func (t *Tables) TouchTables(ids [][]int64) error {
 // touchSlow initialises row id of table unless another goroutine did since
 // the caller looked.
 func (t *Tables) touchSlow(table int, id int64) error {
-	vt := t.tables[table]
-	vt.mu.Lock()
-	defer vt.mu.Unlock()
-	w, bit := &vt.bits[id>>6], uint64(1)<<(id&63)
-	if w.Load()&bit != 0 {
-		return nil
-	}
-	if vt.low != nil {
-		if err := vt.populateLow(id, t.Stride-t.Dim); err != nil {
-			return fmt.Errorf("host table %d row %d: %w", table, id, err)
-		}
-		t.initLow(table, id, vt.low)
-		w.Or(bit)
-		vt.touched.Add(1)
-		return nil
-	}
-	s := int64(t.Stride)
-	if err := vt.populate(id*s*4, s*4); err != nil {
-		return fmt.Errorf("host table %d row %d: %w", table, id, err)
-	}
-	row := vt.data[id*s : (id+1)*s]
-	InitRow(row[:t.Dim], t.seed, table, id, t.scale)
-	clear(row[t.Dim:]) // optimizer state starts at zero
-	// The bit is set after the row is written: a goroutine that sees the
-	// bit (an atomic load) sees the row.
-	w.Or(bit)
-	vt.touched.Add(1)
-	return nil
-}
-
-// populate allocates the pages of mem[off:off+n] so that writing them
-// cannot fault. Where MADV_POPULATE_WRITE is unknown (Linux before 5.14)
-// the pages are allocated by the write itself, as with any region.
-func (vt *virtualTable) populate(off, n int64) error {
-	return populate(&vt.noPopulate, vt.mem, off, n)
+	one := [1]int64{id}
+	return t.touchMany(table, one[:])
 }
 
 // populate allocates the pages of mem[off:off+n]; noPopulate is set once
@@ -377,6 +404,9 @@ func (t *Tables) allRegions() []*region.Region {
 		if vt.low != nil && vt.low.stateR != nil {
 			rs = append(rs, vt.low.stateR)
 		}
+		if vt.indexR != nil {
+			rs = append(rs, vt.indexR)
+		}
 	}
 	return rs
 }
@@ -385,7 +415,7 @@ func allocatedBytes(rs []*region.Region) (int64, error) {
 	var n int64
 	for _, r := range rs {
 		var st unix.Stat_t
-		if err := unix.Stat(filepath.Join(region.Dir(), r.Name()), &st); err != nil {
+		if err := unix.Stat(r.File(), &st); err != nil {
 			return n, fmt.Errorf("region %s: %w", r.Name(), err)
 		}
 		n += st.Blocks * 512
@@ -408,8 +438,8 @@ func (t *Tables) Row(table int, row int64) []float32 {
 			panic(err)
 		}
 	}
-	s := int64(t.Stride)
-	return t.tables[table].data[row*s : (row+1)*s]
+	s, p := int64(t.Stride), t.tables[table].pos(row)
+	return t.tables[table].data[p*s : (p+1)*s]
 }
 
 // Hash writes the tables into h, the embedding half of the model digest:
@@ -449,7 +479,8 @@ func (t *Tables) Hash(h hash.Hash) {
 					t.ReadRow(tab, id, tmp)
 					row = tmp
 				} else {
-					row = vt.data[id*int64(t.Stride) : (id+1)*int64(t.Stride)]
+					p := vt.pos(id)
+					row = vt.data[p*int64(t.Stride) : (p+1)*int64(t.Stride)]
 				}
 				buf = append(buf, unsafe.Slice((*byte)(unsafe.Pointer(&row[0])), rowBytes)...)
 			}

@@ -131,6 +131,11 @@ type Embedding struct {
 	// row at its FP32 initial value until its first write, as the
 	// paper's emulation does.
 	QuantizeInit bool `mapstructure:"quantize_init"`
+	// TablesDir puts the host tables in files under this directory (on
+	// disk: the disk tier, for tables whose touched rows exceed memory),
+	// with the OS page cache as the DRAM above them; empty keeps them in
+	// shared memory (/dev/shm). Results do not depend on it.
+	TablesDir string `mapstructure:"tables_dir"`
 }
 
 // PluginRef names a plugin and its options. Plugin is `builtin:NAME` for a

@@ -9,6 +9,7 @@ import (
 	"math/big"
 	"net"
 	"net/url"
+	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -318,6 +319,11 @@ func (e Embedding) Validate() error {
 	} {
 		if !slices.Contains(k.allowed, k.val) {
 			errs = append(errs, At(k.key, fmt.Errorf("unknown %s %q (allowed: %s)", k.key, k.val, strings.Join(k.allowed, ", "))))
+		}
+	}
+	if e.TablesDir != "" {
+		if st, err := os.Stat(e.TablesDir); err != nil || !st.IsDir() {
+			errs = append(errs, At("tables_dir", fmt.Errorf("%q is not a directory (the disk tier's tables are created in it; make it first)", e.TablesDir)))
 		}
 	}
 	if e.LowprecMinRows < 0 {

@@ -68,7 +68,7 @@ func Needs(g *graph.Graph, shape *Shape) []resources.Item {
 		{Key: "dataset::batch_size", What: fmt.Sprintf("batch pool (%d buffers × %s)", buffers, fb(shape.Layout.Size)),
 			Bytes: shape.Layout.PoolBytes(buffers), Shared: true},
 		{Key: tablesKey, What: fmt.Sprintf("host tables' touched rows (%d tables × at most min(rows, %d) rows × %d B)", len(rows), touched, shape.Stride*4),
-			Bytes: tablesTouched, Shared: true},
+			Bytes: tablesTouched, Shared: cfg.Embedding.TablesDir == "", Dir: cfg.Embedding.TablesDir},
 		// The rest of the tables is mapped but never written, as are the
 		// bitmaps' words of rows never touched: address space only.
 		{Key: rowsKey, What: "host tables' untouched rows and touched-row bitmaps (mapped, a bit per row)",

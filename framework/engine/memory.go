@@ -35,7 +35,10 @@ func memory(tables *batch.Tables, storage *batch.Storage, storageDevice string, 
 		add(fmt.Sprintf("plugin processes (%d): sum of their peak resident sets (VmHWM; shared-memory pages count in every process that maps them)", n), peak, 0, results.MemoryMeasured)
 	}
 	if b, err := tables.AllocatedBytes(); err == nil {
-		add("host tables: allocated shared memory (file blocks)", b, tables.VirtualBytes(), results.MemoryMeasured)
+		add("host tables: "+tables.Where()+" (file blocks)", b, tables.VirtualBytes(), results.MemoryMeasured)
+	}
+	if b, ok := tables.ResidentBytes(); ok { // the disk tier's DRAM
+		add("host tables: resident in the page cache at the end (mincore)", b, tables.VirtualBytes(), results.MemoryMeasured)
 	}
 	add("host tables: touched rows × row bytes (values and optimizer state)", tables.TouchedBytes(), tables.VirtualBytes(), results.MemoryCounted)
 	if storage != nil {

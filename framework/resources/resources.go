@@ -2,7 +2,8 @@
 // of a run's needs against it, made before anything runs: the memory
 // budget (physical memory from /proc/meminfo, less a margin), the free
 // space of the shared-memory directory where every region lives
-// (statfs of sdk/region.Dir()), and the address-space limit
+// (statfs of sdk/region.Dir()), the free space of a directory on disk
+// that holds a part (the disk tier), and the address-space limit
 // (getrlimit(RLIMIT_AS)).
 //
 // What a graph needs is computed by the engine, which knows the graph;
@@ -111,6 +112,20 @@ type Item struct {
 	// Virtual is what it maps, when more than Bytes (a sparse region
 	// maps all of its size and is written only in part); 0 means Bytes.
 	Virtual int64
+	// Dir is set for a part held in files in this directory on disk (the
+	// disk tier): its Bytes count against the directory's free space
+	// instead of memory and shared memory (the page cache above it is
+	// given back under memory pressure).
+	Dir string
+}
+
+// diskFree is the free space of the file system dir is on.
+var diskFree = func(dir string) (int64, error) {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return 0, fmt.Errorf("free space of %s: %w", dir, err)
+	}
+	return int64(st.Bavail) * st.Bsize, nil
 }
 
 // Check compares a run's needs with b: what they touch with Memory, the
@@ -120,7 +135,13 @@ type Item struct {
 func Check(need []Item, b Budget) error {
 	var all, shared, virtual int64
 	var sharedItems []Item
+	disk := make(map[string][]Item)
 	for _, it := range need {
+		if it.Dir != "" {
+			disk[it.Dir] = append(disk[it.Dir], it)
+			virtual = sat(virtual, max(it.Virtual, it.Bytes))
+			continue
+		}
 		all = sat(all, it.Bytes)
 		virtual = sat(virtual, max(it.Virtual, it.Bytes))
 		if it.Shared {
@@ -138,7 +159,26 @@ func Check(need []Item, b Budget) error {
 	if b.AddressSpace > 0 && virtual > b.AddressSpace {
 		errs = append(errs, exceeded(need, "address space", virtual, b.AddressSpace, "RLIMIT_AS (ulimit -v)", func(it Item) int64 { return max(it.Virtual, it.Bytes) }))
 	}
+	for dir, items := range disk {
+		errs = append(errs, checkDisk(dir, items))
+	}
 	return errors.Join(errs...)
+}
+
+// checkDisk compares the parts held in files in dir with its free space.
+func checkDisk(dir string, items []Item) error {
+	free, err := diskFree(dir)
+	if err != nil {
+		return config.At(items[0].Key, err)
+	}
+	var n int64
+	for _, it := range items {
+		n = sat(n, it.Bytes)
+	}
+	if n <= free {
+		return nil
+	}
+	return exceeded(items, "disk space in "+dir, n, free, "free space of "+dir, func(it Item) int64 { return it.Bytes })
 }
 
 // exceeded is the error of one budget: at the largest part's key, every

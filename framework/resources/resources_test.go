@@ -70,3 +70,23 @@ func TestUnlimitedBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCheckDisk: a part on disk counts against its directory's free
+// space, not memory or shared memory.
+func TestCheckDisk(t *testing.T) {
+	old := diskFree
+	defer func() { diskFree = old }()
+	diskFree = func(dir string) (int64, error) { return 10 << 20, nil }
+	need := []Item{
+		{Key: "dataset::batch_size", What: "pool", Bytes: 1 << 20, Shared: true},
+		{Key: "dataset::batches", What: "tables", Bytes: 10 << 20, Dir: "/data"},
+	}
+	if err := Check(need, Budget{Memory: 1 << 20, Shared: 1 << 20}); err != nil {
+		t.Fatalf("fits: %v", err)
+	}
+	need[1].Bytes++
+	err := Check(need, Budget{Memory: 1 << 20, Shared: 1 << 20})
+	if err == nil || !strings.Contains(err.Error(), "disk space in /data") || !strings.Contains(err.Error(), "dataset::batches") {
+		t.Fatalf("over the disk: %v", err)
+	}
+}

@@ -121,12 +121,22 @@ func StateFloats(o Optimizer, dim int) int {
 // Stride float32s apart. Floats [0, Dim) of a row are its embedding; floats
 // [Dim, Stride) hold the row's optimizer state (see Optimizer), so the
 // state travels with the row wherever the row is copied.
+//
+// A compact table (Index set) stores only the rows it was asked to, in
+// the order they came, so that memory is paid by the row: Index is a
+// region of Rows int32s, and row r lies at position Index[r]−1 of Data
+// (0: the row is not stored, and no request may name it). Every kernel
+// must honour Index: the SDK's views (GatherReduceRequest.View and the
+// others) translate a request's rows into positions, so a kernel that
+// works on its views does. A table without Index is row-major as above.
 type Table struct {
 	Data region.Ref
 	Rows int64
 	Dim  int
 	// Stride is the float32s per row, ≥ Dim; 0 means Dim (no state).
 	Stride int
+	// Index, when set, maps rows to positions in Data (a compact table).
+	Index region.Ref
 }
 
 // RowStride is t's stride in float32s: Stride, or Dim when Stride is 0.

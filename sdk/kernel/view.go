@@ -140,6 +140,9 @@ func (req *ApplyRequest) View(m *region.Mapper) (*ApplyView, error) {
 				return nil, fmt.Errorf("%w: table %d: row %d outside [0, %d)", plugin.ErrInvalidRequest, t, r, tab.Rows)
 			}
 		}
+		if in[t].Rows, err = positions(m, t, tab, in[t].Rows, 0); err != nil {
+			return nil, err
+		}
 	}
 	return v, nil
 }
@@ -222,6 +225,11 @@ func viewTables(m *region.Mapper, tables []Table, bags Bags, reduce Reduce, pool
 					plugin.ErrInvalidRequest, t, r, v.Offsets[0]+int64(p), v.Rows)
 			}
 		}
+		if withData {
+			if v.Indices, err = positions(m, t, tables[t], v.Indices, v.Offsets[0]); err != nil {
+				return nil, err
+			}
+		}
 		n := B * int64(v.Dim)
 		v.Pooled = pooled[at : at+n]
 		at += n
@@ -260,6 +268,31 @@ func tableData(m *region.Mapper, t int, tab Table) ([]float32, error) {
 		return nil, fmt.Errorf("%w: table %d: %d rows of %d floats overflow", plugin.ErrInvalidRequest, t, tab.Rows, stride)
 	}
 	return checked.Float32s(m, tab.Data, tab.Rows*stride, fmt.Sprintf("table %d data", t))
+}
+
+// positions is rows (each in [0, tab.Rows)) as positions in tab's Data: a
+// new slice for a compact table (Table.Index), rows itself otherwise.
+// Entries before from (the first bag's offset) may be anything and are
+// kept.
+func positions(m *region.Mapper, t int, tab Table, rows []int64, from int64) ([]int64, error) {
+	if tab.Index.IsZero() {
+		return rows, nil
+	}
+	b, err := checked.Bytes(m, tab.Index, 4*tab.Rows, fmt.Sprintf("table %d index", t))
+	if err != nil {
+		return nil, err
+	}
+	index := region.Int32s(b)
+	out := make([]int64, len(rows))
+	copy(out[:from], rows)
+	for i, r := range rows[from:] {
+		p := int64(uint32(index[r])) - 1
+		if p < 0 || p >= tab.Rows {
+			return nil, fmt.Errorf("%w: table %d: row %d is not stored in the compact table", plugin.ErrInvalidRequest, t, r)
+		}
+		out[from+int64(i)] = p
+	}
+	return out, nil
 }
 
 // viewCoalesced maps each table's block of c with room for n[t] rows, and

@@ -104,3 +104,30 @@ func TestUpdateViews(t *testing.T) {
 		t.Errorf("overlapping blocks: %v", err)
 	}
 }
+
+// A compact table (Index set): the views name positions, not rows, for
+// gather and apply; a row not stored is refused.
+func TestCompactTableViews(t *testing.T) {
+	a := regiontest.New(t, 1<<12)
+	var m region.Mapper
+	defer m.Close()
+	r := gather(a)
+	// Table 0's rows 3 and 1 are stored at positions 0 and 1.
+	index := a.Alloc(4 * 4)
+	copy(region.Int32s(a.Bytes(index)), []int32{0, 2, 0, 1})
+	r.Tables[0].Index = index
+	v, err := r.View(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(v[0].Bag(0), []int64{1, 0}) || !slices.Equal(v[1].Bag(1), []int64{1}) {
+		t.Fatalf("bags %v %v, want positions [1 0] and rows [1]", v[0].Bag(0), v[1].Bag(1))
+	}
+	if got := region.Int64s(a.Bytes(r.Bags.Indices)); !slices.Equal(got, []int64{1, 3, 0, 1}) {
+		t.Fatalf("the request's indices were changed: %v", got)
+	}
+	region.Int32s(a.Bytes(index))[3] = 0 // row 3 no longer stored
+	if _, err := r.View(&m); !errors.Is(err, plugin.ErrInvalidRequest) {
+		t.Fatalf("a row not stored: %v, want ErrInvalidRequest", err)
+	}
+}

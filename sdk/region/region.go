@@ -73,11 +73,14 @@ func Dir() string {
 
 // Region is a mapped shared-memory file.
 type Region struct {
-	name  string
-	path  string
-	data  []byte
-	owner bool
-	once  sync.Once
+	name string
+	path string
+	// target is the file on disk a region made by CreateIn lies in (path
+	// is then a symbolic link to it); empty otherwise.
+	target string
+	data   []byte
+	owner  bool
+	once   sync.Once
 }
 
 var seq atomic.Uint64
@@ -89,6 +92,18 @@ var live sync.Map // name -> *Region
 // Create makes a new region of size bytes whose name contains label. The
 // creator owns it: Close unmaps it and removes the file.
 func Create(label string, size int64) (*Region, error) {
+	return CreateIn("", label, size)
+}
+
+// CreateIn is Create with the region's file in dir instead of Dir(): a
+// directory on disk, for data larger than memory (the disk tier), whose
+// pages the OS page cache holds in memory while they are used and writes
+// back and drops under memory pressure. The region keeps its name: a
+// symbolic link of that name in Dir() points to the file, so Open and
+// every plugin find it as any region (a Ref names no directory). An
+// empty dir, or Dir() itself, is Create. Close removes the link and the
+// file; Sweep removes both when their creator is gone.
+func CreateIn(dir, label string, size int64) (*Region, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("region %q: size must be positive, got %d", label, size)
 	}
@@ -100,23 +115,58 @@ func Create(label string, size int64) (*Region, error) {
 	}, label)
 	name := fmt.Sprintf("%s%s-%d-%s", Prefix, owner(), seq.Add(1), label)
 	path := filepath.Join(Dir(), name)
+	file := path
+	if dir != "" && filepath.Clean(dir) != Dir() {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, fmt.Errorf("create region %s in %s: %w", name, dir, err)
+		}
+		file = filepath.Join(abs, name)
+	}
+	data, err := createFile(file, size)
+	if err != nil {
+		return nil, fmt.Errorf("create region %s: %w", name, err)
+	}
+	r := &Region{name: name, path: path, data: data, owner: true}
+	if file != path {
+		if err := os.Symlink(file, path); err != nil {
+			unix.Munmap(data)
+			os.Remove(file)
+			return nil, fmt.Errorf("create region %s: link it into %s: %w", name, Dir(), err)
+		}
+		r.target = file
+	}
+	live.Store(name, r)
+	return r, nil
+}
+
+// createFile makes a new file of size bytes (sparse: nothing written) and
+// maps it shared.
+func createFile(path string, size int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("create region: %w", err)
+		return nil, err
 	}
 	defer f.Close()
 	if err := f.Truncate(size); err != nil {
 		os.Remove(path)
-		return nil, fmt.Errorf("create region %s: %w", name, err)
+		return nil, err
 	}
 	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		os.Remove(path)
-		return nil, fmt.Errorf("map region %s: %w", name, err)
+		return nil, fmt.Errorf("map %s: %w", path, err)
 	}
-	r := &Region{name: name, path: path, data: data, owner: true}
-	live.Store(name, r)
-	return r, nil
+	return data, nil
+}
+
+// File is the path of the file that holds the region: in Dir(), or in
+// the directory CreateIn named.
+func (r *Region) File() string {
+	if r.target != "" {
+		return r.target
+	}
+	return r.path
 }
 
 // Open maps an existing region by name. The caller must Close it; closing a
@@ -185,6 +235,11 @@ func (r *Region) Close() error {
 			live.Delete(r.name)
 			if e := os.Remove(r.path); e != nil && !errors.Is(e, os.ErrNotExist) {
 				err = e
+			}
+			if r.target != "" {
+				if e := os.Remove(r.target); e != nil && !errors.Is(e, os.ErrNotExist) && err == nil {
+					err = e
+				}
 			}
 		}
 		if e := unix.Munmap(r.data); e != nil && err == nil {
@@ -281,7 +336,15 @@ func Sweep(dir string) (int, error) {
 		if !ok || c.alive() { // this process's own regions included
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
+		path := filepath.Join(dir, e.Name())
+		if e.Type()&os.ModeSymlink != 0 {
+			// A region made by CreateIn: its file on disk goes too, if it
+			// is a region's file.
+			if target, err := os.Readlink(path); err == nil && filepath.Base(target) == e.Name() {
+				os.Remove(target)
+			}
+		}
+		if err := os.Remove(path); err == nil {
 			removed++
 		}
 	}

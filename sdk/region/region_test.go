@@ -159,3 +159,35 @@ func TestRefOverlaps(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateIn checks a region made in a directory on disk: its file is
+// there, Open finds it by name through the link in Dir(), both mappings
+// share its bytes, and Close removes the link and the file.
+func TestCreateIn(t *testing.T) {
+	dir := t.TempDir()
+	r, err := CreateIn(dir, "disk", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(r.File()) != dir {
+		t.Fatalf("file %s, want it in %s", r.File(), dir)
+	}
+	o, err := Open(r.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Bytes()[12345] = 7
+	if o.Bytes()[12345] != 7 || o.Size() != 1<<20 {
+		t.Fatalf("opened mapping: byte %d, size %d", o.Bytes()[12345], o.Size())
+	}
+	o.Close()
+	file := r.File()
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{file, filepath.Join(Dir(), r.Name())} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s left after Close: %v", p, err)
+		}
+	}
+}
