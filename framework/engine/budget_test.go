@@ -60,15 +60,16 @@ func total(need []resources.Item) (all, virtual int64) {
 	return all, virtual
 }
 
-// TestProbeRefusedOnSmallMachine: the probe's graph needs 8.9 GiB (its
-// cache index) and maps 512 GB; on a machine of 8 GiB it is refused at
+// TestProbeRefusedOnSmallMachine: the probe's graph needs 8.9 GiB for its
+// cache index and 3 GiB for the rows its batches can touch, and maps 512
+// GB; on a machine of 8 GiB it is refused at
 // cache::size, and under a 256 GiB address-space limit at dataset::rows,
 // each with the figure, before anything is created.
 func TestProbeRefusedOnSmallMachine(t *testing.T) {
 	g, shape := buildGraph(t, probeGraph)
 	all, virtual := total(engine.Needs(g, shape))
-	if want := int64(8) * 50_000_000 * 24; all < want || all > want+1<<30 {
-		t.Errorf("need %d B, want the cache index's %d B and less than 1 GiB more", all, want)
+	if want := int64(8)*50_000_000*24 + touchedBound; all < want || all > want+1<<30 {
+		t.Errorf("need %d B, want the cache index's and the touched rows' %d B and less than 1 GiB more", all, want)
 	}
 	err := engine.CheckResources(g, shape, resources.Budget{Memory: 8 << 30, MemoryFrom: "an 8 GiB machine"})
 	want := "cache::size: the run needs " + config.FormatBytes(float64(all)) + " of memory, more than the 8 GiB it may use (an 8 GiB machine)"
@@ -99,14 +100,19 @@ func TestJustUnderBudgetAccepted(t *testing.T) {
 	}
 }
 
+// touchedBound is what the probe's host tables can touch: per table,
+// min(rows, (batches+eval_batches) × batch_size × lookups) rows of 16
+// float32s, and a 4 KiB page of the compact tables' index for each of
+// them (rows spread over a billion-row table share no index page).
+const touchedBound = int64(8) * (48*256*8*16*4 + 48*256*8*4096)
+
 // TestTouchedRowsBoundedByBatches: host tables count the rows the run's
-// batches can reach, min(rows, (batches+eval_batches) × batch_size ×
-// lookups) per table, not the table.
+// batches can reach, not the table.
 func TestTouchedRowsBoundedByBatches(t *testing.T) {
 	g, shape := buildGraph(t, probeGraph)
 	for _, it := range engine.Needs(g, shape) {
 		if strings.HasPrefix(it.What, "host tables' touched rows") {
-			if want := int64(8) * 48 * 256 * 8 * 16 * 4; it.Bytes != want || it.Key != "dataset::batches" {
+			if want := touchedBound; it.Bytes != want || it.Key != "dataset::batches" {
 				t.Errorf("%s at %s: %d B, want %d at dataset::batches", it.What, it.Key, it.Bytes, want)
 			}
 			return

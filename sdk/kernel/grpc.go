@@ -136,7 +136,7 @@ func (s *server) Apply(ctx context.Context, req *pb.ApplyRequest) (*pb.KernelRes
 func tablesToPB(ts []Table) []*pb.KernelTable {
 	out := make([]*pb.KernelTable, len(ts))
 	for i, t := range ts {
-		out[i] = &pb.KernelTable{Data: rpc.RefToPB(t.Data), Rows: t.Rows, Dim: int64(t.Dim), Stride: int64(t.Stride)}
+		out[i] = &pb.KernelTable{Data: rpc.RefToPB(t.Data), Rows: t.Rows, Dim: int64(t.Dim), Stride: int64(t.Stride), Index: rpc.RefToPB(t.Index)}
 	}
 	return out
 }
@@ -144,7 +144,7 @@ func tablesToPB(ts []Table) []*pb.KernelTable {
 func tablesFromPB(ts []*pb.KernelTable) []Table {
 	out := make([]Table, len(ts))
 	for i, t := range ts {
-		out[i] = Table{Data: rpc.RefFromPB(t.GetData()), Rows: t.GetRows(), Dim: int(t.GetDim()), Stride: int(t.GetStride())}
+		out[i] = Table{Data: rpc.RefFromPB(t.GetData()), Rows: t.GetRows(), Dim: int(t.GetDim()), Stride: int(t.GetStride()), Index: rpc.RefFromPB(t.GetIndex())}
 	}
 	return out
 }

@@ -34,7 +34,11 @@ var Kinds = []Kind{KindCache, KindKernel, KindModel, KindDevice}
 // APIVersion is the version of the plugin protocol this SDK speaks. A host
 // and a plugin negotiate it through go-plugin's versioned plugin sets; a
 // plugin built against another major version is refused at launch.
-const APIVersion = 1
+//
+// Version 2: host tables may be compact (sdk/kernel.Table.Index), which a
+// kernel of version 1 would read as row-major, silently gathering other
+// rows; it is refused instead.
+const APIVersion = 2
 
 // Handshake is the one go-plugin handshake shared by every flowrun plugin.
 // The cookie only stops a plugin binary from being run by mistake as a

@@ -1020,7 +1020,10 @@ type KernelTable struct {
 	Rows  int64                  `protobuf:"varint,2,opt,name=rows,proto3" json:"rows,omitempty"`
 	Dim   int64                  `protobuf:"varint,3,opt,name=dim,proto3" json:"dim,omitempty"`
 	// float32s per row, >= dim (0: dim); [dim, stride) is optimizer state.
-	Stride        int64 `protobuf:"varint,4,opt,name=stride,proto3" json:"stride,omitempty"`
+	Stride int64 `protobuf:"varint,4,opt,name=stride,proto3" json:"stride,omitempty"`
+	// A compact table's index: rows int32s, row r at position index[r]-1
+	// of data (sdk/kernel.Table.Index); unset for a row-major table.
+	Index         *Ref `protobuf:"bytes,5,opt,name=index,proto3" json:"index,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1081,6 +1084,13 @@ func (x *KernelTable) GetStride() int64 {
 		return x.Stride
 	}
 	return 0
+}
+
+func (x *KernelTable) GetIndex() *Ref {
+	if x != nil {
+		return x.Index
+	}
+	return nil
 }
 
 type Bags struct {
@@ -2576,12 +2586,13 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x0fprofile_batches\x18\x05 \x01(\x03R\x0eprofileBatches\"N\n" +
 	"\rCacheSnapshot\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\fR\bsnapshot\x12!\n" +
-	"\x03ref\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ref\"p\n" +
+	"\x03ref\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ref\"\x97\x01\n" +
 	"\vKernelTable\x12#\n" +
 	"\x04data\x18\x01 \x01(\v2\x0f.flowrun.v1.RefR\x04data\x12\x12\n" +
 	"\x04rows\x18\x02 \x01(\x03R\x04rows\x12\x10\n" +
 	"\x03dim\x18\x03 \x01(\x03R\x03dim\x12\x16\n" +
-	"\x06stride\x18\x04 \x01(\x03R\x06stride\"\x93\x01\n" +
+	"\x06stride\x18\x04 \x01(\x03R\x06stride\x12%\n" +
+	"\x05index\x18\x05 \x01(\v2\x0f.flowrun.v1.RefR\x05index\"\x93\x01\n" +
 	"\x04Bags\x12\x14\n" +
 	"\x05batch\x18\x01 \x01(\x03R\x05batch\x12)\n" +
 	"\aindices\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\aindices\x12\x1f\n" +
@@ -2803,91 +2814,92 @@ var file_flowrun_proto_depIdxs = []int32{
 	11, // 10: flowrun.v1.PlanResult.tables:type_name -> flowrun.v1.TableStats
 	2,  // 11: flowrun.v1.CacheSnapshot.ref:type_name -> flowrun.v1.Ref
 	2,  // 12: flowrun.v1.KernelTable.data:type_name -> flowrun.v1.Ref
-	2,  // 13: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
-	2,  // 14: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
-	15, // 15: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
-	16, // 16: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 17: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
-	15, // 18: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
-	16, // 19: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 20: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
-	2,  // 21: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
-	2,  // 22: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
-	15, // 23: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
-	16, // 24: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 25: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
-	19, // 26: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
-	23, // 27: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
-	15, // 28: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
-	19, // 29: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
-	2,  // 30: flowrun.v1.LowTable.values:type_name -> flowrun.v1.Ref
-	2,  // 31: flowrun.v1.LowTable.state:type_name -> flowrun.v1.Ref
-	24, // 32: flowrun.v1.ConvertRequest.tables:type_name -> flowrun.v1.LowTable
-	2,  // 33: flowrun.v1.ConvertRequest.rows:type_name -> flowrun.v1.Ref
-	2,  // 34: flowrun.v1.ConvertRequest.fp32:type_name -> flowrun.v1.Ref
-	2,  // 35: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
-	2,  // 36: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
-	2,  // 37: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
-	2,  // 38: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
-	2,  // 39: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	2,  // 40: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
-	31, // 41: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
-	30, // 42: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 43: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 44: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 45: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	5,  // 46: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 47: flowrun.v1.Cache.Snapshot:input_type -> flowrun.v1.Empty
-	14, // 48: flowrun.v1.Cache.Restore:input_type -> flowrun.v1.CacheSnapshot
-	1,  // 49: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 50: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	17, // 51: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	18, // 52: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	20, // 53: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	22, // 54: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	25, // 55: flowrun.v1.Kernel.Quantize:input_type -> flowrun.v1.ConvertRequest
-	25, // 56: flowrun.v1.Kernel.Dequantize:input_type -> flowrun.v1.ConvertRequest
-	1,  // 57: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 58: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	26, // 59: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 60: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 61: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
-	29, // 62: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
-	1,  // 63: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 64: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 65: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	33, // 66: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	1,  // 67: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
-	7,  // 68: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 69: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 70: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	13, // 71: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
-	14, // 72: flowrun.v1.Cache.Snapshot:output_type -> flowrun.v1.CacheSnapshot
-	1,  // 73: flowrun.v1.Cache.Restore:output_type -> flowrun.v1.Empty
-	7,  // 74: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 75: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	23, // 76: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	23, // 77: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	21, // 78: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	23, // 79: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	23, // 80: flowrun.v1.Kernel.Quantize:output_type -> flowrun.v1.KernelResult
-	23, // 81: flowrun.v1.Kernel.Dequantize:output_type -> flowrun.v1.KernelResult
-	7,  // 82: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 83: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	27, // 84: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	28, // 85: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	29, // 86: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
-	1,  // 87: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
-	7,  // 88: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 89: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	32, // 90: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	34, // 91: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	35, // 92: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
-	68, // [68:93] is the sub-list for method output_type
-	43, // [43:68] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	2,  // 13: flowrun.v1.KernelTable.index:type_name -> flowrun.v1.Ref
+	2,  // 14: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
+	2,  // 15: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
+	15, // 16: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
+	16, // 17: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 18: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
+	15, // 19: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
+	16, // 20: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 21: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
+	2,  // 22: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
+	2,  // 23: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
+	15, // 24: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
+	16, // 25: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 26: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
+	19, // 27: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
+	23, // 28: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
+	15, // 29: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
+	19, // 30: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
+	2,  // 31: flowrun.v1.LowTable.values:type_name -> flowrun.v1.Ref
+	2,  // 32: flowrun.v1.LowTable.state:type_name -> flowrun.v1.Ref
+	24, // 33: flowrun.v1.ConvertRequest.tables:type_name -> flowrun.v1.LowTable
+	2,  // 34: flowrun.v1.ConvertRequest.rows:type_name -> flowrun.v1.Ref
+	2,  // 35: flowrun.v1.ConvertRequest.fp32:type_name -> flowrun.v1.Ref
+	2,  // 36: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
+	2,  // 37: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
+	2,  // 38: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
+	2,  // 39: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
+	2,  // 40: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
+	2,  // 41: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
+	31, // 42: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
+	30, // 43: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 44: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 45: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 46: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	5,  // 47: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 48: flowrun.v1.Cache.Snapshot:input_type -> flowrun.v1.Empty
+	14, // 49: flowrun.v1.Cache.Restore:input_type -> flowrun.v1.CacheSnapshot
+	1,  // 50: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 51: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	17, // 52: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	18, // 53: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	20, // 54: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	22, // 55: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	25, // 56: flowrun.v1.Kernel.Quantize:input_type -> flowrun.v1.ConvertRequest
+	25, // 57: flowrun.v1.Kernel.Dequantize:input_type -> flowrun.v1.ConvertRequest
+	1,  // 58: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 59: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	26, // 60: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 61: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 62: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
+	29, // 63: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
+	1,  // 64: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 65: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 66: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	33, // 67: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	1,  // 68: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
+	7,  // 69: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 70: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 71: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 72: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	14, // 73: flowrun.v1.Cache.Snapshot:output_type -> flowrun.v1.CacheSnapshot
+	1,  // 74: flowrun.v1.Cache.Restore:output_type -> flowrun.v1.Empty
+	7,  // 75: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 76: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	23, // 77: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	23, // 78: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	21, // 79: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	23, // 80: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	23, // 81: flowrun.v1.Kernel.Quantize:output_type -> flowrun.v1.KernelResult
+	23, // 82: flowrun.v1.Kernel.Dequantize:output_type -> flowrun.v1.KernelResult
+	7,  // 83: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 84: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	27, // 85: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	28, // 86: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	29, // 87: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
+	1,  // 88: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
+	7,  // 89: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 90: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	32, // 91: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	34, // 92: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	35, // 93: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
+	69, // [69:94] is the sub-list for method output_type
+	44, // [44:69] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
