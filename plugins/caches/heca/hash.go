@@ -1,5 +1,7 @@
 package heca
 
+import "github.com/flowrun/flowrun/sdk/cache/plankit"
+
 // The hash functions of the dynamic part (HECA leaves hash() unspecified).
 const (
 	// HashMix64 is splitmix64's finalizer over key + seed·φ: keys that
@@ -11,30 +13,18 @@ const (
 	HashIdentity = "identity"
 )
 
-// golden is 2^64/φ, splitmix64's increment.
-const golden = 0x9E3779B97F4A7C15
-
 // Hash is the first probe index of key in a dynamic part of size slots
 // (size ≥ 1): Algorithm 1's line 2, index ← hash(key).
 //
 //	mix64:    splitmix64(uint64(key) + seed·0x9E3779B97F4A7C15) mod size
 //	identity: uint64(key) mod size
 //
-// where splitmix64(x) adds 0x9E3779B97F4A7C15 and applies the finalizer
+// where plankit.MixHash is splitmix64, which adds 0x9E3779B97F4A7C15 and applies the finalizer
 // (x ^= x>>30; x *= 0xBF58476D1CE4E5B9; x ^= x>>27; x *= 0x94D049BB133111EB;
 // x ^= x>>31), all modulo 2^64. Keys are row IDs, never negative.
 func Hash(kind string, seed uint64, key int64, size int) int {
-	x := uint64(key)
 	if kind == HashMix64 {
-		x = splitmix64(x + seed*golden)
+		return plankit.MixHash(seed, key, size)
 	}
-	return int(x % uint64(size))
-}
-
-// splitmix64 is Steele, Lea and Flood's SplitMix64 step.
-func splitmix64(x uint64) uint64 {
-	x += golden
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EB
-	return x ^ (x >> 31)
+	return int(uint64(key) % uint64(size))
 }

@@ -1,5 +1,7 @@
 package mpcache
 
+import "github.com/flowrun/flowrun/sdk/cache/plankit"
+
 // The set hash h (the paper leaves it open: "explore different hash
 // functions" is future work).
 const (
@@ -10,28 +12,17 @@ const (
 	HashMix = "mix"
 )
 
-// golden is 2^64/φ, splitmix64's increment.
-const golden = 0x9E3779B97F4A7C15
-
 // Hash is the set of row in a cache of sets sets (sets ≥ 1):
 //
 //	mod: uint64(row) mod sets
 //	mix: splitmix64(uint64(row) + seed·0x9E3779B97F4A7C15) mod sets
 //
-// where splitmix64(x) adds 0x9E3779B97F4A7C15 and applies the finalizer
+// where plankit.MixHash is splitmix64, which adds 0x9E3779B97F4A7C15 and applies the finalizer
 // (x ^= x>>30; x *= 0xBF58476D1CE4E5B9; x ^= x>>27; x *= 0x94D049BB133111EB;
 // x ^= x>>31), all modulo 2^64. Rows are never negative.
 func Hash(kind string, seed uint64, row int64, sets int) int {
-	x := uint64(row)
 	if kind == HashMix {
-		x = splitmix64(x + seed*golden)
+		return plankit.MixHash(seed, row, sets)
 	}
-	return int(x % uint64(sets))
-}
-
-func splitmix64(x uint64) uint64 {
-	x += golden
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EB
-	return x ^ (x >> 31)
+	return int(uint64(row) % uint64(sets))
 }
