@@ -425,3 +425,96 @@ func TestRunKilledLeavesNoCurrentResults(t *testing.T) {
 		t.Errorf("%s.stale: %q, %v; want the earlier results", out, got, err)
 	}
 }
+
+// varz reads one integer field of a nats-server's /varz.
+func varz(monitor int, field string) int64 {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(fmt.Sprintf("http://127.0.0.1:%d/varz", monitor))
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	if json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return -1
+	}
+	n, _ := v[field].(float64)
+	return int64(n)
+}
+
+// TestRunNATSClusterNodeKilled: a run on a 3-node nats-server cluster
+// (loopback, routes between every pair), given all three URLs: the node
+// it is connected to is killed with SIGKILL mid-run and not started again;
+// the run moves to another node and ends with the digest of a run on the
+// embedded server.
+func TestRunNATSClusterNodeKilled(t *testing.T) {
+	if !integration() {
+		t.Skip("FLOWRUN_INTEGRATION=1 runs the NATS cluster test")
+	}
+	t.Parallel()
+	bin := needBin(t, "nats-server")
+	const batches = "dataset.batches=1500"
+	ref := filepath.Join(t.TempDir(), "ref.json")
+	_, stderr, exited := startFlowrun(t, "run", demo, "-q", "--set", batches, "--out", ref)
+	if err := waitExit(t, exited, 120*time.Second); err != nil {
+		t.Fatalf("run on the embedded server: %v\n%s", err, stderr)
+	}
+	want, err := results.Read(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	routes := []int{freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)}
+	var all []string
+	for _, r := range routes {
+		all = append(all, fmt.Sprintf("nats://127.0.0.1:%d", r))
+	}
+	var nodes []*natsProc
+	var monitors []int
+	var urls []string
+	for i, r := range routes {
+		m := freeTCPPort(t)
+		n := startNATS(t, bin, "-m", fmt.Sprint(m), "--cluster_name", "flowrun-test", "--name", fmt.Sprintf("n%d", i),
+			"--cluster", fmt.Sprintf("nats://127.0.0.1:%d", r), "--routes", strings.Join(all, ","))
+		nodes, monitors, urls = append(nodes, n), append(monitors, m), append(urls, n.url())
+	}
+	mon := func(i int) int { return monitors[i] }
+	deadline := time.Now().Add(30 * time.Second)
+	for i := range nodes {
+		for varz(mon(i), "routes") < 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d has %d routes after 30 s, want 2", i, varz(mon(i), "routes"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	out := filepath.Join(t.TempDir(), "r.json")
+	_, stderr, exited = startFlowrun(t, "run", demo, "--set", batches, "--out", out,
+		"--nats", strings.Join(urls, ","), "--nats-grace", "10s")
+	serving := -1
+	whileRunning(t, exited, "200 messages through one node", func() bool {
+		for i := range nodes {
+			if varz(mon(i), "connections") > 0 && varz(mon(i), "in_msgs") >= 200 {
+				serving = i
+				return true
+			}
+		}
+		return false
+	})
+	nodes[serving].kill()
+	t.Logf("killed node %d, the run's", serving)
+	if err := waitExit(t, exited, 120*time.Second); err != nil {
+		t.Fatalf("run across the node's death: %v\n%s", err, stderr)
+	}
+	got, err := results.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Digest != want.Digest {
+		t.Errorf("digest %s with a node killed, %s on the embedded server", got.Digest, want.Digest)
+	}
+	if !strings.Contains(stderr.String(), "bus: disconnected") {
+		t.Errorf("the run did not see its node go (no \"bus: disconnected\"):\n%s", stderr)
+	}
+}
