@@ -79,3 +79,36 @@ func (r *StateReader) Close() error {
 	}
 	return r.err
 }
+
+// EncodeState is the state of arrays, in order, under tag: what a model
+// whose state is a list of float32 arrays (its parameters, then its
+// optimizer's) returns from State.
+func EncodeState(tag string, arrays ...[]float32) []byte {
+	w := NewStateWriter(tag)
+	for _, a := range arrays {
+		w.Floats(a)
+	}
+	return w.Bytes()
+}
+
+// DecodeState reads a state EncodeState wrote into arrays, each of which
+// must have the saved length. It reads into copies first, so that a state
+// that is not this model's leaves every array as it was.
+func DecodeState(state []byte, tag string, arrays ...[]float32) error {
+	r, err := NewStateReader(state, tag)
+	if err != nil {
+		return err
+	}
+	fresh := make([][]float32, len(arrays))
+	for i, a := range arrays {
+		fresh[i] = make([]float32, len(a))
+		r.Floats(fresh[i], fmt.Sprintf("array %d of %d", i+1, len(arrays)))
+	}
+	if err := r.Close(); err != nil {
+		return err
+	}
+	for i, a := range arrays {
+		copy(a, fresh[i])
+	}
+	return nil
+}

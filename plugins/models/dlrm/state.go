@@ -2,7 +2,6 @@ package dlrm
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -20,19 +19,7 @@ func (m *dlrm) State(context.Context) ([]byte, error) {
 	if !m.IsConfigured() {
 		return nil, plugin.ErrNotConfigured
 	}
-	w := model.NewStateWriter(stateTag)
-	layers := m.layers()
-	for _, l := range layers {
-		w.Floats(l.w)
-		w.Floats(l.b)
-	}
-	for _, l := range layers {
-		if l.accW != nil {
-			w.Floats(l.accW)
-			w.Floats(l.accB)
-		}
-	}
-	return w.Bytes(), nil
+	return model.EncodeState(stateTag, m.stateArrays()...), nil
 }
 
 // SetState implements model.Stater: it puts back what State saved, for a
@@ -43,43 +30,21 @@ func (m *dlrm) SetState(_ context.Context, state []byte) error {
 	if !m.IsConfigured() {
 		return plugin.ErrNotConfigured
 	}
-	r, err := model.NewStateReader(state, stateTag)
-	if err != nil {
-		return err
-	}
+	return model.DecodeState(state, stateTag, m.stateArrays()...)
+}
+
+// stateArrays are every layer's W and b in canonical order, then, with
+// Adagrad, every layer's G for W and b.
+func (m *dlrm) stateArrays() [][]float32 {
 	layers := m.layers()
-	// Read into copies, so that a bad state leaves the model as it was.
-	fresh := make([][]float32, 0, 4*len(layers))
-	read := func(src []float32, what string) {
-		dst := make([]float32, len(src))
-		r.Floats(dst, what)
-		fresh = append(fresh, dst)
-	}
-	for i, l := range layers {
-		read(l.w, fmt.Sprintf("layer %d W", i))
-		read(l.b, fmt.Sprintf("layer %d b", i))
-	}
-	for i, l := range layers {
-		if l.accW != nil {
-			read(l.accW, fmt.Sprintf("layer %d Adagrad G of W", i))
-			read(l.accB, fmt.Sprintf("layer %d Adagrad G of b", i))
-		}
-	}
-	if err := r.Close(); err != nil {
-		return err
-	}
-	k := 0
+	out := make([][]float32, 0, 4*len(layers))
 	for _, l := range layers {
-		copy(l.w, fresh[k])
-		copy(l.b, fresh[k+1])
-		k += 2
+		out = append(out, l.w, l.b)
 	}
 	for _, l := range layers {
 		if l.accW != nil {
-			copy(l.accW, fresh[k])
-			copy(l.accB, fresh[k+1])
-			k += 2
+			out = append(out, l.accW, l.accB)
 		}
 	}
-	return nil
+	return out
 }

@@ -18,10 +18,7 @@ func (m *logreg) State(context.Context) ([]byte, error) {
 	if !m.IsConfigured() {
 		return nil, plugin.ErrNotConfigured
 	}
-	w := model.NewStateWriter(stateTag)
-	w.Floats(m.weights)
-	w.Floats([]float32{m.bias})
-	return w.Bytes(), nil
+	return model.EncodeState(stateTag, m.weights, []float32{m.bias}), nil
 }
 
 // SetState implements model.Stater; a bad state changes nothing.
@@ -31,17 +28,10 @@ func (m *logreg) SetState(_ context.Context, state []byte) error {
 	if !m.IsConfigured() {
 		return plugin.ErrNotConfigured
 	}
-	r, err := model.NewStateReader(state, stateTag)
-	if err != nil {
+	bias := []float32{m.bias}
+	if err := model.DecodeState(state, stateTag, m.weights, bias); err != nil {
 		return err
 	}
-	weights, bias := make([]float32, len(m.weights)), make([]float32, 1)
-	r.Floats(weights, "weights")
-	r.Floats(bias, "bias")
-	if err := r.Close(); err != nil {
-		return err
-	}
-	copy(m.weights, weights)
 	m.bias = bias[0]
 	return nil
 }
