@@ -134,18 +134,7 @@ func replayHeca(t *testing.T, sets []string) heca.Counts {
 		}
 		opts["frequencies"] = a.Int64s(triples)
 	}
-	shape, err := engine.NewShape(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	setup, err := shape.Setup("replay", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := heca.New()
-	if err := p.Configure(context.Background(), setup); err != nil {
-		t.Fatal(err)
-	}
+	p, _ := configureReplay(t, g, opts, heca.New())
 	plans := make([]*cachetest.Plan, len(all))
 	for i, b := range all {
 		plans[i] = a.NewPlan(uint64(i), b)

@@ -9,8 +9,11 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/engine"
+	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/plugins/caches/mpcache"
+	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/cache/cachetest"
+	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // mpcacheOn turns graphs/mixed-precision-cache.yaml (builtin:mpcache on
@@ -221,18 +224,7 @@ func replayMPCache(t *testing.T, sets []string) replayed {
 	a := cachetest.NewArena(t, perBatch*48*int64(len(all))+1<<20)
 	opts := maps.Clone(cfg.Cache.Options)
 	opts["capacity"] = cfg.CacheCapacity()
-	shape, err := engine.NewShape(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	setup, err := shape.Setup("replay", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := mpcache.New()
-	if err := p.Configure(context.Background(), setup); err != nil {
-		t.Fatal(err)
-	}
+	p, setup := configureReplay(t, g, opts, mpcache.New())
 	var out replayed
 	for i, b := range all {
 		if _, err := p.Plan(context.Background(), a.NewPlan(uint64(i), b).Req); err != nil {
@@ -270,4 +262,22 @@ func logOver1K(t *testing.T, sets string, r replayed) {
 	t.Logf("%s: all %d tables: per lookup %.2f%%, per distinct row %.2f%%; the %d tables of more than 1000 rows: per lookup %.2f%%, per distinct row %.2f%%; within a batch, rows hit then evicted %d, evicted then readmitted %d, of %d replacements",
 		sets, len(r.counts), rate(all.Hits, all.Lookups), rate(all.UniqueHits, all.Unique),
 		nBig, rate(big.Hits, big.Lookups), rate(big.UniqueHits, big.Unique), r.hitThenEvicted, r.evictedThenBack, all.Replacements)
+}
+
+// configureReplay configures policy c as graph g's run would, with the
+// cache options opts, for a replay of the run's batches outside it.
+func configureReplay(t *testing.T, g *graph.Graph, opts map[string]any, c cache.Cache) (cache.Cache, plugin.Setup) {
+	t.Helper()
+	shape, err := engine.NewShape(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup, err := shape.Setup("replay", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Configure(context.Background(), setup); err != nil {
+		t.Fatal(err)
+	}
+	return c, setup
 }
