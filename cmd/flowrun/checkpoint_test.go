@@ -48,7 +48,7 @@ func ckptCases() []ckptCase {
 		{"belady-sequential", "strawman.yaml", belady, dlrm, false},
 		{"lfu-sequential", "strawman.yaml", []string{"--set", "cache.plugin=builtin:lfu", "--set", "cache.options=null"}, dlrm, false},
 		{"scratchpipe-random-victims", "strawman.yaml", []string{"--set", "cache.options.victim=random"}, dlrm, true},
-		// HECA is not exact: its reference is itself, uninterrupted.
+		// heca.yaml is exact too; its reference here is itself, uninterrupted.
 		{"heca", "heca.yaml", nil, "heca.yaml", false},
 		{"heca-pipelined", "heca-pipelined.yaml", nil, dlrm, false},
 		// Inference: the filter stage's NDCG sums are stage state.
