@@ -32,6 +32,8 @@ type table struct {
 	// entries are held like CB's and whose bypassed keys bypass again
 	// (README, "Windows").
 	inFlight []flight
+	// seen is a batch's answer per distinct key, reused across batches.
+	seen map[int64]answer
 }
 
 // flight is one planned batch's keys of a table and those it bypassed.
@@ -87,7 +89,11 @@ func (tb *table) plan(p *planner, next [][]int64, past int) {
 		tb.hold(p.now, f.keys)
 	}
 	st := &p.res.Tables[p.t]
-	seen := make(map[int64]answer, len(ids))
+	if tb.seen == nil {
+		tb.seen = make(map[int64]answer, len(ids))
+	}
+	seen := tb.seen
+	clear(seen)
 	var bypassed map[int64]bool
 	for i, key := range ids {
 		a, ok := seen[key]

@@ -60,17 +60,20 @@ type table struct {
 	// last is the latest batch's steps, in IU order.
 	last   []Event
 	counts Counts
-	// per-batch scratch, reused: IU, and the sets the batch changed.
-	iu      []int64
-	seen    map[int64]struct{}
-	touched map[int]struct{}
+	// per-batch scratch, reused: IU, and the sets the batch changed (a
+	// set and in order), and which of IU's rows were resident before it.
+	iu         []int64
+	seen       map[int64]struct{}
+	touched    map[int]struct{}
+	sortedSets []int
+	before     map[int64]bool
 }
 
 func newTable(sets, ways int) *table {
 	n := sets * ways
 	tb := &table{sets: sets, ways: ways, ic: make([]int64, n), wayOf: make(map[int64]int32, n),
 		phys: make([]int64, n), slotOf: make(map[int64]int32, n),
-		pv: map[int64]uint64{}, seen: map[int64]struct{}{}, touched: map[int]struct{}{}}
+		pv: map[int64]uint64{}, seen: map[int64]struct{}{}, touched: map[int]struct{}{}, before: map[int64]bool{}}
 	for s := range tb.ic {
 		tb.ic[s], tb.phys[s] = empty, empty
 	}
@@ -112,7 +115,8 @@ func (tb *table) plan(p *planner, t int) {
 		}
 	}
 	st.DistinctMisses = int64(len(tb.iu)) - st.DistinctHits
-	before := make(map[int64]bool, len(tb.iu))
+	before := tb.before
+	clear(before)
 	for _, row := range tb.iu {
 		_, before[row] = tb.slotOf[row]
 	}
@@ -140,11 +144,12 @@ func (tb *table) plan(p *planner, t int) {
 // slot, a row that stayed keeps its slot. Sets go in ascending order,
 // victims in slot order.
 func (tb *table) settle(p *planner, t int, st *cache.TableStats) {
-	sets := make([]int, 0, len(tb.touched))
+	sets := tb.sortedSets[:0]
 	for s := range tb.touched {
 		sets = append(sets, s)
 	}
 	slices.Sort(sets)
+	tb.sortedSets = sets
 	for _, set := range sets {
 		base := int32(set * tb.ways)
 		for s := base; s < base+int32(tb.ways); s++ {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strings"
@@ -170,12 +171,12 @@ func (c Config) validate() error {
 		"weight_bytes": float64(c.WeightBytes), "host_ghz": c.HostGHz, "profile_batches": float64(c.ProfileBatches)}
 	nonNegative := map[string]float64{"static_bytes": float64(c.StaticBytes), "lookahead_bytes": float64(c.LookaheadBytes),
 		"dram_latency_cycles": c.DRAMLatencyCycles, "topk_drain_cycles": c.TopKDrainCycles, "link_latency_us": c.LinkLatencyUs}
-	for _, key := range sortedKeys(positive) {
+	for _, key := range slices.Sorted(maps.Keys(positive)) {
 		if !(positive[key] > 0) {
 			bad(key, "must be > 0, got %v", positive[key])
 		}
 	}
-	for _, key := range sortedKeys(nonNegative) {
+	for _, key := range slices.Sorted(maps.Keys(nonNegative)) {
 		if !(nonNegative[key] >= 0) {
 			bad(key, "must be ≥ 0, got %v", nonNegative[key])
 		}
@@ -190,7 +191,7 @@ func (c Config) validate() error {
 		bad("gather_efficiency", "must be in (0, 1], got %v", c.GatherEfficiency)
 	}
 	if !(c.Utilization >= 0 && c.Utilization <= 1) {
-		bad("utilization", "must be in (0, 1] (0: the paper's 0.3 monolithic, 0.6 split), got %v", c.Utilization)
+		bad("utilization", "must be in [0, 1] (0: the paper's 0.3 monolithic, 0.6 split), got %v", c.Utilization)
 	}
 	if len(errs) == 0 {
 		for stage := range c.Arrays {
@@ -202,15 +203,6 @@ func (c Config) validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func sortedKeys(m map[string]float64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // share is the stage's fraction of the MAC units and of the static cache.
