@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/flowrun/flowrun/framework/config"
 	"io"
 	"path/filepath"
 
@@ -105,17 +106,5 @@ func describeRecord(m record.Manifest) string {
 		ratio = float64(m.RawBytes) / float64(m.StreamBytes)
 	}
 	return fmt.Sprintf("batches %d…%d (window %d), stream %s (%.1f× smaller than the arrays, %s), checkpoints every %d batches",
-		m.First, m.First+m.Batches-1, m.Window, byteSize(m.StreamBytes), ratio, byteSize(m.RawBytes), m.CheckpointEvery)
-}
-
-func byteSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.2f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
+		m.First, m.First+m.Batches-1, m.Window, config.FormatBytes(float64(m.StreamBytes)), ratio, config.FormatBytes(float64(m.RawBytes)), m.CheckpointEvery)
 }

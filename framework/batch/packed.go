@@ -101,7 +101,10 @@ type lowTable struct {
 	// FP32 copy is authoritative while resident), so they are not
 	// down-converted.
 	flushMu sync.Mutex
-	flushed map[int64][]float32
+	// hasFlushed is set once a row is flushed: until then (every read
+	// of the run before Storage.Flush) ReadRow takes no lock.
+	hasFlushed atomic.Bool
+	flushed    map[int64][]float32
 }
 
 // newLowTable creates table i's regions: values at the table's precision
@@ -291,10 +294,14 @@ func (t *Tables) FlushRow(table int, row int64, src []float32) {
 		lt.flushed = map[int64][]float32{}
 	}
 	lt.flushed[row] = append([]float32(nil), src[:t.Stride]...)
+	lt.hasFlushed.Store(true)
 }
 
 // flushedRow copies row's flushed FP32 copy into dst, if it has one.
 func (lt *lowTable) flushedRow(row int64, dst []float32) bool {
+	if !lt.hasFlushed.Load() {
+		return false
+	}
 	lt.flushMu.Lock()
 	defer lt.flushMu.Unlock()
 	f, ok := lt.flushed[row]

@@ -39,7 +39,7 @@ func (r *run) cacheParts(ctx context.Context) ([]checkpoint.Part, string, error)
 	}
 	parts := []checkpoint.Part{{Name: partCache, Write: writeBytes(snap)}}
 	if r.storage != nil {
-		slots := storageSlots{s: r.storage}
+		slots := &storageSlots{s: r.storage}
 		parts = append(parts, checkpoint.Part{Name: partStorage, Write: func(w io.Writer) error { return checkpoint.EncodeRows(w, slots) }})
 	}
 	return parts, "snapshot: the policy's snapshot and Storage's slots are restored on resume", nil
@@ -79,12 +79,12 @@ func (r *run) restoreCache(ctx context.Context, ck *checkpoint.Checkpoint) error
 // slot, as the row it holds (int64) followed by the slot's bytes.
 type storageSlots struct {
 	s   *batch.Storage
-	buf []byte
+	buf []byte // RowData's, valid until its next call (checkpoint.RowSource)
 }
 
-func (ss storageSlots) Tables() int      { return ss.s.Len() }
-func (ss storageSlots) RowBytes(int) int { return 8 + 4*ss.s.Stride }
-func (ss storageSlots) TouchedIDs(t int) []int64 {
+func (ss *storageSlots) Tables() int      { return ss.s.Len() }
+func (ss *storageSlots) RowBytes(int) int { return 8 + 4*ss.s.Stride }
+func (ss *storageSlots) TouchedIDs(t int) []int64 {
 	var slots []int64
 	for slot := range ss.s.CapacityOf(t) {
 		if ss.s.RowOf(t, slot) >= 0 {
@@ -94,7 +94,8 @@ func (ss storageSlots) TouchedIDs(t int) []int64 {
 	return slots
 }
 
-func (ss storageSlots) RowData(t int, slot int64) []byte {
-	b := binary.LittleEndian.AppendUint64(nil, uint64(ss.s.RowOf(t, slot)))
-	return append(b, ss.s.SlotData(t, slot)...)
+func (ss *storageSlots) RowData(t int, slot int64) []byte {
+	ss.buf = binary.LittleEndian.AppendUint64(ss.buf[:0], uint64(ss.s.RowOf(t, slot)))
+	ss.buf = append(ss.buf, ss.s.SlotData(t, slot)...)
+	return ss.buf
 }

@@ -320,8 +320,12 @@ func (r *run) process(ctx context.Context, upstream trace.SpanContext, n *node, 
 	if err == nil {
 		err = r.recordBatch(n, b)
 	}
-	span.SetAttributes(r.spanAttrs(n, b)...)
-	span.SetAttributes(attribute.Float64("flowrun.wall_ms", float64(elapsed.Nanoseconds())/1e6))
+	// Attributes cost a slice and a sort of the stats per stage and batch:
+	// only for a span that records them.
+	if span.IsRecording() {
+		span.SetAttributes(r.spanAttrs(n, b)...)
+		span.SetAttributes(attribute.Float64("flowrun.wall_ms", float64(elapsed.Nanoseconds())/1e6))
+	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())

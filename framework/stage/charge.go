@@ -47,17 +47,28 @@ func charge(ctx context.Context, b *batch.Batch, name string, d device.Device, c
 	if d == nil || len(ops) == 0 {
 		return nil, 0, nil
 	}
-	res, err := d.Cost(ctx, &device.CostRequest{Seq: b.Seq, Ops: ops})
+	each, err := Cost(ctx, b.Seq, d, ops...)
 	if err != nil {
-		return nil, 0, fmt.Errorf("device cost: %w", err)
+		return nil, 0, err
 	}
-	if len(res.ModeledNs) != len(ops) {
-		return nil, 0, fmt.Errorf("device cost: %d figures for %d operations", len(res.ModeledNs), len(ops))
-	}
-	ns := combine(res.ModeledNs)
+	ns := combine(each)
 	stat := DeviceStat(name)
 	b.SetStat(stat, b.Stats[stat]+ns)
-	return res.ModeledNs, ns, nil
+	return each, ns, nil
+}
+
+// Cost asks d the modeled time of each of batch seq's ops, checking that
+// it answered one figure per op, without charging any batch: what a
+// stage that models what-ifs (shadow) needs beside the run's clock.
+func Cost(ctx context.Context, seq uint64, d device.Device, ops ...device.Op) ([]int64, error) {
+	res, err := d.Cost(ctx, &device.CostRequest{Seq: seq, Ops: ops})
+	if err != nil {
+		return nil, fmt.Errorf("device cost: %w", err)
+	}
+	if len(res.ModeledNs) != len(ops) {
+		return nil, fmt.Errorf("device cost: %d figures for %d operations", len(res.ModeledNs), len(ops))
+	}
+	return res.ModeledNs, nil
 }
 
 // Work is one device's share of a batch's work: the graph's device name,

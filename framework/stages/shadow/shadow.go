@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -226,20 +227,15 @@ func (s *shadower) tally(ctx context.Context, p *policy, seq uint64, res *cache.
 	if s.link == nil {
 		return nil
 	}
-	// Both directions at once, as exchange charges them, but asked of the
-	// device directly: stage.Charge would add it to the batch, and so to
-	// the run's modeled clock.
-	cost, err := s.link.Cost(ctx, &device.CostRequest{Seq: seq, Ops: []device.Op{
-		{Name: "rows-to-device", Kind: device.Transfer, Bytes: toDevice},
-		{Name: "victims-to-host", Kind: device.Transfer, Bytes: toHost}}})
+	// Both directions at once, as exchange charges them, but not charged
+	// to the batch (stage.Charge would put it on the run's modeled clock).
+	each, err := stage.Cost(ctx, seq, s.link,
+		device.Op{Name: "rows-to-device", Kind: device.Transfer, Bytes: toDevice},
+		device.Op{Name: "victims-to-host", Kind: device.Transfer, Bytes: toHost})
 	if err != nil {
-		return fmt.Errorf("shadow %s: device cost: %w", p.cfg.Plugin, err)
+		return fmt.Errorf("shadow %s: %w", p.cfg.Plugin, err)
 	}
-	var longest int64
-	for _, ns := range cost.ModeledNs {
-		longest = max(longest, ns)
-	}
-	p.linkNs += longest
+	p.linkNs += slices.Max(each)
 	return nil
 }
 
