@@ -139,9 +139,9 @@ func (w *Writer) Batch(b Batch) error {
 
 func (w *Writer) encodeAll() {
 	defer close(w.done)
-	var scratch bytes.Buffer
+	var enc encoder
 	for b := range w.queue {
-		f, err := encode(b, w.lookups, &scratch)
+		f, err := encode(b, w.lookups, &enc)
 		w.mu.Lock()
 		if err != nil && w.err == nil {
 			w.err = err

@@ -1,7 +1,6 @@
 package record
 
 import (
-	"bytes"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -232,10 +231,10 @@ func BenchmarkEncode(b *testing.B) {
 	for i := range bt.IDs {
 		bt.IDs[i] = rng.Int64N(500000)
 	}
-	var scratch bytes.Buffer
+	var enc encoder
 	b.SetBytes(int64(len(bt.IDs)) * 17)
 	for b.Loop() {
-		if _, err := encode(bt, true, &scratch); err != nil {
+		if _, err := encode(bt, true, &enc); err != nil {
 			b.Fatal(err)
 		}
 	}
