@@ -2,7 +2,6 @@ package static
 
 import (
 	"context"
-	"slices"
 
 	"github.com/flowrun/flowrun/sdk/cache/plankit"
 )
@@ -18,10 +17,10 @@ func (p *policy) Snapshot(context.Context) ([]byte, error) {
 	return plankit.SnapshotTables(&p.Guard, snapshotTag, func(w *plankit.SnapshotWriter) { w.Uint64(p.plans); w.Uint64(boolU(p.profiled)) },
 		p.tables, func(w *plankit.SnapshotWriter, tb *table) {
 			w.Uint64(boolU(tb.HitMap != nil))
-			w.Int64s(pairs(tb.HitMap, func(s int32) int64 { return int64(s) }))
+			w.Int64s(plankit.Pairs(tb.HitMap, func(s int32) int64 { return int64(s) }))
 			w.Uint64s(tb.filledAt)
 			w.Uint64(boolU(tb.count != nil))
-			w.Int64s(pairs(tb.count, func(n uint64) int64 { return int64(n) }))
+			w.Int64s(plankit.Pairs(tb.count, func(n uint64) int64 { return int64(n) }))
 		})
 }
 
@@ -33,7 +32,7 @@ func (p *policy) Restore(_ context.Context, snapshot []byte) error {
 		p.tables, func(r *plankit.SnapshotReader, _ int, old *table, what string) *table {
 			tb := &table{whole: old.whole, filledAt: make([]uint64, len(old.filledAt))}
 			hasHit := r.Uint64(what+" has a Hit-Map") == 1
-			hit := readPairs(r, what+" Hit-Map")
+			hit := r.Int64sAny(what + " Hit-Map")
 			if hasHit {
 				tb.HitMap = make(map[int64]int32, len(hit)/2)
 				for i := 0; i+1 < len(hit); i += 2 {
@@ -42,7 +41,7 @@ func (p *policy) Restore(_ context.Context, snapshot []byte) error {
 			}
 			r.Uint64s(tb.filledAt, what+" filled at")
 			hasCount := r.Uint64(what+" counts") == 1
-			count := readPairs(r, what+" counts")
+			count := r.Int64sAny(what + " counts")
 			if hasCount {
 				tb.count = make(map[int64]uint64, len(count)/2)
 				for i := 0; i+1 < len(count); i += 2 {
@@ -58,23 +57,4 @@ func boolU(b bool) uint64 {
 		return 1
 	}
 	return 0
-}
-
-// pairs is m as (key, value) pairs, keys ascending.
-func pairs[V any](m map[int64]V, val func(V) int64) []int64 {
-	keys := make([]int64, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	out := make([]int64, 0, 2*len(keys))
-	for _, k := range keys {
-		out = append(out, k, val(m[k]))
-	}
-	return out
-}
-
-// readPairs reads an array of pairs of any length.
-func readPairs(r *plankit.SnapshotReader, what string) []int64 {
-	return r.Int64sAny(what)
 }

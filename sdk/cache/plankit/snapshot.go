@@ -3,6 +3,8 @@ package plankit
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -277,4 +279,34 @@ func RestoreTables[T any](g *Guard, snapshot []byte, tag string, head func(*Snap
 		commit(fresh)
 		return nil
 	})
+}
+
+// Blob appends opaque bytes (a policy's counters as JSON, say, so that a
+// field added later round-trips).
+func (w *SnapshotWriter) Blob(b []byte) {
+	w.Uint64(uint64(len(b)))
+	w.buf = append(w.buf, b...)
+}
+
+// Blob reads bytes Blob wrote (a copy).
+func (r *SnapshotReader) Blob(what string) []byte {
+	n := r.length(-1, 1, what)
+	out := append([]byte(nil), r.buf[:n]...)
+	r.buf = r.buf[n:]
+	return out
+}
+
+// Fail records the first problem a policy finds in a snapshot's content
+// (a size that is not its own, say), which Close then returns.
+func (r *SnapshotReader) Fail(format string, args ...any) { r.fail(format, args...) }
+
+// Pairs is a map from rows as (row, value) pairs in ascending row order:
+// a snapshot of it is the same for the same map.
+func Pairs[V any](m map[int64]V, val func(V) int64) []int64 {
+	keys := slices.Sorted(maps.Keys(m))
+	out := make([]int64, 0, 2*len(keys))
+	for _, k := range keys {
+		out = append(out, k, val(m[k]))
+	}
+	return out
 }
