@@ -24,16 +24,12 @@
 package static
 
 import (
-	"cmp"
 	"context"
-	"fmt"
-	"slices"
 
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/cache/plankit"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
-	"github.com/flowrun/flowrun/sdk/region/checked"
 )
 
 // Name is the policy's plugin name (builtin:static).
@@ -113,52 +109,25 @@ func (p *policy) Configure(_ context.Context, setup plugin.Setup) error {
 // readFrequencies adds the host's (table, row, count) triples to the
 // tables' counts.
 func readFrequencies(ref region.Ref, setup []plugin.Table, tables []*table) error {
-	var m region.Mapper
-	defer m.Close()
-	v, err := checked.Int64s(&m, ref, ref.Length/8, "frequencies")
-	if err != nil {
-		return fmt.Errorf("%w: %w", plugin.ErrInvalidConfig, err)
-	}
-	for i := 0; i+3 <= len(v); i += 3 {
-		t, row, n := v[i], v[i+1], v[i+2]
-		if t < 0 || t >= int64(len(setup)) || row < 0 || row >= setup[t].Rows || n < 0 {
-			return plugin.FieldErrorf("frequencies", "triple %d (table %d, row %d, count %d) outside the run's %d tables or their rows, or negative",
-				i/3, t, row, n, len(setup))
-		}
+	return plankit.ReadFrequencies(ref, setup, func(t int, row, n int64) {
 		if tb := tables[t]; !tb.whole {
 			tb.count[row] += uint64(n)
 		}
-	}
-	return nil
+	})
 }
 
 // selectHot fixes each table's top-N: the rows with the highest counts
 // (never a row with count 0), ties by the lower row, slot by rank.
 func selectHot(tables []*table, capacity int64) {
-	type rowCount struct {
-		row   int64
-		count uint64
-	}
 	for _, tb := range tables {
 		if tb.whole {
 			continue
 		}
-		rows := make([]rowCount, 0, len(tb.count))
-		for row, n := range tb.count {
-			if n > 0 {
-				rows = append(rows, rowCount{row, n})
-			}
-		}
-		slices.SortFunc(rows, func(a, b rowCount) int {
-			if c := cmp.Compare(b.count, a.count); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.row, b.row)
-		})
+		rows := plankit.RankRows(tb.count)
 		rows = rows[:min(int64(len(rows)), capacity)]
 		tb.HitMap = make(map[int64]int32, len(rows))
 		for s, rc := range rows {
-			tb.HitMap[rc.row] = int32(s)
+			tb.HitMap[rc.Row] = int32(s)
 		}
 		tb.count = nil
 	}
