@@ -1,6 +1,9 @@
 package batch
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Multi-stage inference (RecPipe): a filter keeps some of a query's
 // candidates, and the next stage ranks only those. The survivors'
@@ -31,4 +34,32 @@ func Survivors(b *Batch, by string) ([]int64, error) {
 		return nil, fmt.Errorf("batch %d: kept %d is outside the topk array's %d entries", b.Seq, n, len(topk))
 	}
 	return topk[:n], nil
+}
+
+// Candidates is the query indices a ranking stage (by) works on, in
+// ascending order, into dst: every one of the batch's n candidates, or,
+// with survivors, the upstream filter's survivors, each checked to be a
+// distinct candidate of the n.
+func Candidates(b *Batch, by string, n int, survivors bool, dst []int64) ([]int64, error) {
+	if !survivors {
+		if len(dst) != n {
+			dst = make([]int64, n)
+			for i := range dst {
+				dst[i] = int64(i)
+			}
+		}
+		return dst, nil
+	}
+	surv, err := Survivors(b, by)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst[:0], surv...)
+	slices.Sort(dst)
+	for i, c := range dst {
+		if c < 0 || c >= int64(n) || (i > 0 && dst[i-1] == c) {
+			return dst, fmt.Errorf("batch %d: upstream topk entry %d is not a distinct candidate of the %d", b.Seq, c, n)
+		}
+	}
+	return dst, nil
 }

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"slices"
 	"sync"
 
 	"github.com/flowrun/flowrun/framework/batch"
@@ -186,27 +185,9 @@ func (f *filter) Process(ctx context.Context, b *batch.Batch) error {
 // candidates sets f.cands to the query indices the filter ranks, in
 // ascending order: every candidate, or the upstream filter's survivors.
 func (f *filter) candidates(b *batch.Batch, n int) error {
-	if f.cfg.Candidates != Survivors {
-		if len(f.cands) != n {
-			f.cands = make([]int64, n)
-			for i := range f.cands {
-				f.cands[i] = int64(i)
-			}
-		}
-		return nil
-	}
-	surv, err := batch.Survivors(b, "filter "+f.set.Name)
-	if err != nil {
-		return err
-	}
-	f.cands = append(f.cands[:0], surv...)
-	slices.Sort(f.cands)
-	for i, c := range f.cands {
-		if c < 0 || c >= int64(n) || (i > 0 && f.cands[i-1] == c) {
-			return fmt.Errorf("batch %d: upstream topk entry %d is not a distinct candidate of the %d", b.Seq, c, n)
-		}
-	}
-	return nil
+	var err error
+	f.cands, err = batch.Candidates(b, "filter "+f.set.Name, n, f.cfg.Candidates == Survivors, f.cands)
+	return err
 }
 
 // record adds the query's NDCG (against every label of the query) and

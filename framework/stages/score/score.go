@@ -31,8 +31,8 @@ type scorer struct {
 	host, gpu device.Device
 	// sub is the region the candidates are compacted into when the stage
 	// ranks a subset or uses a model of its own (nil: the batch's arrays).
-	sub        *subset
-	all, cands []int64
+	sub   *subset
+	cands []int64
 	// keys are the rows the batch's scored candidates look up, as
 	// device.RowKeys, sent with the gather's cost.
 	keys []uint64

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/stage"
@@ -179,28 +178,9 @@ func (s *scorer) processSubset(ctx context.Context, b *batch.Batch, cands []int6
 // candidates is the query indices the stage ranks, ascending: the
 // upstream filter's survivors, or every candidate.
 func (s *scorer) candidates(b *batch.Batch) ([]int64, error) {
-	n := s.set.Layout.BatchSize
-	if s.cfg.Candidates != Survivors {
-		if len(s.all) != n {
-			s.all = make([]int64, n)
-			for i := range s.all {
-				s.all[i] = int64(i)
-			}
-		}
-		return s.all, nil
-	}
-	surv, err := batch.Survivors(b, "score "+s.set.Name)
-	if err != nil {
-		return nil, err
-	}
-	s.cands = append(s.cands[:0], surv...)
-	slices.Sort(s.cands)
-	for i, c := range s.cands {
-		if c < 0 || c >= int64(n) || (i > 0 && s.cands[i-1] == c) {
-			return nil, fmt.Errorf("batch %d: upstream topk entry %d is not a distinct candidate of the %d", b.Seq, c, n)
-		}
-	}
-	return s.cands, nil
+	var err error
+	s.cands, err = batch.Candidates(b, "score "+s.set.Name, s.set.Layout.BatchSize, s.cfg.Candidates == Survivors, s.cands)
+	return s.cands, err
 }
 
 // charge charges the gather to the host device and the transfer of the
