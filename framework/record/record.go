@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/flowrun/flowrun/framework/atomicfile"
 	"github.com/flowrun/flowrun/framework/checkpoint"
 )
 
@@ -201,23 +202,7 @@ func (w *Writer) Write(dir string, m Manifest) (Manifest, error) {
 }
 
 func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("record: %w", err)
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("record: %w", err)
 	}
 	return nil

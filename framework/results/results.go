@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
+	"github.com/flowrun/flowrun/framework/atomicfile"
 	"github.com/flowrun/flowrun/framework/clock"
 )
 
@@ -330,31 +329,7 @@ func WriteJSON(path string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))+"-*.json")
-	if err != nil {
-		return err
-	}
-	// CreateTemp makes the file 0600; results are for sharing (and for
-	// the figures another user draws), like any file a command writes.
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
+	return atomicfile.WriteFile(path, append(data, '\n'), 0o644)
 }
 
 // Read loads a results file.
