@@ -6,9 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -182,20 +180,18 @@ func compareDigest(w io.Writer, rec *record.Record, res *results.Results) error 
 // the batch).
 func checkpointAtOrBefore(dir string, from uint64) (uint64, *checkpoint.Checkpoint, error) {
 	root := filepath.Join(dir, record.CheckpointsDir)
-	entries, err := os.ReadDir(root)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	listed, err := checkpoint.List(root)
+	if err != nil {
 		return 0, nil, err
 	}
-	best, found := uint64(0), ""
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), "ckpt-")
-		k, err := strconv.ParseUint(rest, 10, 64)
-		if ok && err == nil && e.IsDir() && k <= from && (found == "" || k > best) {
-			best, found = k, e.Name()
+	found := ""
+	for _, l := range listed {
+		if l.Batch <= from {
+			found = l.Dir
 		}
 	}
 	if found != "" {
-		ck, err := checkpoint.Open(filepath.Join(root, found))
+		ck, err := checkpoint.Open(found)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -13,6 +13,7 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,7 +23,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -276,23 +277,53 @@ func locate(path string) (string, error) {
 	if _, err := os.Stat(filepath.Join(path, ManifestName)); err == nil {
 		return path, nil
 	}
-	entries, err := os.ReadDir(path)
+	found, err := List(path)
 	if err != nil {
 		return "", fmt.Errorf("checkpoint: %w", err)
 	}
-	var names []string
-	for _, e := range entries {
-		if rest, ok := strings.CutPrefix(e.Name(), "ckpt-"); ok && e.IsDir() {
-			if _, err := strconv.ParseUint(rest, 10, 64); err == nil {
-				names = append(names, e.Name())
-			}
-		}
-	}
-	if len(names) == 0 {
+	if len(found) == 0 {
 		return "", fmt.Errorf("checkpoint: %s holds no checkpoint (no %s, no ckpt-N directory)", path, ManifestName)
 	}
-	sort.Strings(names)
-	return filepath.Join(path, names[len(names)-1]), nil
+	return found[len(found)-1].Dir, nil
+}
+
+// Listed is a checkpoint directory found under a root: its batch and
+// its path.
+type Listed struct {
+	Batch uint64
+	Dir   string
+}
+
+// List is the checkpoints directly under root (its ckpt-N directories),
+// by ascending batch; none when root does not exist. It opens none of
+// them.
+func List(root string) ([]Listed, error) {
+	entries, err := os.ReadDir(root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var found []Listed
+	for _, e := range entries {
+		if b, ok := parseName(e); ok {
+			found = append(found, Listed{Batch: b, Dir: filepath.Join(root, e.Name())})
+		}
+	}
+	slices.SortFunc(found, func(a, b Listed) int { return cmp.Compare(a.Batch, b.Batch) })
+	return found, nil
+}
+
+// parseName is the batch of a checkpoint directory's entry, ok false for
+// anything else (a temporary directory, a stray file).
+func parseName(e os.DirEntry) (uint64, bool) {
+	rest, ok := strings.CutPrefix(e.Name(), "ckpt-")
+	if !ok || !e.IsDir() {
+		return 0, false
+	}
+	b, err := strconv.ParseUint(rest, 10, 64)
+	return b, err == nil
 }
 
 func readManifest(dir string) (*Manifest, error) {
@@ -345,23 +376,22 @@ func Prune(root string, keep int) error {
 	if err != nil {
 		return err
 	}
-	var names []string
 	for _, e := range entries {
-		switch {
-		case strings.HasPrefix(e.Name(), tmpPrefix) && writerGone(e.Name()):
+		if strings.HasPrefix(e.Name(), tmpPrefix) && writerGone(e.Name()) {
 			if err := os.RemoveAll(filepath.Join(root, e.Name())); err != nil {
 				return err
 			}
-		case strings.HasPrefix(e.Name(), "ckpt-") && e.IsDir():
-			names = append(names, e.Name())
 		}
 	}
-	sort.Strings(names)
-	for len(names) > keep {
-		if err := os.RemoveAll(filepath.Join(root, names[0])); err != nil {
+	found, err := List(root)
+	if err != nil {
+		return err
+	}
+	for len(found) > keep {
+		if err := os.RemoveAll(found[0].Dir); err != nil {
 			return err
 		}
-		names = names[1:]
+		found = found[1:]
 	}
 	return nil
 }
