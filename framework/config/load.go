@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -73,6 +74,9 @@ func LoadPartial(path string, sets []string) (*Config, *Source, error) {
 		applySet(tree, strings.Split(key, KeyDelimiter), value)
 		src.sets[key] = set
 	}
+	if err := checkWholeSize(tree); err != nil {
+		errs = append(errs, err)
+	}
 	// "::" rather than "." so that a dot in a stage name or an option key
 	// does not split it into nested keys.
 	v := viper.NewWithOptions(viper.KeyDelimiter(KeyDelimiter))
@@ -93,6 +97,35 @@ func LoadPartial(path string, sets []string) (*Config, *Source, error) {
 	// gets every error in one go.
 	errs = append(errs, cfg.Validate())
 	return cfg, src, src.Annotate(errors.Join(errs...))
+}
+
+// checkWholeSize refuses cache.size written as a float equal to a whole
+// number (1.0, 2.0): size is a fraction below 1 or a row count, so 1.0
+// would be one row while whoever wrote it surely meant the whole table.
+// YAML keeps the difference (1 decodes as an int, 1.0 as a float); the
+// decoded Config no longer does.
+func checkWholeSize(tree map[string]any) error {
+	cache, ok := lookupFold(tree, "cache").(map[string]any)
+	if !ok {
+		return nil
+	}
+	f, ok := lookupFold(cache, "size").(float64)
+	if !ok || f < 1 || f != math.Trunc(f) {
+		return nil
+	}
+	return At("cache::size", fmt.Errorf("%.1f would be a cache of %.0f rows: size is a fraction below 1 (e.g. 0.05) "+
+		"or a row count written without a decimal point (%.0f); for whole tables give their row count", f, f, f))
+}
+
+// lookupFold is m's value at key, matched without case as viper matches
+// keys; nil when absent.
+func lookupFold(m map[string]any, key string) any {
+	for k, v := range m {
+		if strings.EqualFold(k, key) {
+			return v
+		}
+	}
+	return nil
 }
 
 // parseSet splits a `--set key=value` argument into a viper key (joined by
