@@ -42,6 +42,11 @@ type Serving struct {
 	// is 1/c of the device: a query holds it for c × the time charged, a
 	// whole-chip profile cut into per-core servers).
 	Demand string `mapstructure:"demand"`
+	// Warmup is how many of the run's first batches the replay leaves
+	// out: their demands are not cycled (a device whose caches are
+	// provisioned from the first batches' keys, as rpaccel's static cache
+	// is, prices those batches cold). 0: every batch.
+	Warmup int `mapstructure:"warmup"`
 }
 
 // The values of serving.demand.
@@ -99,6 +104,9 @@ func (s Serving) Validate() error {
 	}
 	if s.Demand != "" && !slices.Contains(ServingDemands, s.Demand) {
 		errs = append(errs, At("demand", fmt.Errorf("unknown demand %q (allowed: %s)", s.Demand, strings.Join(ServingDemands, ", "))))
+	}
+	if s.Warmup < 0 {
+		errs = append(errs, At("warmup", fmt.Errorf("must be ≥ 0 batches, got %d", s.Warmup)))
 	}
 	for _, name := range sortedKeys(s.Servers) {
 		if c := s.Servers[name]; c < 1 || c > MaxServers {

@@ -100,6 +100,9 @@ func (r *run) modeledServing(cfg *config.Config) (*serving.Report, []*serving.Re
 	if s == nil || !charged || r.total <= 0 {
 		return nil, nil, nil
 	}
+	if s.Warmup >= r.total {
+		return nil, nil, fmt.Errorf("serving.warmup %d leaves none of the run's %d batches to replay", s.Warmup, r.total)
+	}
 	net := r.servingNetwork(s)
 	seed := s.SeedOr(cfg.Seed)
 	unit := serving.UnitArrivals(seed, s.QueriesOrDefault())
@@ -109,7 +112,7 @@ func (r *run) modeledServing(cfg *config.Config) (*serving.Report, []*serving.Re
 		if err != nil {
 			return nil, nil, fmt.Errorf("modeled serving at %g QPS: %w", qps, err)
 		}
-		reps = append(reps, serving.ModeledReport(rp, serving.Options{Seed: seed, QPS: qps, SLAMs: s.SLAMs, Batches: r.total}))
+		reps = append(reps, serving.ModeledReport(rp, serving.Options{Seed: seed, QPS: qps, SLAMs: s.SLAMs, Batches: r.total - s.Warmup}))
 	}
 	if len(reps) == 1 {
 		return reps[0], nil, nil
@@ -132,7 +135,7 @@ func (r *run) servingNetwork(s *config.Serving) *serving.Network {
 	net := &serving.Network{Servers: r.servers(s), Split: s.Demand == serving.DemandSplit}
 	for _, n := range r.nodes {
 		res, byDevice := stageResources(n.Options)
-		st := serving.Stage{Name: n.Name, Resources: res, Demand: n.modBySeq[:r.total]}
+		st := serving.Stage{Name: n.Name, Resources: res, Demand: n.modBySeq[s.Warmup:r.total]}
 		if n.In != "" {
 			st.Upstream = []string{producer[n.In]}
 		}
@@ -140,10 +143,10 @@ func (r *run) servingNetwork(s *config.Serving) *serving.Network {
 			st.Holds = make(map[string][]int64, len(res))
 			for _, d := range res {
 				if h := n.devBySeq[d]; h != nil {
-					st.Holds[d] = h[:r.total]
+					st.Holds[d] = h[s.Warmup:r.total]
 				} else {
 					// Charged nothing there: it holds no server of it.
-					st.Holds[d] = make([]int64, r.total)
+					st.Holds[d] = make([]int64, r.total-s.Warmup)
 				}
 			}
 		}

@@ -256,6 +256,24 @@ func TestModeledServingDemandsAreTheRunsStageTimes(t *testing.T) {
 	}
 }
 
+// serving.warmup leaves the run's first batches out of the replay: the
+// demands cycle over the rest, and a warm-up as long as the run is
+// refused rather than replaying nothing.
+func TestModeledServingWarmup(t *testing.T) {
+	sets := []string{"dataset.batches=40", "stages.load.arrival=none", "stages.load.qps=null", "stages.load.warmup=null",
+		"stages.load.sla_ms=null", "serving.queries=2000"}
+	res, err := runServing(t, "demo-serving", append(sets, "serving.warmup=10")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Serving.Modeled.DemandBatches; got != 30 {
+		t.Errorf("demand batches %d with 10 of 40 left out, want 30", got)
+	}
+	if _, err := runServing(t, "demo-serving", append(sets, "serving.warmup=40")...); err == nil || !strings.Contains(err.Error(), "serving.warmup 40") {
+		t.Errorf("warmup of every batch: err %v, want a serving.warmup error", err)
+	}
+}
+
 // An offered load far above what this machine serves is reported as
 // overload, with no percentiles, and the run ends.
 func TestPacedOverloadIsReportedNotAHang(t *testing.T) {
