@@ -34,6 +34,7 @@ func TestLabelOptions(t *testing.T) {
 	if ra, rb := rate(a), rate(b); !(rb < ra-0.1) || !(rb > 0.1) {
 		t.Errorf("positive rate %.3f with offset -3.5, noise 4; %.3f without: want clearly fewer, not none", rb, ra)
 	}
+	t.Logf("positive rate: %.3f plain, %.3f with offset -3.5 and noise 4", rate(a), rate(b))
 	if again := fill(t, s, 5, false); !slices.Equal(again.Labels, b.Labels) {
 		t.Error("noisy labels differ between two fills of one batch")
 	}
