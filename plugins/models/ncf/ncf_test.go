@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/device"
@@ -190,10 +191,8 @@ func TestRejects(t *testing.T) {
 			tabs[i] = plugin.Table{Rows: 10, Dim: tc.dim}
 		}
 		err := New().Configure(context.Background(), plugin.Setup{Tables: tabs, BatchSize: 4, Lookups: 1, Options: json.RawMessage(tc.opts)})
-		if !errors.Is(err, plugin.ErrInvalidConfig) || !contains(err.Error(), tc.key) {
+		if !errors.Is(err, plugin.ErrInvalidConfig) || !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("%d tables, %s: %v, want an invalid config about %s", tc.tables, tc.opts, err, tc.key)
 		}
 	}
 }
-
-func contains(s, sub string) bool { return len(sub) == 0 || (len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))) }
