@@ -95,6 +95,13 @@ if [[ ${RPACCEL:-1} == 1 ]]; then
 		cat "$out/rpaccel.txt"
 		exit 1
 	}
+	# The same comparison through the graphs (score sends keys and layer
+	# shapes to the device): p99 at 200 and 400 QPS and the loads around
+	# each design's 6 ms point.
+	"$FLOWRUN" run graphs/recpipe-centaur.yaml -q --out "$out/rpaccel-graph-centaur.json" \
+		--set 'serving.sweep_qps=[210,220,230,240,250,260,400]'
+	"$FLOWRUN" run graphs/recpipe-rpaccel.yaml -q --out "$out/rpaccel-graph-rpaccel.json" \
+		--set 'serving.sweep_qps=[400,2000,4000,6000,8000,8500,8800,9000]'
 fi
 
 python3 - "$out" <<'PY'
@@ -121,4 +128,12 @@ if os.path.exists(p):
         if "---" in line or line.startswith("=== RUN") or line.startswith("ok") or line.startswith("PASS"):
             continue
         print(line.rstrip())
+    print()
+    print("The same designs as graphs (modeled p99, ms, by offered QPS):")
+    for name in ["centaur", "rpaccel"]:
+        r = json.load(open(os.path.join(out, f"rpaccel-graph-{name}.json")))
+        sv = r["serving"]
+        row = [f"{q['offered_qps']:g}: " + (f"{q['latency_ms']['p99']:.3f}" if "latency_ms" in q else "overload")
+               for q in [sv["modeled"]] + sv.get("modeled_sweep", [])]
+        print(f"  recpipe-{name}: " + ", ".join(row))
 PY
