@@ -101,7 +101,7 @@ if [[ ${RPACCEL:-1} == 1 ]]; then
 	"$FLOWRUN" run graphs/recpipe-centaur.yaml -q --out "$out/rpaccel-graph-centaur.json" \
 		--set 'serving.sweep_qps=[210,220,230,240,250,260,400]'
 	"$FLOWRUN" run graphs/recpipe-rpaccel.yaml -q --out "$out/rpaccel-graph-rpaccel.json" \
-		--set 'serving.sweep_qps=[400,2000,4000,6000,8000,8500,8800,9000]'
+		--set 'serving.sweep_qps=[400,1550,1600,1650,1700,1750,1800]'
 fi
 
 python3 - "$out" <<'PY'

@@ -47,6 +47,11 @@ type Serving struct {
 	// provisioned from the first batches' keys, as rpaccel's static cache
 	// is, prices those batches cold). 0: every batch.
 	Warmup int `mapstructure:"warmup"`
+	// QueueOn maps a device to the device whose servers it queues on in
+	// the replay: devices that price parts of one chip (an accelerator's
+	// one embedding gather unit, priced by one device per stage) share
+	// that chip's servers. A device not named is its own resource.
+	QueueOn map[string]string `mapstructure:"queue_on"`
 }
 
 // The values of serving.demand.
@@ -123,6 +128,19 @@ func (c *Config) validateServing() []error {
 		return nil
 	}
 	var errs []error
+	for _, name := range sortedKeys(c.Serving.QueueOn) {
+		to := c.Serving.QueueOn[name]
+		for _, d := range []string{name, to} {
+			if _, ok := c.Devices[d]; !ok {
+				errs = append(errs, At(joinPath("serving", "queue_on", name),
+					fmt.Errorf("%q is not a device of the graph (devices: %s)", d, strings.Join(sortedKeys(c.Devices), ", "))))
+			}
+		}
+		if _, chained := c.Serving.QueueOn[to]; chained || to == name {
+			errs = append(errs, At(joinPath("serving", "queue_on", name),
+				fmt.Errorf("queues on %q, which must be a device that queues on its own servers", to)))
+		}
+	}
 	for _, name := range sortedKeys(c.Serving.Servers) {
 		dev := strings.TrimPrefix(name, "link:")
 		if _, ok := c.Devices[dev]; !ok {

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -150,9 +151,44 @@ func (r *run) servingNetwork(s *config.Serving) *serving.Network {
 				}
 			}
 		}
+		st.Resources, st.Holds = queueOn(s.QueueOn, st.Resources, st.Holds)
 		net.Stages = append(net.Stages, st)
 	}
 	return net
+}
+
+// queueOn puts each resource a device of serving.queue_on names on the
+// device it queues on; a stage holding two devices that share one
+// resource holds it for the sum of their times.
+func queueOn(to map[string]string, res []string, holds map[string][]int64) ([]string, map[string][]int64) {
+	if len(to) == 0 {
+		return res, holds
+	}
+	var out []string
+	var merged map[string][]int64
+	if holds != nil {
+		merged = make(map[string][]int64, len(holds))
+	}
+	for _, d := range res {
+		q := d
+		if t, ok := to[d]; ok {
+			q = t
+		}
+		if !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+		if h, ok := holds[d]; ok {
+			if prev, ok := merged[q]; ok {
+				sum := slices.Clone(prev)
+				for i := range sum {
+					sum[i] += h[i]
+				}
+				h = sum
+			}
+			merged[q] = h
+		}
+	}
+	return out, merged
 }
 
 // servers is how many queries each device serves at once: what its

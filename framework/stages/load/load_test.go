@@ -274,6 +274,28 @@ func TestModeledServingWarmup(t *testing.T) {
 	}
 }
 
+// serving.queue_on puts a device on another's servers: the demo's gpu
+// queued on the host leaves one resource, busy for what both were.
+func TestModeledServingQueueOn(t *testing.T) {
+	sets := []string{"dataset.batches=40", "stages.load.arrival=none", "stages.load.qps=null", "stages.load.warmup=null",
+		"stages.load.sla_ms=null", "serving.queries=2000", "serving.qps=1000"}
+	apart, err := runServing(t, "demo-serving", sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := runServing(t, "demo-serving", append(sets, "serving.queue_on.gpu=host")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, s := apart.Serving.Modeled.Utilisation, shared.Serving.Modeled.Utilisation
+	if _, ok := s["gpu"]; ok || len(s) != 1 {
+		t.Fatalf("utilisation with gpu queued on host: %v, want the host alone", s)
+	}
+	if want := a["host"] + a["gpu"]; math.Abs(s["host"]-want) > 1e-9*want {
+		t.Errorf("host utilisation %v, want host + gpu apart = %v", s["host"], want)
+	}
+}
+
 // An offered load far above what this machine serves is reported as
 // overload, with no percentiles, and the run ends.
 func TestPacedOverloadIsReportedNotAHang(t *testing.T) {

@@ -58,6 +58,12 @@ type Config struct {
 	// beside RMlarge's 32); 0 takes each table's dim from the run. The
 	// caches and the gather move vectors at this size.
 	VectorDim int `json:"vector_dim"`
+	// ChargePrefetch adds to a gather's cost the DRAM time of the rows
+	// the look-ahead cache prefetched for it (PrefetchNs): for a device
+	// that stands for the chip's gather unit on a later stage, which
+	// fetches them while the previous stage runs. Off: the stage's own
+	// view, the rows already on chip.
+	ChargePrefetch bool `json:"charge_prefetch"`
 }
 
 // Table 3 of RecPipe (Gupta et al., MICRO'21): RPAccel's fixed resources.

@@ -159,7 +159,11 @@ func (m *model) cost(op device.Op) (float64, error) {
 	switch op.Kind {
 	case device.Read:
 		if len(op.Keys) > 0 {
-			return m.gatherNs(m.Lookups(op)), nil
+			l := m.Lookups(op)
+			if m.cfg.ChargePrefetch {
+				return m.gatherNs(l) + m.PrefetchNs(l), nil
+			}
+			return m.gatherNs(l), nil
 		}
 		// No keys, no hit rate to measure: every byte is a gather miss.
 		return m.fetchNs(op.Bytes), nil

@@ -298,3 +298,32 @@ func TestVectorDim(t *testing.T) {
 		t.Errorf("dim 4: %d ns, want %.0f (dim 32's %d ns of DRAM time / 8)", small, want, full)
 	}
 }
+
+// charge_prefetch adds the look-ahead prefetches' DRAM time to a gather:
+// on a backend (prefetch on) the same keys cost exactly PrefetchNs more.
+func TestChargePrefetch(t *testing.T) {
+	tables := []plugin.Table{{Rows: 1 << 20, Dim: 32}}
+	keys := make([]uint64, 512)
+	for i := range keys {
+		keys[i] = device.RowKey(0, int64(i)*7919)
+	}
+	op := device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: 512 * 136, Keys: keys}
+	cost := func(opts string) (int64, float64) {
+		d := New().(*Device)
+		if err := d.Configure(context.Background(), plugin.Setup{Tables: tables, Options: json.RawMessage(opts)}); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := d.model()
+		pre := m.PrefetchNs(m.Lookups(op))
+		res, err := d.Cost(context.Background(), &device.CostRequest{Ops: []device.Op{op}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.ModeledNs[0], pre
+	}
+	plain, pre := cost(`{"arrays": [8, 2], "stage": 1}`)
+	charged, _ := cost(`{"arrays": [8, 2], "stage": 1, "charge_prefetch": true}`)
+	if !(pre > 0) || math.Abs(float64(charged-plain)-pre) > 1 {
+		t.Errorf("gather %d ns, with its prefetches charged %d ns: want %.0f ns more", plain, charged, pre)
+	}
+}
