@@ -16,16 +16,18 @@
 #     maps the 1- and 2-stage designs' ranking stages to the CPU or the GPU
 #     (builtin:hbm profile t4, one server): the paper's CPU-GPU designs.
 #  3. RPAccel against the Centaur-like baseline, modeled: the device
-#     plugin's headline replay (go test in plugins/devices/rpaccel; the
-#     graphs do not yet send the score stage's keys and layer shapes to the
-#     device, docs/benchmarks-recpipe-devices.md).
+#     plugin's headline replay (go test in plugins/devices/rpaccel), the
+#     comparison docs/benchmarks-recpipe-devices.md quotes; the graphs
+#     recpipe-centaur and recpipe-rpaccel run the same designs end to end.
 #
 #   scripts/bench-recpipe-paper.sh [OUT]   # default OUT: bench-out/recpipe-paper
 #
 # Environment: QUERIES (held-out queries per quality run, default 64),
 # MODELS (the trained models, default bench-out/recpipe-models), FLOWRUN
 # (a flowrun binary; default: build bin/flowrun), RPACCEL (1 runs part 3,
-# about a minute; default 1). Writes OUT/quality-*.json (flowrun run
+# about a minute; default 1), LABELS (dataset keys for a harder teacher,
+# e.g. "label_offset=-3.5 label_noise=4", the same as the models were
+# trained with: scripts/train-recpipe-models.sh LABELS). Writes OUT/quality-*.json (flowrun run
 # --out), OUT/search.json and search.txt (flowrun search), OUT/rpaccel.txt,
 # and prints the tables.
 set -euo pipefail
@@ -41,12 +43,17 @@ fi
 mkdir -p "$out"
 for p in rmsmall rmmed rmlarge; do
 	if [[ ! -d $models/$p ]]; then
-		FLOWRUN=$FLOWRUN scripts/train-recpipe-models.sh "$models"
+		FLOWRUN=$FLOWRUN LABELS=${LABELS:-} scripts/train-recpipe-models.sh "$models"
 		break
 	fi
 done
 
 ckpt=(--set "models.large.checkpoint=$models/rmlarge" --set "dataset.eval_batches=$queries")
+labels=()
+for kv in ${LABELS:-}; do
+	labels+=(--set "dataset.$kv")
+done
+ckpt+=(${labels[@]+"${labels[@]}"})
 # Every quality run also replays its queries' modeled demands on RecPipe's
 # CPU server (cascade-lake: 64 servers, one core each) at 500 QPS (Fig. 7)
 # and at 70 and 200.
@@ -76,7 +83,7 @@ quality 2stage-sub4 recpipe-2stage-trained "${two[@]}" --set stages.keep.sub_bat
 # 500 QPS. Quality here is from the search's own runs (the graphs' 17
 # queries).
 "$FLOWRUN" search graphs/recpipe-1stage-trained.yaml graphs/recpipe-2stage-trained.yaml \
-	--set "models.large.checkpoint=$models/rmlarge" --sweep "recpipe-2stage-trained:models.small.checkpoint=$models/rmsmall" \
+	--set "models.large.checkpoint=$models/rmlarge" ${labels[@]+"${labels[@]}"} --sweep "recpipe-2stage-trained:models.small.checkpoint=$models/rmsmall" \
 	--set devices.host.options.profile=cascade-lake --set devices.gpu.plugin=builtin:hbm --set devices.gpu.options.profile=t4 \
 	--sweep recpipe-1stage-trained:stages.rank.host_device=host,gpu --sweep recpipe-1stage-trained:stages.rank.compute_device=host,gpu \
 	--sweep recpipe-2stage-trained:stages.front.host_device=host,gpu --sweep recpipe-2stage-trained:stages.front.compute_device=host,gpu \
@@ -88,6 +95,13 @@ if [[ ${RPACCEL:-1} == 1 ]]; then
 		cat "$out/rpaccel.txt"
 		exit 1
 	}
+	# The same comparison through the graphs (score sends keys and layer
+	# shapes to the device): p99 at 200 and 400 QPS and the loads around
+	# each design's 6 ms point.
+	"$FLOWRUN" run graphs/recpipe-centaur.yaml -q --out "$out/rpaccel-graph-centaur.json" \
+		--set 'serving.sweep_qps=[210,220,230,240,250,260,400]'
+	"$FLOWRUN" run graphs/recpipe-rpaccel.yaml -q --out "$out/rpaccel-graph-rpaccel.json" \
+		--set 'serving.sweep_qps=[400,1550,1600,1650,1700,1750,1800]'
 fi
 
 python3 - "$out" <<'PY'
@@ -114,4 +128,12 @@ if os.path.exists(p):
         if "---" in line or line.startswith("=== RUN") or line.startswith("ok") or line.startswith("PASS"):
             continue
         print(line.rstrip())
+    print()
+    print("The same designs as graphs (modeled p99, ms, by offered QPS):")
+    for name in ["centaur", "rpaccel"]:
+        r = json.load(open(os.path.join(out, f"rpaccel-graph-{name}.json")))
+        sv = r["serving"]
+        row = [f"{q['offered_qps']:g}: " + (f"{q['latency_ms']['p99']:.3f}" if "latency_ms" in q else "overload")
+               for q in [sv["modeled"]] + sv.get("modeled_sweep", [])]
+        print(f"  recpipe-{name}: " + ", ".join(row))
 PY

@@ -19,7 +19,10 @@
 #   scripts/train-recpipe-models.sh [OUT]   # default OUT: bench-out/recpipe-models
 #
 # Environment: BATCHES (400), PRESETS ("rmsmall rmmed rmlarge"), FLOWRUN (a
-# flowrun binary; default: build bin/flowrun). Writes OUT/PRESET/ckpt-N (the
+# flowrun binary; default: build bin/flowrun), LABELS (dataset keys for a
+# harder teacher, e.g. "label_offset=-3.5 label_noise=4": framework/data
+# README "Labels"; the models must then be served with the same, LABELS of
+# scripts/bench-recpipe-paper.sh). Writes OUT/PRESET/ckpt-N (the
 # model checkpoint; an older one there is removed first) and OUT/PRESET.json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +35,10 @@ if [[ -z ${FLOWRUN:-} ]]; then
 	FLOWRUN=bin/flowrun
 fi
 mkdir -p "$out"
+labels=()
+for kv in ${LABELS:-}; do
+	labels+=(--set "dataset.$kv")
+done
 
 dim() {
 	case $1 in
@@ -48,7 +55,7 @@ for p in $presets; do
 	start=$(date +%s)
 	"$FLOWRUN" run graphs/recpipe-train.yaml -q \
 		--set dataset.batches="$batches" --set dataset.dim="$d" --set model.options.preset="$p" \
-		--save-model "$out/$p" --out "$out/$p.json"
+		${labels[@]+"${labels[@]}"} --save-model "$out/$p" --out "$out/$p.json"
 	python3 - "$out/$p.json" "$p" "$d" "$(($(date +%s) - start))" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

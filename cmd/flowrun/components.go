@@ -30,6 +30,7 @@ import (
 	"github.com/flowrun/flowrun/plugins/kernels/cpu"
 	"github.com/flowrun/flowrun/plugins/models/dlrm"
 	"github.com/flowrun/flowrun/plugins/models/logreg"
+	"github.com/flowrun/flowrun/plugins/models/ncf"
 	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/kernel"
@@ -76,6 +77,7 @@ func builtins() pluginhost.Builtins {
 		Models: map[string]func() model.Model{
 			"dlrm":   dlrm.New,
 			"logreg": logreg.New,
+			"ncf":    ncf.New,
 		},
 		Devices: map[string]func() device.Device{
 			"cpu-dram": cpudram.New,

@@ -98,6 +98,14 @@ type Dataset struct {
 	DenseFeatures int `mapstructure:"dense_features"`
 	// EvalBatches is the number of held-out batches scored after training.
 	EvalBatches int `mapstructure:"eval_batches"`
+	// LabelOffset is added to the synthetic teacher's logit: negative
+	// values make positives rarer (Criteo Kaggle's are about a quarter).
+	// 0 (the default) leaves the labels as they were.
+	LabelOffset float64 `mapstructure:"label_offset"`
+	// LabelNoise is the standard deviation of a per-sample term added to
+	// the teacher's logit that no feature carries, so that no model can
+	// learn the labels exactly. 0 (the default): none.
+	LabelNoise float64 `mapstructure:"label_noise"`
 }
 
 // Embedding configures the training of embedding rows. The runtime needs

@@ -42,6 +42,16 @@ type Serving struct {
 	// is 1/c of the device: a query holds it for c × the time charged, a
 	// whole-chip profile cut into per-core servers).
 	Demand string `mapstructure:"demand"`
+	// Warmup is how many of the run's first batches the replay leaves
+	// out: their demands are not cycled (a device whose caches are
+	// provisioned from the first batches' keys, as rpaccel's static cache
+	// is, prices those batches cold). 0: every batch.
+	Warmup int `mapstructure:"warmup"`
+	// QueueOn maps a device to the device whose servers it queues on in
+	// the replay: devices that price parts of one chip (an accelerator's
+	// one embedding gather unit, priced by one device per stage) share
+	// that chip's servers. A device not named is its own resource.
+	QueueOn map[string]string `mapstructure:"queue_on"`
 }
 
 // The values of serving.demand.
@@ -100,6 +110,9 @@ func (s Serving) Validate() error {
 	if s.Demand != "" && !slices.Contains(ServingDemands, s.Demand) {
 		errs = append(errs, At("demand", fmt.Errorf("unknown demand %q (allowed: %s)", s.Demand, strings.Join(ServingDemands, ", "))))
 	}
+	if s.Warmup < 0 {
+		errs = append(errs, At("warmup", fmt.Errorf("must be ≥ 0 batches, got %d", s.Warmup)))
+	}
 	for _, name := range sortedKeys(s.Servers) {
 		if c := s.Servers[name]; c < 1 || c > MaxServers {
 			errs = append(errs, At(joinPath("servers", name), fmt.Errorf("must be from 1 to %d servers, got %d", MaxServers, c)))
@@ -115,6 +128,19 @@ func (c *Config) validateServing() []error {
 		return nil
 	}
 	var errs []error
+	for _, name := range sortedKeys(c.Serving.QueueOn) {
+		to := c.Serving.QueueOn[name]
+		for _, d := range []string{name, to} {
+			if _, ok := c.Devices[d]; !ok {
+				errs = append(errs, At(joinPath("serving", "queue_on", name),
+					fmt.Errorf("%q is not a device of the graph (devices: %s)", d, strings.Join(sortedKeys(c.Devices), ", "))))
+			}
+		}
+		if _, chained := c.Serving.QueueOn[to]; chained || to == name {
+			errs = append(errs, At(joinPath("serving", "queue_on", name),
+				fmt.Errorf("queues on %q, which must be a device that queues on its own servers", to)))
+		}
+	}
 	for _, name := range sortedKeys(c.Serving.Servers) {
 		dev := strings.TrimPrefix(name, "link:")
 		if _, ok := c.Devices[dev]; !ok {

@@ -222,6 +222,12 @@ func (d Dataset) Validate() error {
 	if d.Locality == "zipf" && !(d.ZipfS > 0 && !math.IsInf(d.ZipfS, 0)) {
 		add("zipf_s", fmt.Errorf("must be a finite number > 0 when locality is zipf, got %g", d.ZipfS))
 	}
+	if math.IsNaN(d.LabelOffset) || math.IsInf(d.LabelOffset, 0) {
+		add("label_offset", fmt.Errorf("must be a finite number, got %g", d.LabelOffset))
+	}
+	if !(d.LabelNoise >= 0) || math.IsInf(d.LabelNoise, 0) {
+		add("label_noise", fmt.Errorf("must be a finite number ≥ 0, got %g", d.LabelNoise))
+	}
 	rowErrs := d.validateTableRows()
 	errs = append(errs, rowErrs...)
 	// Sizes only make sense once every factor is; the checks above

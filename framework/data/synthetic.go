@@ -8,7 +8,9 @@
 // Synthetic labels come from a planted teacher: every (table, row) has a
 // hidden weight, every dense feature a hidden coefficient, and a sample's
 // label is drawn from the sigmoid of their sum, so a model that learns the
-// rows' embeddings can predict the labels and AUC means something.
+// rows' embeddings can predict the labels and AUC means something. Two
+// dataset options make the teacher harder (labels.go): a logit offset
+// (rarer positives) and per-sample logit noise no feature carries.
 //
 // data imports only framework/config; it never imports the stages, the
 // graph or the runtime.
@@ -209,18 +211,14 @@ func (s *Synthetic) Fill(seq uint64, eval bool, a Arrays) error {
 	}
 	g.Seed(s.seed, splitmix(stream))
 	rng := rand.New(&g)
+	lab := newLabeler(s.seed, stream, d.LabelOffset, d.LabelNoise)
 	for i := 0; i < d.BatchSize; i++ {
 		for f := 0; f < d.DenseFeatures; f++ {
 			x := rng.NormFloat64()
 			a.Dense[i*d.DenseFeatures+f] = float32(x)
 			score[i] += x * s.teacherDense(f) / math.Sqrt(float64(d.DenseFeatures))
 		}
-		p := 1 / (1 + math.Exp(-3*score[i]))
-		if rng.Float64() < p {
-			a.Labels[i] = 1
-		} else {
-			a.Labels[i] = 0
-		}
+		a.Labels[i] = lab.label(score[i], rng.Float64())
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -100,6 +101,9 @@ func (r *run) modeledServing(cfg *config.Config) (*serving.Report, []*serving.Re
 	if s == nil || !charged || r.total <= 0 {
 		return nil, nil, nil
 	}
+	if s.Warmup >= r.total {
+		return nil, nil, fmt.Errorf("serving.warmup %d leaves none of the run's %d batches to replay", s.Warmup, r.total)
+	}
 	net := r.servingNetwork(s)
 	seed := s.SeedOr(cfg.Seed)
 	unit := serving.UnitArrivals(seed, s.QueriesOrDefault())
@@ -109,7 +113,7 @@ func (r *run) modeledServing(cfg *config.Config) (*serving.Report, []*serving.Re
 		if err != nil {
 			return nil, nil, fmt.Errorf("modeled serving at %g QPS: %w", qps, err)
 		}
-		reps = append(reps, serving.ModeledReport(rp, serving.Options{Seed: seed, QPS: qps, SLAMs: s.SLAMs, Batches: r.total}))
+		reps = append(reps, serving.ModeledReport(rp, serving.Options{Seed: seed, QPS: qps, SLAMs: s.SLAMs, Batches: r.total - s.Warmup}))
 	}
 	if len(reps) == 1 {
 		return reps[0], nil, nil
@@ -132,7 +136,7 @@ func (r *run) servingNetwork(s *config.Serving) *serving.Network {
 	net := &serving.Network{Servers: r.servers(s), Split: s.Demand == serving.DemandSplit}
 	for _, n := range r.nodes {
 		res, byDevice := stageResources(n.Options)
-		st := serving.Stage{Name: n.Name, Resources: res, Demand: n.modBySeq[:r.total]}
+		st := serving.Stage{Name: n.Name, Resources: res, Demand: n.modBySeq[s.Warmup:r.total]}
 		if n.In != "" {
 			st.Upstream = []string{producer[n.In]}
 		}
@@ -140,16 +144,51 @@ func (r *run) servingNetwork(s *config.Serving) *serving.Network {
 			st.Holds = make(map[string][]int64, len(res))
 			for _, d := range res {
 				if h := n.devBySeq[d]; h != nil {
-					st.Holds[d] = h[:r.total]
+					st.Holds[d] = h[s.Warmup:r.total]
 				} else {
 					// Charged nothing there: it holds no server of it.
-					st.Holds[d] = make([]int64, r.total)
+					st.Holds[d] = make([]int64, r.total-s.Warmup)
 				}
 			}
 		}
+		st.Resources, st.Holds = queueOn(s.QueueOn, st.Resources, st.Holds)
 		net.Stages = append(net.Stages, st)
 	}
 	return net
+}
+
+// queueOn puts each resource a device of serving.queue_on names on the
+// device it queues on; a stage holding two devices that share one
+// resource holds it for the sum of their times.
+func queueOn(to map[string]string, res []string, holds map[string][]int64) ([]string, map[string][]int64) {
+	if len(to) == 0 {
+		return res, holds
+	}
+	var out []string
+	var merged map[string][]int64
+	if holds != nil {
+		merged = make(map[string][]int64, len(holds))
+	}
+	for _, d := range res {
+		q := d
+		if t, ok := to[d]; ok {
+			q = t
+		}
+		if !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+		if h, ok := holds[d]; ok {
+			if prev, ok := merged[q]; ok {
+				sum := slices.Clone(prev)
+				for i := range sum {
+					sum[i] += h[i]
+				}
+				h = sum
+			}
+			merged[q] = h
+		}
+	}
+	return out, merged
 }
 
 // servers is how many queries each device serves at once: what its

@@ -5,6 +5,7 @@ import (
 
 	goplugin "github.com/hashicorp/go-plugin"
 
+	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/internal/pb"
 	"github.com/flowrun/flowrun/sdk/internal/rpc"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -38,7 +39,11 @@ func (c *client) Step(ctx context.Context, req *StepRequest) (*StepResult, error
 		PooledGrad: rpc.RefToPB(req.PooledGrad),
 		Scores:     rpc.RefToPB(req.Scores),
 	}, func(res *pb.StepResult) *StepResult {
-		return &StepResult{Loss: res.GetLoss(), FLOPs: res.GetFlops()}
+		out := &StepResult{Loss: res.GetLoss(), FLOPs: res.GetFlops()}
+		for _, l := range res.GetLayers() {
+			out.Layers = append(out.Layers, device.Layer{M: l.GetM(), K: l.GetK(), N: l.GetN()})
+		}
+		return out
 	})
 }
 
@@ -72,7 +77,11 @@ func (s *server) Step(ctx context.Context, req *pb.StepRequest) (*pb.StepResult,
 		if res == nil {
 			return &pb.StepResult{}
 		}
-		return &pb.StepResult{Loss: res.Loss, Flops: res.FLOPs}
+		out := &pb.StepResult{Loss: res.Loss, Flops: res.FLOPs}
+		for _, l := range res.Layers {
+			out.Layers = append(out.Layers, &pb.Layer{M: l.M, K: l.K, N: l.N})
+		}
+		return out
 	})
 }
 

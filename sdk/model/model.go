@@ -14,6 +14,7 @@ package model
 import (
 	"context"
 
+	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
 )
@@ -44,6 +45,14 @@ type StepResult struct {
 	Loss float64
 	// FLOPs counts the dense floating-point operations of the step.
 	FLOPs int64
+	// Layers optionally lists the forward pass's dense matrix products,
+	// in order, each M samples × K inputs × N outputs: what a host passes
+	// on as device.Op.Layers to a device whose time depends on the shapes
+	// (a systolic array's tiling) rather than on FLOPs alone. Products
+	// without a weight matrix of the model's (DLRM's dot interaction) are
+	// not layers. Empty: the host prices FLOPs. Added after the first
+	// release: older plugins never set it.
+	Layers []device.Layer
 }
 
 // Model is a dense model.

@@ -256,6 +256,46 @@ func TestModeledServingDemandsAreTheRunsStageTimes(t *testing.T) {
 	}
 }
 
+// serving.warmup leaves the run's first batches out of the replay: the
+// demands cycle over the rest, and a warm-up as long as the run is
+// refused rather than replaying nothing.
+func TestModeledServingWarmup(t *testing.T) {
+	sets := []string{"dataset.batches=40", "stages.load.arrival=none", "stages.load.qps=null", "stages.load.warmup=null",
+		"stages.load.sla_ms=null", "serving.queries=2000"}
+	res, err := runServing(t, "demo-serving", append(sets, "serving.warmup=10")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Serving.Modeled.DemandBatches; got != 30 {
+		t.Errorf("demand batches %d with 10 of 40 left out, want 30", got)
+	}
+	if _, err := runServing(t, "demo-serving", append(sets, "serving.warmup=40")...); err == nil || !strings.Contains(err.Error(), "serving.warmup 40") {
+		t.Errorf("warmup of every batch: err %v, want a serving.warmup error", err)
+	}
+}
+
+// serving.queue_on puts a device on another's servers: the demo's gpu
+// queued on the host leaves one resource, busy for what both were.
+func TestModeledServingQueueOn(t *testing.T) {
+	sets := []string{"dataset.batches=40", "stages.load.arrival=none", "stages.load.qps=null", "stages.load.warmup=null",
+		"stages.load.sla_ms=null", "serving.queries=2000", "serving.qps=1000"}
+	apart, err := runServing(t, "demo-serving", sets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := runServing(t, "demo-serving", append(sets, "serving.queue_on.gpu=host")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, s := apart.Serving.Modeled.Utilisation, shared.Serving.Modeled.Utilisation
+	if _, ok := s["gpu"]; ok || len(s) != 1 {
+		t.Fatalf("utilisation with gpu queued on host: %v, want the host alone", s)
+	}
+	if want := a["host"] + a["gpu"]; math.Abs(s["host"]-want) > 1e-9*want {
+		t.Errorf("host utilisation %v, want host + gpu apart = %v", s["host"], want)
+	}
+}
+
 // An offered load far above what this machine serves is reported as
 // overload, with no percentiles, and the run ends.
 func TestPacedOverloadIsReportedNotAHang(t *testing.T) {

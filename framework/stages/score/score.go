@@ -105,7 +105,7 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 		return err
 	}
 	s.keys = rowKeys(s.keys[:0], ids, offs, bags.IndexStart, l.BatchSize)
-	return s.charge(ctx, b, gather.BytesRead, pooled.Length, res.FLOPs, l.BatchSize)
+	return s.charge(ctx, b, gather.BytesRead, pooled.Length, res, l.BatchSize)
 }
 
 // Close removes the stage's candidate region.

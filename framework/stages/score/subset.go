@@ -172,7 +172,7 @@ func (s *scorer) processSubset(ctx context.Context, b *batch.Batch, cands []int6
 		out[c] = sub.scores[i]
 	}
 	s.keys = rowKeys(s.keys[:0], sub.ids, sub.offs, start, m)
-	return s.charge(ctx, b, gather.BytesRead, pooled.Length, res.FLOPs, m)
+	return s.charge(ctx, b, gather.BytesRead, pooled.Length, res, m)
 }
 
 // candidates is the query indices the stage ranks, ascending: the
@@ -184,15 +184,17 @@ func (s *scorer) candidates(b *batch.Batch) ([]int64, error) {
 }
 
 // charge charges the gather to the host device and the transfer of the
-// pooled embeddings and the dense model to the compute device.
-func (s *scorer) charge(ctx context.Context, b *batch.Batch, gathered, pooled, flops int64, m int) error {
+// pooled embeddings and the dense model to the compute device: its FLOPs
+// and, when the model lists them, its layers' shapes (a systolic array
+// prices the tiling; FLOP-priced devices ignore them).
+func (s *scorer) charge(ctx context.Context, b *batch.Batch, gathered, pooled int64, res *model.StepResult, m int) error {
 	hostNs, err := stage.Charge(ctx, b, s.cfg.HostDevice, s.host, device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: gathered, Keys: s.keys})
 	if err != nil {
 		return err
 	}
 	gpuNs, err := stage.Charge(ctx, b, s.cfg.ComputeDevice, s.gpu,
 		device.Op{Name: "pooled-to-device", Kind: device.Transfer, Bytes: pooled},
-		device.Op{Name: "mlp", Kind: device.Compute, FLOPs: flops})
+		device.Op{Name: "mlp", Kind: device.Compute, FLOPs: res.FLOPs, Layers: res.Layers})
 	if err != nil {
 		return err
 	}

@@ -49,6 +49,15 @@ func TestProfiles(t *testing.T) {
 		if p.Link == "" || !strings.Contains(p.Source, "link: PCIe") || !strings.Contains(p.Source, "calibrated") || p.OpEfficiency["scatter"] != ScatterEfficiency {
 			t.Errorf("profile %s: %+v", key, p)
 		}
+		// cascade-lake has its own fitted efficiency; the others carry
+		// ScratchPipe's host's.
+		want := Efficiency
+		if key == "cascade-lake" {
+			want = CascadeLakeEfficiency
+		}
+		if p.Profile.Efficiency != want {
+			t.Errorf("profile %s: efficiency %v, want %v", key, p.Profile.Efficiency, want)
+		}
 	}
 }
 

@@ -53,6 +53,17 @@ type Config struct {
 	OnChipOps         []string `json:"on_chip_ops"`
 	ProfileBatches    int      `json:"profile_batches"`
 	Utilization       float64  `json:"utilization"`
+	// VectorDim is the embedding dim of the stage's model when it is not
+	// the run's tables' (a RecPipe frontend's named model: RMsmall's 4
+	// beside RMlarge's 32); 0 takes each table's dim from the run. The
+	// caches and the gather move vectors at this size.
+	VectorDim int `json:"vector_dim"`
+	// ChargePrefetch adds to a gather's cost the DRAM time of the rows
+	// the look-ahead cache prefetched for it (PrefetchNs): for a device
+	// that stands for the chip's gather unit on a later stage, which
+	// fetches them while the previous stage runs. Off: the stage's own
+	// view, the rows already on chip.
+	ChargePrefetch bool `json:"charge_prefetch"`
 }
 
 // Table 3 of RecPipe (Gupta et al., MICRO'21): RPAccel's fixed resources.
@@ -189,6 +200,9 @@ func (c Config) validate() error {
 	}
 	if !(c.GatherEfficiency > 0 && c.GatherEfficiency <= 1) {
 		bad("gather_efficiency", "must be in (0, 1], got %v", c.GatherEfficiency)
+	}
+	if c.VectorDim < 0 {
+		bad("vector_dim", "must be ≥ 0 (0: the run's tables' dim), got %d", c.VectorDim)
 	}
 	if !(c.Utilization >= 0 && c.Utilization <= 1) {
 		bad("utilization", "must be in [0, 1] (0: the paper's 0.3 monolithic, 0.6 split), got %v", c.Utilization)

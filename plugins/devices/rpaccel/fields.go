@@ -35,6 +35,8 @@ func fields() []plugin.Field {
 		{Name: "link_latency_us", Type: "float", Default: v(c.LinkLatencyUs), Description: "fixed cost per PCIe transfer (the paper measured but does not quote it)"},
 		{Name: "on_chip_ops", Type: "list of string", Default: strings.Join(c.OnChipOps, ", "), Description: "Transfer ops that stay on chip (the score stage's pooled-to-device when it gathers on this device)"},
 		{Name: "profile_batches", Type: "int", Default: v(c.ProfileBatches), Description: "requests with keys whose frequencies provision the static cache"},
+		{Name: "vector_dim", Type: "int", Default: "0", Description: "embedding dim of the stage's model when it is not the run's tables' (a frontend's named model, RMsmall's 4); 0: the run's"},
+		{Name: "charge_prefetch", Type: "bool", Default: "false", Description: "a gather also costs the DRAM time of the rows the look-ahead cache prefetched for it (a device standing for the gather unit of a later stage)"},
 		{Name: "utilization", Type: "float", Default: "0.3 monolithic, 0.6 split", Description: "MAC utilization of a Compute op with FLOPs only, no layers (Sec. 6.2, Fig. 10a)"},
 	}
 }

@@ -70,7 +70,14 @@ func (d *Device) Configure(_ context.Context, setup plugin.Setup) error {
 	if err != nil {
 		return err
 	}
-	m := &model{cfg: cfg, cycleNs: 1e3 / cfg.ClockMHz, tables: setup.Tables, onChip: map[string]bool{}}
+	tables := setup.Tables
+	if cfg.VectorDim > 0 {
+		tables = make([]plugin.Table, len(setup.Tables))
+		for i, t := range setup.Tables {
+			tables[i] = plugin.Table{Rows: t.Rows, Dim: cfg.VectorDim}
+		}
+	}
+	m := &model{cfg: cfg, cycleNs: 1e3 / cfg.ClockMHz, tables: tables, onChip: map[string]bool{}}
 	m.rows, m.cols = cfg.subArray()
 	m.latencyNs = cfg.DRAMLatencyCycles * m.cycleNs
 	l := costmodel.Links[cfg.Link]
@@ -152,7 +159,11 @@ func (m *model) cost(op device.Op) (float64, error) {
 	switch op.Kind {
 	case device.Read:
 		if len(op.Keys) > 0 {
-			return m.gatherNs(m.Lookups(op)), nil
+			l := m.Lookups(op)
+			if m.cfg.ChargePrefetch {
+				return m.gatherNs(l) + m.PrefetchNs(l), nil
+			}
+			return m.gatherNs(l), nil
 		}
 		// No keys, no hit rate to measure: every byte is a gather miss.
 		return m.fetchNs(op.Bytes), nil

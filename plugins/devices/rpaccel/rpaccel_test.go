@@ -231,6 +231,7 @@ func TestRejectsOptions(t *testing.T) {
 		`{"gather_efficiency": 0}`:       "gather_efficiency",
 		`{"dram_gbps": -1}`:              "dram_gbps",
 		`{"no_such_figure": 1}`:          "no_such_figure",
+		`{"vector_dim": -4}`:             "vector_dim",
 	} {
 		err := New().Configure(context.Background(), plugin.Setup{Options: json.RawMessage(opts)})
 		var fe *plugin.FieldError
@@ -264,5 +265,65 @@ func TestUtilization(t *testing.T) {
 	t.Logf("MAC utilization of the two-stage pipeline: monolithic %.3f, RPAccel(8,8) %.3f (paper 0.30, 0.60)", mono, split)
 	if !(split > mono) {
 		t.Errorf("splitting the array lowered utilization: %.3f -> %.3f", mono, split)
+	}
+}
+
+// vector_dim prices a stage whose model's vectors are not the run's
+// tables' (a frontend's RMsmall, dim 4, in a graph whose tables are dim
+// 32): the same keys then move 8× fewer bytes, and a gather of misses
+// only (no static cache) costs that much less DRAM time.
+func TestVectorDim(t *testing.T) {
+	tables := []plugin.Table{{Rows: 1 << 30, Dim: 32}}
+	cost := func(opts string) int64 {
+		d := New()
+		if err := d.Configure(context.Background(), plugin.Setup{Tables: tables, Options: json.RawMessage(opts)}); err != nil {
+			t.Fatal(err)
+		}
+		keys := make([]uint64, 4096)
+		for i := range keys {
+			keys[i] = device.RowKey(0, int64(i)*7919)
+		}
+		res, err := d.Cost(context.Background(), &device.CostRequest{Ops: []device.Op{{Name: "gather-reduce", Kind: device.Read, Bytes: 4096 * 136, Keys: keys}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.ModeledNs[0]
+	}
+	const opts = `"static_bytes": 0, "lookahead_bytes": 0, "prefetch": false`
+	full, small := cost(`{`+opts+`}`), cost(`{"vector_dim": 4, `+opts+`}`)
+	m := configured(t, `{}`).(*Device)
+	mm, _ := m.model()
+	lat := mm.latencyNs
+	if want := (float64(full)-lat)/8 + lat; math.Abs(float64(small)-want) > 2 {
+		t.Errorf("dim 4: %d ns, want %.0f (dim 32's %d ns of DRAM time / 8)", small, want, full)
+	}
+}
+
+// charge_prefetch adds the look-ahead prefetches' DRAM time to a gather:
+// on a backend (prefetch on) the same keys cost exactly PrefetchNs more.
+func TestChargePrefetch(t *testing.T) {
+	tables := []plugin.Table{{Rows: 1 << 20, Dim: 32}}
+	keys := make([]uint64, 512)
+	for i := range keys {
+		keys[i] = device.RowKey(0, int64(i)*7919)
+	}
+	op := device.Op{Name: "gather-reduce", Kind: device.Read, Bytes: 512 * 136, Keys: keys}
+	cost := func(opts string) (int64, float64) {
+		d := New().(*Device)
+		if err := d.Configure(context.Background(), plugin.Setup{Tables: tables, Options: json.RawMessage(opts)}); err != nil {
+			t.Fatal(err)
+		}
+		m, _ := d.model()
+		pre := m.PrefetchNs(m.Lookups(op))
+		res, err := d.Cost(context.Background(), &device.CostRequest{Ops: []device.Op{op}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.ModeledNs[0], pre
+	}
+	plain, pre := cost(`{"arrays": [8, 2], "stage": 1}`)
+	charged, _ := cost(`{"arrays": [8, 2], "stage": 1, "charge_prefetch": true}`)
+	if !(pre > 0) || math.Abs(float64(charged-plain)-pre) > 1 {
+		t.Errorf("gather %d ns, with its prefetches charged %d ns: want %.0f ns more", plain, charged, pre)
 	}
 }

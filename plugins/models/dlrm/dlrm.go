@@ -27,6 +27,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/model/gemm"
 	"github.com/flowrun/flowrun/sdk/model/modelmath"
@@ -203,7 +204,7 @@ func (m *dlrm) Step(ctx context.Context, req *model.StepRequest) (*model.StepRes
 	ws := m.workspace(s.Batch)
 	logits := m.forward(s, ws)
 	loss := modelmath.Loss(logits, s.Labels, s.Scores, ws.ga)
-	res := &model.StepResult{Loss: loss, FLOPs: m.flops(s.Batch, req.Train)}
+	res := &model.StepResult{Loss: loss, FLOPs: m.flops(s.Batch, req.Train), Layers: m.shapes(s.Batch)}
 	if req.Train {
 		m.backward(s, ws)
 		lr, eps := float32(m.cfg.LearningRate), float32(m.cfg.Epsilon)
@@ -258,6 +259,18 @@ func (m *dlrm) backward(s *step, ws *workspace) {
 		m.bottom[i].backward(B, in, ws.bottom[i], g, dx)
 		g, spare = spare, g
 	}
+}
+
+// shapes is the forward pass's matrix products for B samples, bottom MLP
+// then top MLP (the interaction's dots have no weights of the model's, so
+// they are no layer): model.StepResult.Layers, for a device that prices a
+// systolic array's tiling.
+func (m *dlrm) shapes(B int) []device.Layer {
+	out := make([]device.Layer, 0, len(m.bottom)+len(m.top))
+	for _, l := range m.layers() {
+		out = append(out, device.Layer{M: int64(B), K: int64(l.in), N: int64(l.out)})
+	}
+	return out
 }
 
 // flops counts the step's floating-point operations: every multiply and

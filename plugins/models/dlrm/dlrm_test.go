@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/model"
 	"github.com/flowrun/flowrun/sdk/plugin"
 	"github.com/flowrun/flowrun/sdk/region"
@@ -638,6 +639,26 @@ func TestFLOPs(t *testing.T) {
 	params := (15 + 5) + (15 + 3) + (36 + 6) + (24 + 4) + (4 + 1)
 	if got := m.flops(B, true); got != int64(fwd+bwd+2*params) {
 		t.Errorf("training FLOPs %d, want %d", got, fwd+bwd+2*params)
+	}
+}
+
+// TestShapes lists the tiny model's products by hand, in forward order:
+// bottom 3→5→3, top 6→6→4→1, each over the batch's B samples; their
+// products are the forward FLOPs' matrix part (the interaction is none).
+func TestShapes(t *testing.T) {
+	m := configured(t, tiny, 1, tinyOpts)
+	const B = 5
+	want := []device.Layer{{M: B, K: 3, N: 5}, {M: B, K: 5, N: 3}, {M: B, K: 6, N: 6}, {M: B, K: 6, N: 4}, {M: B, K: 4, N: 1}}
+	got := m.shapes(B)
+	if !slices.Equal(got, want) {
+		t.Fatalf("layers %v, want %v", got, want)
+	}
+	var f int64
+	for _, l := range got {
+		f += l.FLOPs()
+	}
+	if f != 2*B*(15+15+36+24+4) {
+		t.Errorf("layers' FLOPs %d, want the forward products' %d", f, 2*B*(15+15+36+24+4))
 	}
 }
 

@@ -1965,9 +1965,12 @@ func (x *StepRequest) GetScores() *Ref {
 }
 
 type StepResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Loss          float64                `protobuf:"fixed64,1,opt,name=loss,proto3" json:"loss,omitempty"`
-	Flops         int64                  `protobuf:"varint,2,opt,name=flops,proto3" json:"flops,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Loss  float64                `protobuf:"fixed64,1,opt,name=loss,proto3" json:"loss,omitempty"`
+	Flops int64                  `protobuf:"varint,2,opt,name=flops,proto3" json:"flops,omitempty"`
+	// The forward pass's dense matrix products, for devices that price
+	// shapes (optional; added after the first release).
+	Layers        []*Layer `protobuf:"bytes,3,rep,name=layers,proto3" json:"layers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2014,6 +2017,13 @@ func (x *StepResult) GetFlops() int64 {
 		return x.Flops
 	}
 	return 0
+}
+
+func (x *StepResult) GetLayers() []*Layer {
+	if x != nil {
+		return x.Layers
+	}
+	return nil
 }
 
 type DigestResult struct {
@@ -2667,11 +2677,12 @@ const file_flowrun_proto_rawDesc = "" +
 	"\x05train\x18\x06 \x01(\bR\x05train\x120\n" +
 	"\vpooled_grad\x18\a \x01(\v2\x0f.flowrun.v1.RefR\n" +
 	"pooledGrad\x12'\n" +
-	"\x06scores\x18\b \x01(\v2\x0f.flowrun.v1.RefR\x06scores\"6\n" +
+	"\x06scores\x18\b \x01(\v2\x0f.flowrun.v1.RefR\x06scores\"a\n" +
 	"\n" +
 	"StepResult\x12\x12\n" +
 	"\x04loss\x18\x01 \x01(\x01R\x04loss\x12\x14\n" +
-	"\x05flops\x18\x02 \x01(\x03R\x05flops\"&\n" +
+	"\x05flops\x18\x02 \x01(\x03R\x05flops\x12)\n" +
+	"\x06layers\x18\x03 \x03(\v2\x11.flowrun.v1.LayerR\x06layers\"&\n" +
 	"\fDigestResult\x12\x16\n" +
 	"\x06digest\x18\x01 \x01(\fR\x06digest\"E\n" +
 	"\n" +
@@ -2842,64 +2853,65 @@ var file_flowrun_proto_depIdxs = []int32{
 	2,  // 38: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
 	2,  // 39: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
 	2,  // 40: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	2,  // 41: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
-	31, // 42: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
-	30, // 43: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 44: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 45: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 46: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	5,  // 47: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 48: flowrun.v1.Cache.Snapshot:input_type -> flowrun.v1.Empty
-	14, // 49: flowrun.v1.Cache.Restore:input_type -> flowrun.v1.CacheSnapshot
-	1,  // 50: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 51: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	17, // 52: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	18, // 53: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	20, // 54: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	22, // 55: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	25, // 56: flowrun.v1.Kernel.Quantize:input_type -> flowrun.v1.ConvertRequest
-	25, // 57: flowrun.v1.Kernel.Dequantize:input_type -> flowrun.v1.ConvertRequest
-	1,  // 58: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 59: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	26, // 60: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 61: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 62: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
-	29, // 63: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
-	1,  // 64: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 65: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 66: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	33, // 67: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	1,  // 68: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
-	7,  // 69: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 70: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 71: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	13, // 72: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
-	14, // 73: flowrun.v1.Cache.Snapshot:output_type -> flowrun.v1.CacheSnapshot
-	1,  // 74: flowrun.v1.Cache.Restore:output_type -> flowrun.v1.Empty
-	7,  // 75: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 76: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	23, // 77: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	23, // 78: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	21, // 79: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	23, // 80: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	23, // 81: flowrun.v1.Kernel.Quantize:output_type -> flowrun.v1.KernelResult
-	23, // 82: flowrun.v1.Kernel.Dequantize:output_type -> flowrun.v1.KernelResult
-	7,  // 83: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 84: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	27, // 85: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	28, // 86: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	29, // 87: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
-	1,  // 88: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
-	7,  // 89: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 90: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	32, // 91: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	34, // 92: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	35, // 93: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
-	69, // [69:94] is the sub-list for method output_type
-	44, // [44:69] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	31, // 41: flowrun.v1.StepResult.layers:type_name -> flowrun.v1.Layer
+	2,  // 42: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
+	31, // 43: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
+	30, // 44: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 45: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 46: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 47: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	5,  // 48: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 49: flowrun.v1.Cache.Snapshot:input_type -> flowrun.v1.Empty
+	14, // 50: flowrun.v1.Cache.Restore:input_type -> flowrun.v1.CacheSnapshot
+	1,  // 51: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 52: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	17, // 53: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	18, // 54: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	20, // 55: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	22, // 56: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	25, // 57: flowrun.v1.Kernel.Quantize:input_type -> flowrun.v1.ConvertRequest
+	25, // 58: flowrun.v1.Kernel.Dequantize:input_type -> flowrun.v1.ConvertRequest
+	1,  // 59: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 60: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	26, // 61: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 62: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 63: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
+	29, // 64: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
+	1,  // 65: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 66: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 67: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	33, // 68: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	1,  // 69: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
+	7,  // 70: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 71: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 72: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 73: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	14, // 74: flowrun.v1.Cache.Snapshot:output_type -> flowrun.v1.CacheSnapshot
+	1,  // 75: flowrun.v1.Cache.Restore:output_type -> flowrun.v1.Empty
+	7,  // 76: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 77: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	23, // 78: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	23, // 79: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	21, // 80: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	23, // 81: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	23, // 82: flowrun.v1.Kernel.Quantize:output_type -> flowrun.v1.KernelResult
+	23, // 83: flowrun.v1.Kernel.Dequantize:output_type -> flowrun.v1.KernelResult
+	7,  // 84: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 85: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	27, // 86: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	28, // 87: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	29, // 88: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
+	1,  // 89: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
+	7,  // 90: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 91: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	32, // 92: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	34, // 93: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	35, // 94: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
+	70, // [70:95] is the sub-list for method output_type
+	45, // [45:70] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
