@@ -144,7 +144,11 @@ func quantizeNearest(codes []byte, x []float32, bits int, s, b float32, levels f
 
 // DequantizeRow reads a packed row of len(dst) values at precision p into
 // dst.
-func DequantizeRow(dst []float32, src []byte, p Precision) {
+func DequantizeRow(dst []float32, src []byte, p Precision) { dequantizeRow(dst, src, p, false) }
+
+// dequantizeRow is DequantizeRow; nt sends the SIMD loops' stores around
+// the caches (dst 32-byte aligned).
+func dequantizeRow(dst []float32, src []byte, p Precision, nt bool) {
 	switch {
 	case p == FP32:
 		for e := range dst {
@@ -152,25 +156,25 @@ func DequantizeRow(dst []float32, src []byte, p Precision) {
 		}
 		return
 	case p == FP16:
-		dequantizeFP16(dst, src)
+		dequantizeFP16(dst, src, nt)
 		return
 	}
 	s := math.Float32frombits(binary.LittleEndian.Uint32(src))
 	b := math.Float32frombits(binary.LittleEndian.Uint32(src[4:]))
-	dequantizeCodes(dst, src[8:], p, s, b)
+	dequantizeCodes(dst, src[8:], p, s, b, nt)
 }
 
 // dequantizeCodes is DequantizeRow's loop: INT8 straight, INT4 and INT2
 // through the row's table of 16 or 4 values (each Dequant(q, s, b), so the
 // bits are the same).
-func dequantizeCodes(dst []float32, codes []byte, p Precision, s, b float32) {
+func dequantizeCodes(dst []float32, codes []byte, p Precision, s, b float32, nt bool) {
 	switch p {
 	case INT8:
 		codes = codes[:len(dst)]
 		done := 0
 		if useAVX2 && len(dst) >= 8 {
 			done = len(dst) &^ 7
-			dequant8AVX2(&dst[0], &codes[0], done, s, b)
+			dequant8AVX2(&dst[0], &codes[0], done, s, b, nt)
 		}
 		for e := done; e < len(dst); e++ {
 			dst[e] = Dequant(codes[e], s, b)
@@ -180,7 +184,7 @@ func dequantizeCodes(dst []float32, codes []byte, p Precision, s, b float32) {
 	done := 0
 	if useAVX2 && len(dst) >= 8 {
 		done = len(dst) &^ 7
-		dequantNAVX2(&dst[0], &codes[0], done, s, b, p.Bits())
+		dequantNAVX2(&dst[0], &codes[0], done, s, b, p.Bits(), nt)
 	}
 	if done == len(dst) {
 		return

@@ -116,14 +116,14 @@ func fp16StochSIMD(dst []byte, x []float32, stream uint64) {
 	}
 }
 
-// dequantizeFP16 reads len(dst) binary16 codes.
-func dequantizeFP16(dst []float32, src []byte) {
+// dequantizeFP16 reads len(dst) binary16 codes (nt: see DequantizeRowStream).
+func dequantizeFP16(dst []float32, src []byte, nt bool) {
 	n := 0
 	if useF16C && len(dst) >= 8 {
 		n = len(dst) &^ 7
 	}
 	for e := 0; e < n; {
-		e += fromFP16AVX2(&dst[e], u16(src[2*e:]), n-e)
+		e += fromFP16AVX2(&dst[e], u16(src[2*e:]), n-e, nt)
 		if e == n {
 			break
 		}
@@ -136,3 +136,15 @@ func dequantizeFP16(dst []float32, src []byte) {
 		dst[e] = FromFP16(binary.LittleEndian.Uint16(src[2*e:]))
 	}
 }
+
+// DequantizeRowStream is DequantizeRow (the same bits) with the SIMD loops'
+// stores going around the caches when dst is 32-byte aligned: for a batch
+// of rows much larger than the caches, which would otherwise read every
+// destination line before writing it. Call StreamFence after the last
+// row, before another goroutine reads dst.
+func DequantizeRowStream(dst []float32, src []byte, p Precision) {
+	dequantizeRow(dst, src, p, len(dst) > 0 && uintptr(unsafe.Pointer(&dst[0]))%32 == 0)
+}
+
+// StreamFence orders DequantizeRowStream's stores before every later one.
+func StreamFence() { sfence() }

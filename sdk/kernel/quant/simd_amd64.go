@@ -13,10 +13,10 @@ var useF16C = cpu.X86.HasAVX2 && cpu.X86.HasF16C
 // replaces.
 
 // dequantNAVX2 writes dst[i] = Dequant(code i, s, b) for INT4 (bits 4)
-// or INT2 (bits 2) codes.
+// or INT2 (bits 2) codes; nt as dequant8AVX2's.
 //
 //go:noescape
-func dequantNAVX2(dst *float32, codes *byte, n int, s, b float32, bits int)
+func dequantNAVX2(dst *float32, codes *byte, n int, s, b float32, bits int, nt bool)
 
 // quantNAVX2 stores nearest-rounded INT4 or INT2 codes, whole bytes.
 //
@@ -29,10 +29,11 @@ func quantNAVX2(codes *byte, x *float32, n int, s, b float32, bits int)
 func minMaxAVX2(x *float32, n int) (lo, hi float32)
 
 // fromFP16AVX2 converts binary16 codes up to the first block of 8 that
-// holds a signalling NaN, and returns where it stopped.
+// holds a signalling NaN, and returns where it stopped; nt as
+// dequant8AVX2's.
 //
 //go:noescape
-func fromFP16AVX2(dst *float32, src *uint16, n int) int
+func fromFP16AVX2(dst *float32, src *uint16, n int, nt bool) int
 
 // toFP16AVX2 converts to binary16 with nearest rounding.
 //

@@ -26,11 +26,12 @@ DATA shift2<>+24(SB)/4, $12
 DATA shift2<>+28(SB)/4, $14
 GLOBL shift2<>(SB), RODATA|NOPTR, $32
 
-// func dequantNAVX2(dst *float32, codes *byte, n int, s, b float32, bits int)
+// func dequantNAVX2(dst *float32, codes *byte, n int, s, b float32, bits int, nt bool)
 //
 // dst[i] = float32(code i)·s + b, bits 4 or 2 (element i at bit i·bits of
 // the codes, low bits first).
-TEXT ·dequantNAVX2(SB), NOSPLIT, $0-40
+TEXT ·dequantNAVX2(SB), NOSPLIT, $0-41
+	MOVBQZX nt+40(FP), R9
 	MOVQ dst+0(FP), DI
 	MOVQ codes+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -52,7 +53,13 @@ d4loop:
 	VCVTDQ2PS Y0, Y0
 	VMULPS Y1, Y0, Y0
 	VADDPS Y2, Y0, Y0
+	TESTQ R9, R9
+	JNE  d4nt
 	VMOVUPS Y0, (DI)
+	JMP  d4next
+d4nt:
+	VMOVNTPS Y0, (DI)
+d4next:
 	ADDQ $4, SI
 	ADDQ $32, DI
 	SUBQ $8, CX
@@ -73,7 +80,13 @@ d2loop:
 	VCVTDQ2PS Y0, Y0
 	VMULPS Y1, Y0, Y0
 	VADDPS Y2, Y0, Y0
+	TESTQ R9, R9
+	JNE  d2nt
 	VMOVUPS Y0, (DI)
+	JMP  d2next
+d2nt:
+	VMOVNTPS Y0, (DI)
+d2next:
 	ADDQ $2, SI
 	ADDQ $32, DI
 	SUBQ $8, CX
@@ -180,12 +193,13 @@ mdone:
 	VZEROUPPER
 	RET
 
-// func fromFP16AVX2(dst *float32, src *uint16, n int) int
+// func fromFP16AVX2(dst *float32, src *uint16, n int, nt bool) int
 //
 // dst[i] = FromFP16(src[i]) by VCVTPH2PS, which equals FromFP16 for every
 // code but a signalling NaN (it quiets it): a block of 8 that holds one
 // stops the loop, and the index of that block is returned (n when none).
-TEXT ·fromFP16AVX2(SB), NOSPLIT, $0-32
+TEXT ·fromFP16AVX2(SB), NOSPLIT, $0-40
+	MOVBQZX nt+24(FP), R9
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -212,11 +226,17 @@ hloop:
 	VPTEST X1, X1
 	JNZ  hdone
 	VCVTPH2PS X0, Y0
+	TESTQ R9, R9
+	JNE  hnt
 	VMOVUPS Y0, (DI)(BX*4)
+	JMP  hnext
+hnt:
+	VMOVNTPS Y0, (DI)(BX*4)
+hnext:
 	ADDQ $8, BX
 	JMP  hloop
 hdone:
-	MOVQ BX, ret+24(FP)
+	MOVQ BX, ret+32(FP)
 	VZEROUPPER
 	RET
 

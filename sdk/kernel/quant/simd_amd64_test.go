@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // withGo runs fn with the SIMD loops off, then restores them.
@@ -105,12 +106,20 @@ func TestSIMDDequantizeAnyCodes(t *testing.T) {
 		for i := range src {
 			src[i] = byte(rng.Uint32())
 		}
-		want, got := make([]float32, dim), make([]float32, dim)
+		want, got, streamed := make([]float32, dim), make([]float32, dim), make([]float32, dim+16)
 		withGo(func() { DequantizeRow(want, src, p) })
 		DequantizeRow(got, src, p)
+		// Streamed stores into an aligned and a misaligned destination.
+		at := trial % 2
+		for uintptr(unsafe.Pointer(&streamed[at]))%32 != 0 && at < 8 {
+			at++
+		}
+		at += trial % 2
+		DequantizeRowStream(streamed[at:at+dim], src, p)
+		StreamFence()
 		for e := range want {
-			if math.Float32bits(want[e]) != math.Float32bits(got[e]) {
-				t.Fatalf("trial %d %v dim %d: element %d reads %#x in Go, %#x with SIMD", trial, p, dim, e, math.Float32bits(want[e]), math.Float32bits(got[e]))
+			if math.Float32bits(want[e]) != math.Float32bits(got[e]) || math.Float32bits(want[e]) != math.Float32bits(streamed[at+e]) {
+				t.Fatalf("trial %d %v dim %d: element %d reads %#x in Go, %#x with SIMD, %#x streamed", trial, p, dim, e, math.Float32bits(want[e]), math.Float32bits(got[e]), math.Float32bits(streamed[at+e]))
 			}
 		}
 	}
@@ -125,7 +134,7 @@ func TestFP16SIMDAllCodes(t *testing.T) {
 	}
 	dst := make([]float32, len(src))
 	for e := 0; e < len(src); {
-		e += fromFP16AVX2(&dst[e], &src[e], len(src)-e)
+		e += fromFP16AVX2(&dst[e], &src[e], len(src)-e, uintptr(unsafe.Pointer(&dst[e]))%32 == 0)
 		if e < len(src) {
 			for j := e; j < e+8; j++ {
 				dst[j] = FromFP16(src[j])
