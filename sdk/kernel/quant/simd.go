@@ -20,6 +20,10 @@ func fillDraws(u []uint32, stream uint64, e0 int) {
 	for j := range start {
 		start[j] = stream + uint64(e0+j)*drawStep
 	}
+	if useAVX512 {
+		drawsAVX512(&u[0], &start[0], len(u))
+		return
+	}
 	drawsAVX2(&u[0], &start[0], len(u))
 }
 

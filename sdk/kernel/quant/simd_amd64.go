@@ -4,6 +4,11 @@ package quant
 
 import "golang.org/x/sys/cpu"
 
+// useAVX512 makes the draws with AVX-512's 64-bit multiply (AVX512F and
+// AVX512DQ, which x/sys/cpu reports only where the OS saves the ZMM
+// registers).
+var useAVX512 = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ
+
 // useF16C adds the binary16 conversions (VCVTPH2PS, VCVTPS2PH) to AVX2's
 // loops.
 var useF16C = cpu.X86.HasAVX2 && cpu.X86.HasF16C
@@ -44,6 +49,11 @@ func toFP16AVX2(dst *uint16, src *float32, n int)
 //
 //go:noescape
 func drawsAVX2(u *uint32, start *uint64, n int)
+
+// drawsAVX512 is drawsAVX2 on AVX-512.
+//
+//go:noescape
+func drawsAVX512(u *uint32, start *uint64, n int)
 
 // quantStochAVX2 stores stochastically rounded INT8/4/2 codes.
 //

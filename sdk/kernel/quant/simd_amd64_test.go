@@ -185,9 +185,24 @@ func TestFP16SIMDFloat32s(t *testing.T) {
 	}
 }
 
-// TestDrawsSIMD: the vector generator gives draw's values.
+// TestDrawsSIMD: the vector generators (AVX2, and AVX-512 where the CPU
+// has it) give draw's values.
 func TestDrawsSIMD(t *testing.T) {
 	needSIMD(t)
+	for _, avx512 := range []bool{false, true} {
+		if avx512 && !useAVX512 {
+			t.Log("no AVX-512 here")
+			continue
+		}
+		was := useAVX512
+		useAVX512 = avx512
+		checkDraws(t)
+		useAVX512 = was
+	}
+}
+
+func checkDraws(t *testing.T) {
+	t.Helper()
 	u := make([]uint32, 256)
 	for _, k := range []Key{{}, {Seed: 1, Table: 2, Row: 3, Batch: 4}, {Seed: math.MaxUint64, Row: -1, Batch: InitBatch}} {
 		st := k.stream()

@@ -245,3 +245,43 @@ fdone:
 	MOVQ BX, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// func drawsAVX512(u *uint32, start *uint64, n int)
+//
+// drawsAVX2 with AVX-512's 64-bit multiply (VPMULLQ, AVX512DQ): the same
+// draws, 8 lanes to a register and one instruction a multiply.
+TEXT ·drawsAVX512(SB), NOSPLIT, $0-24
+	MOVQ u+0(FP), DI
+	MOVQ start+8(FP), SI
+	MOVQ n+16(FP), CX
+	VMOVDQU64 (SI), Z0
+	MOVQ $0x9e3779b97f4a7c15, AX
+	VPBROADCASTQ AX, Z14
+	MOVQ $0xbf58476d1ce4e5b9, AX
+	VPBROADCASTQ AX, Z12
+	MOVQ $0x94d049bb133111eb, AX
+	VPBROADCASTQ AX, Z13
+	MOVQ $0x8daa51968c976818, AX // 8 · 0xd1b54a32d192ed03 mod 2^64
+	VPBROADCASTQ AX, Z9
+zloop:
+	CMPQ CX, $8
+	JLT  zdone
+	VPADDQ Z14, Z0, Z2
+	VPSRLQ $30, Z2, Z3
+	VPXORQ Z3, Z2, Z2
+	VPMULLQ Z12, Z2, Z2
+	VPSRLQ $27, Z2, Z3
+	VPXORQ Z3, Z2, Z2
+	VPMULLQ Z13, Z2, Z2
+	VPSRLQ $31, Z2, Z3
+	VPXORQ Z3, Z2, Z2
+	VPSRLQ $32, Z2, Z2
+	VPMOVQD Z2, Y2
+	VMOVDQU Y2, (DI)
+	VPADDQ Z9, Z0, Z0
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  zloop
+zdone:
+	VZEROUPPER
+	RET
