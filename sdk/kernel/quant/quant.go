@@ -7,8 +7,9 @@
 //
 // It is public so that a kernel plugin, the host tables and a test can
 // share one definition, bit for bit. It imports the standard library and
-// golang.org/x/sys/cpu (INT8 rows use AVX2 where present, the same bits),
-// and must not import framework/.
+// golang.org/x/sys/cpu (the rows run through AVX2, F16C and AVX-512 loops
+// where present, the same bits as the Go loops), and must not import
+// framework/.
 //
 // Decisions the paper leaves open ([A] in the reading notes), fixed here:
 //
