@@ -61,6 +61,10 @@ func ckptCases() []ckptCase {
 		// the same graph uninterrupted.
 		{"int8-stochastic", "scratchpipe.yaml", []string{"--set", "embedding.precision=int8", "--set", "embedding.rounding=stochastic"}, "scratchpipe.yaml", false},
 		{"int4-keep-init", "no-cache.yaml", []string{"--set", "embedding.precision=int4", "--set", "embedding.quantize_init=false"}, "no-cache.yaml", false},
+		// mpcache's snapshot, over INT8 stochastic tables and over FP32
+		// ones.
+		{"mixed-precision", "mixed-precision.yaml", nil, "mixed-precision.yaml", false},
+		{"mixed-precision-cache", "mixed-precision-cache.yaml", nil, "mixed-precision-cache.yaml", false},
 	}
 }
 

@@ -42,6 +42,8 @@ type collector struct {
 	// victimOf[t] is the victim index of each evicted row of table t,
 	// reused across batches.
 	victimOf []map[int64]int64
+	// low reads the missed rows of low-precision host tables (lowprec.go).
+	low lowStaging
 }
 
 // arrays are the batch arrays collect reads and writes.
@@ -98,6 +100,9 @@ func (c *collector) Process(ctx context.Context, b *batch.Batch) error {
 	}
 	staged, bypassed, err := c.stageMisses(b.Seq, a)
 	if err != nil {
+		return err
+	}
+	if err := c.readLow(ctx, b.Seq, a.missRows); err != nil {
 		return err
 	}
 
@@ -220,9 +225,12 @@ func (c *collector) checkPosition(seq uint64, a arrays, t int, p int64) (bool, e
 func (c *collector) stageRow(a arrays, t int, row, slot, i int64) {
 	stride := int64(c.set.Layout.Stride)
 	dst := a.missRows[i*stride : (i+1)*stride]
-	if v, ok := c.victimOf[t][row]; ok {
+	switch v, ok := c.victimOf[t][row]; {
+	case ok:
 		copy(dst, a.victimRows[v*stride:(v+1)*stride])
-	} else {
+	case !c.set.Tables.Direct(t):
+		c.low.add(c.set.Layout.Tables, t, row, i) // readLow converts it
+	default:
 		c.set.Tables.ReadRow(t, row, dst)
 	}
 	idx := a.missIndex[3*i : 3*i+3]

@@ -19,6 +19,8 @@ type inserter struct {
 	set       stage.Settings
 	cfg       *Config
 	dev, host device.Device
+	// low writes victims back into low-precision host tables.
+	low lowWriteBack
 }
 
 func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
@@ -46,7 +48,7 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 	if err != nil {
 		return err
 	}
-	st, tabs := in.set.Storage, in.set.Tables
+	st := in.set.Storage
 	// Whole rows travel: values and optimizer state, Stride floats each.
 	stride := int64(in.set.Layout.Stride)
 	if nVictims < 0 || 3*nVictims > int64(len(victims)) || nVictims*stride > int64(len(victimRows)) ||
@@ -68,11 +70,13 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 	}
 	// Write-back before fill: a victim's slot is reused by a miss of the
 	// same batch, and its row must reach the host before it is gone.
+	// A low-precision table stores the row down-converted, keyed by this
+	// batch (the kernel's quantize, lowprec.go).
+	if err := in.writeBack(ctx, b.Seq, victims, victimRows, nVictims); err != nil {
+		return err
+	}
 	for i := range nVictims {
 		t, row, slot := victims[3*i], victims[3*i+1], victims[3*i+2]
-		// A low-precision table stores the row down-converted, keyed by
-		// this batch.
-		tabs.WriteRow(int(t), row, victimRows[i*stride:(i+1)*stride], b.Seq)
 		if st.RowOf(int(t), slot) == row {
 			st.Evict(int(t), slot)
 		}
@@ -96,6 +100,9 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 	batch.ModeledNs.Set(b, ns)
 	return nil
 }
+
+// Close removes the write-back's regions.
+func (in *inserter) Close(context.Context) error { return in.low.close() }
 
 // check rejects a (table, row, slot) triple outside the host tables or
 // Storage, before anything is written with it.

@@ -14,6 +14,7 @@ package score
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/flowrun/flowrun/framework/batch"
@@ -30,8 +31,11 @@ type scorer struct {
 	cfg       *Config
 	host, gpu device.Device
 	// sub is the region the candidates are compacted into when the stage
-	// ranks a subset or uses a model of its own (nil: the batch's arrays).
-	sub   *subset
+	// ranks a subset, uses a model of its own or stages rows (nil: the
+	// batch's arrays).
+	sub *subset
+	// stg stages the rows of tables stored below FP32 (nil: none).
+	stg   *staging
 	cands []int64
 	// keys are the rows the batch's scored candidates look up, as
 	// device.RowKeys, sent with the gather's cost.
@@ -50,9 +54,18 @@ func newScorer(set stage.Settings, cfg *Config) (*scorer, error) {
 	if s.gpu, err = set.Device("compute_device", cfg.ComputeDevice); err != nil {
 		return nil, err
 	}
-	if cfg.Candidates == Survivors || cfg.Model != "" {
+	low := false
+	for tab := range set.Layout.Tables {
+		low = low || set.Tables != nil && !set.Tables.Direct(tab)
+	}
+	if cfg.Candidates == Survivors || cfg.Model != "" || low {
 		if s.sub, err = newSubset(set.Name, set.Layout, set.Tables.Dim); err != nil {
 			return nil, err
+		}
+	}
+	if low {
+		if s.stg, err = newStaging(set.Name, set.Layout); err != nil {
+			return nil, errors.Join(err, s.sub.close())
 		}
 	}
 	return s, nil
@@ -108,22 +121,19 @@ func (s *scorer) Process(ctx context.Context, b *batch.Batch) error {
 	return s.charge(ctx, b, gather.BytesRead, pooled.Length, res, l.BatchSize)
 }
 
-// Close removes the stage's candidate region.
+// Close removes the stage's candidate and staging regions.
 func (s *scorer) Close(context.Context) error {
-	if s.sub == nil {
-		return nil
+	var err error
+	if s.sub != nil {
+		err = s.sub.close()
 	}
-	return s.sub.close()
+	if s.stg != nil {
+		err = errors.Join(err, s.stg.close())
+	}
+	return err
 }
 
 // create builds a score stage from its decoded config (NewFactory).
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
-	// score pools straight from the host tables' regions; rows stored
-	// below FP32 would need train's staging, which score does not have.
-	for tab := range set.Layout.Tables {
-		if set.Tables != nil && !set.Tables.Direct(tab) {
-			return nil, fmt.Errorf("table %d is stored at %v (embedding.precision); score reads FP32 host tables only", tab, set.Tables.PrecisionOf(tab))
-		}
-	}
 	return newScorer(set, c)
 }

@@ -152,9 +152,13 @@ func (s *scorer) processSubset(ctx context.Context, b *batch.Batch, cands []int6
 	}
 	T, dim := int64(sub.tables), int64(s.set.Tables.Dim)
 	pooled := sub.pooledRef.Sub(0, 4*T*int64(m)*dim)
+	tables, indices := s.set.Tables.Kernel(), sub.idsRef
+	if s.stg != nil {
+		tables, indices = s.stg.stage(s.set.Tables, sub.ids, sub.offs, start, m)
+	}
 	gather, err := s.set.Kernel.GatherReduce(ctx, &kernel.GatherReduceRequest{
-		Tables: s.set.Tables.Kernel(), Reduce: s.reduce, Out: pooled,
-		Bags: kernel.Bags{Batch: m, Indices: sub.idsRef, IndexStart: start, Offsets: sub.offsRef.Sub(0, 8*T*int64(m+1))},
+		Tables: tables, Reduce: s.reduce, Out: pooled,
+		Bags: kernel.Bags{Batch: m, Indices: indices, IndexStart: start, Offsets: sub.offsRef.Sub(0, 8*T*int64(m+1))},
 	})
 	if err != nil {
 		return fmt.Errorf("gather-reduce: %w", err)

@@ -14,19 +14,19 @@ import (
 // request's regions are apart: each row's bits depend only on the row and
 // its key, never on the order of the work.
 func (k *cpuKernel) Quantize(ctx context.Context, req *kernel.ConvertRequest) (*kernel.Result, error) {
-	return k.convert(ctx, req, kernel.OpQuantize, func(t int, b *kernel.ConvertBlock) kernel.Result {
-		return b.Quantize(t, req.Rounding, req.Seed, req.Batch)
+	return k.convert(ctx, req, kernel.OpQuantize, func(t int, b *kernel.ConvertBlock, ahead int) kernel.Result {
+		return quantizeRows(b, t, req.Rounding, req.Seed, req.Batch, ahead)
 	})
 }
 
 // Dequantize up-converts rows of low-precision tables into FP32 rows.
 func (k *cpuKernel) Dequantize(ctx context.Context, req *kernel.ConvertRequest) (*kernel.Result, error) {
-	return k.convert(ctx, req, kernel.OpDequantize, func(_ int, b *kernel.ConvertBlock) kernel.Result {
-		return b.Dequantize()
+	return k.convert(ctx, req, kernel.OpDequantize, func(_ int, b *kernel.ConvertBlock, ahead int) kernel.Result {
+		return dequantizeRows(b, ahead)
 	})
 }
 
-func (k *cpuKernel) convert(ctx context.Context, req *kernel.ConvertRequest, op string, fn func(int, *kernel.ConvertBlock) kernel.Result) (*kernel.Result, error) {
+func (k *cpuKernel) convert(ctx context.Context, req *kernel.ConvertRequest, op string, fn func(int, *kernel.ConvertBlock, int) kernel.Result) (*kernel.Result, error) {
 	cfg, err := k.begin(ctx, req == nil, op)
 	if err != nil {
 		return nil, err
@@ -46,7 +46,7 @@ func (k *cpuKernel) convert(ctx context.Context, req *kernel.ConvertRequest, op 
 	}
 	results := make([]kernel.Result, len(blocks))
 	forEachTable(len(blocks), cfg.workers(), disjoint(nonZero(writes), nonZero(reads)), func(t int) {
-		results[t] = fn(t, &blocks[t])
+		results[t] = fn(t, &blocks[t], cfg.convertAhead())
 	})
 	return sum(results, 0), nil
 }

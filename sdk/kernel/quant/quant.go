@@ -7,8 +7,9 @@
 //
 // It is public so that a kernel plugin, the host tables and a test can
 // share one definition, bit for bit. It imports the standard library and
-// golang.org/x/sys/cpu (INT8 rows use AVX2 where present, the same bits),
-// and must not import framework/.
+// golang.org/x/sys/cpu (the rows run through AVX2, F16C and AVX-512 loops
+// where present, the same bits as the Go loops), and must not import
+// framework/.
 //
 // Decisions the paper leaves open ([A] in the reading notes), fixed here:
 //
@@ -164,7 +165,7 @@ func (k Key) stream() uint64 {
 
 // draw is element e's 32-bit uniform from a row's stream.
 func draw(stream uint64, e int) uint32 {
-	return uint32(splitmix64(stream+uint64(e)*0xd1b54a32d192ed03) >> 32)
+	return uint32(splitmix64(stream+uint64(e)*drawStep) >> 32)
 }
 
 // Uniform is element e's draw: a uniform 32-bit integer.
@@ -173,3 +174,6 @@ func (k Key) Uniform(e int) uint32 { return draw(k.stream(), e) }
 // roundUp decides stochastic rounding: true with probability frac (to
 // within 2^-32), frac in [0, 1).
 func roundUp(u uint32, frac float64) bool { return float64(u)*(1.0/(1<<32)) < frac }
+
+// drawStep is the counter stride between a stream's consecutive elements.
+const drawStep = 0xd1b54a32d192ed03

@@ -33,17 +33,7 @@ func Params(x []float32, levels int) (s, b float32) {
 	if len(x) == 0 {
 		return 0, 0
 	}
-	// Comparisons, not the min and max builtins: a NaN element must not
-	// become the bias (it gets code 0, see Code).
-	lo, hi := float32(math.Inf(1)), float32(math.Inf(-1))
-	for _, v := range x {
-		if v < lo {
-			lo = v
-		}
-		if v > hi {
-			hi = v
-		}
-	}
+	lo, hi := minMax(x)
 	if lo > hi { // every element NaN
 		return 0, 0
 	}
@@ -95,17 +85,7 @@ func QuantizeRow(dst []byte, x []float32, p Precision, r Rounding, key Key) {
 		}
 		return
 	case p == FP16:
-		var st uint64
-		if r == Stochastic {
-			st = key.stream()
-		}
-		for e, v := range x {
-			var u uint32
-			if r == Stochastic {
-				u = draw(st, e)
-			}
-			binary.LittleEndian.PutUint16(dst[2*e:], ToFP16(v, r, u))
-		}
+		quantizeFP16(dst, x, r, key)
 		return
 	}
 	levels, bits := p.Levels(), p.Bits()
@@ -114,20 +94,21 @@ func QuantizeRow(dst []byte, x []float32, p Precision, r Rounding, key Key) {
 	binary.LittleEndian.PutUint32(dst[4:], math.Float32bits(b))
 	codes := dst[8:RowBytes(p, len(x))]
 	clear(codes)
-	if r == Nearest && s != 0 {
+	if s == 0 {
+		return // codes 0
+	}
+	if r == Nearest {
 		quantizeNearest(codes, x, bits, s, b, float64(levels))
 		return
 	}
-	var st uint64
-	if r == Stochastic {
-		st = key.stream()
+	st := key.stream()
+	done := 0
+	if useAVX2 && len(x) >= 8 {
+		done = len(x) &^ 7
+		quantizeStochSIMD(codes, x[:done], bits, s, b, st)
 	}
-	for e, v := range x {
-		var u uint32
-		if r == Stochastic {
-			u = draw(st, e)
-		}
-		q := Code(v, s, b, levels, r, u)
+	for e := done; e < len(x); e++ {
+		q := Code(x[e], s, b, levels, r, draw(st, e))
 		at := e * bits
 		codes[at>>3] |= q << (at & 7)
 	}
@@ -137,9 +118,13 @@ func QuantizeRow(dst []byte, x []float32, p Precision, r Rounding, key Key) {
 // Code's arithmetic, inlined.
 func quantizeNearest(codes []byte, x []float32, bits int, s, b float32, levels float64) {
 	done := 0
-	if bits == 8 && useAVX2 && len(x) >= 8 {
+	if useAVX2 && len(x) >= 8 {
 		done = len(x) &^ 7
-		quant8AVX2(&codes[0], &x[0], done, s, b)
+		if bits == 8 {
+			quant8AVX2(&codes[0], &x[0], done, s, b)
+		} else {
+			quantNAVX2(&codes[0], &x[0], done, s, b, bits)
+		}
 	}
 	for e := done; e < len(x); e++ {
 		v := x[e]
@@ -159,7 +144,11 @@ func quantizeNearest(codes []byte, x []float32, bits int, s, b float32, levels f
 
 // DequantizeRow reads a packed row of len(dst) values at precision p into
 // dst.
-func DequantizeRow(dst []float32, src []byte, p Precision) {
+func DequantizeRow(dst []float32, src []byte, p Precision) { dequantizeRow(dst, src, p, false) }
+
+// dequantizeRow is DequantizeRow; nt sends the SIMD loops' stores around
+// the caches (dst 32-byte aligned).
+func dequantizeRow(dst []float32, src []byte, p Precision, nt bool) {
 	switch {
 	case p == FP32:
 		for e := range dst {
@@ -167,43 +156,46 @@ func DequantizeRow(dst []float32, src []byte, p Precision) {
 		}
 		return
 	case p == FP16:
-		for e := range dst {
-			dst[e] = FromFP16(binary.LittleEndian.Uint16(src[2*e:]))
-		}
+		dequantizeFP16(dst, src, nt)
 		return
 	}
 	s := math.Float32frombits(binary.LittleEndian.Uint32(src))
 	b := math.Float32frombits(binary.LittleEndian.Uint32(src[4:]))
-	dequantizeCodes(dst, src[8:], p, s, b)
+	dequantizeCodes(dst, src[8:], p, s, b, nt)
 }
 
 // dequantizeCodes is DequantizeRow's loop: INT8 straight, INT4 and INT2
 // through the row's table of 16 or 4 values (each Dequant(q, s, b), so the
 // bits are the same).
-func dequantizeCodes(dst []float32, codes []byte, p Precision, s, b float32) {
+func dequantizeCodes(dst []float32, codes []byte, p Precision, s, b float32, nt bool) {
 	switch p {
 	case INT8:
 		codes = codes[:len(dst)]
 		done := 0
 		if useAVX2 && len(dst) >= 8 {
 			done = len(dst) &^ 7
-			dequant8AVX2(&dst[0], &codes[0], done, s, b)
+			dequant8AVX2(&dst[0], &codes[0], done, s, b, nt)
 		}
 		for e := done; e < len(dst); e++ {
 			dst[e] = Dequant(codes[e], s, b)
 		}
 		return
-	case INT4:
+	}
+	done := 0
+	if useAVX2 && len(dst) >= 8 {
+		done = len(dst) &^ 7
+		dequantNAVX2(&dst[0], &codes[0], done, s, b, p.Bits(), nt)
+	}
+	if done == len(dst) {
+		return
+	}
+	if p == INT4 {
 		var lut [16]float32
 		for q := range lut {
 			lut[q] = Dequant(uint8(q), s, b)
 		}
-		n := len(dst)
-		for i, c := range codes[:n/2] {
-			dst[2*i], dst[2*i+1] = lut[c&15], lut[c>>4]
-		}
-		if n%2 == 1 {
-			dst[n-1] = lut[codes[n/2]&15]
+		for e := done; e < len(dst); e++ {
+			dst[e] = lut[codes[e>>1]>>(4*(e&1))&15]
 		}
 		return
 	}
@@ -211,7 +203,7 @@ func dequantizeCodes(dst []float32, codes []byte, p Precision, s, b float32) {
 	for q := range lut {
 		lut[q] = Dequant(uint8(q), s, b)
 	}
-	for e := range dst {
+	for e := done; e < len(dst); e++ {
 		dst[e] = lut[codes[e>>2]>>(2*(e&3))&3]
 	}
 }

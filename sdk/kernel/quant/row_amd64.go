@@ -13,10 +13,13 @@ import "golang.org/x/sys/cpu"
 var useAVX2 = cpu.X86.HasAVX2
 
 // dequant8AVX2 writes dst[i] = float32(codes[i])·s + b for i < n, n a
-// multiple of 8.
+// multiple of 8; nt stores around the caches (dst 32-byte aligned).
 //
 //go:noescape
-func dequant8AVX2(dst *float32, codes *byte, n int, s, b float32)
+func dequant8AVX2(dst *float32, codes *byte, n int, s, b float32, nt bool)
+
+// sfence orders the non-temporal stores before every later store.
+func sfence()
 
 // quant8AVX2 writes codes[i] = RNE(clamp((x[i] − b)/s, 0, 255)) for i < n,
 // n a multiple of 8; a NaN quotient gives 0.

@@ -2,8 +2,8 @@
 
 #include "textflag.h"
 
-// func dequant8AVX2(dst *float32, codes *byte, n int, s, b float32)
-TEXT ·dequant8AVX2(SB), NOSPLIT, $0-32
+// func dequant8AVX2(dst *float32, codes *byte, n int, s, b float32, nt bool)
+TEXT ·dequant8AVX2(SB), NOSPLIT, $0-33
 	MOVQ dst+0(FP), DI
 	MOVQ codes+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -16,7 +16,13 @@ dloop:
 	VCVTDQ2PS Y0, Y0
 	VMULPS Y1, Y0, Y0
 	VADDPS Y2, Y0, Y0
+	CMPB nt+32(FP), $0
+	JNE  dnt
 	VMOVUPS Y0, (DI)
+	JMP  dnext
+dnt:
+	VMOVNTPS Y0, (DI)
+dnext:
 	ADDQ $8, SI
 	ADDQ $32, DI
 	SUBQ $8, CX
@@ -56,4 +62,9 @@ qloop:
 	JMP qloop
 qdone:
 	VZEROUPPER
+	RET
+
+// func sfence()
+TEXT ·sfence(SB), NOSPLIT, $0-0
+	SFENCE
 	RET
