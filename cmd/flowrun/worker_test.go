@@ -80,14 +80,24 @@ func TestWorkerPlacedStagesSameDigest(t *testing.T) {
 		{"demo.yaml", "", 0, []string{"pipeline=sequential"}},
 		{"scratchpipe.yaml", "6ca51a793942", 13.950656837209303, nil},
 		{"scratchpipe.yaml", "", 0, []string{"dataset.batches=60", "pipeline=sequential"}},
+		// A host label other than the run's: arrays cross by value.
+		{"demo.yaml", "cf6e49bdf557", 0.29667289361702126, []string{"placement.workers.w1.host=far"}},
+		{"demo.yaml", "", 0, []string{"placement.workers.w1.host=far", "pipeline=sequential"}},
+		{"scratchpipe.yaml", "", 0, []string{"placement.workers.w1.host=far", "dataset.batches=60"}},
 	}
 	for _, c := range cases {
 		name := strings.TrimSuffix(c.graph, ".yaml") + "/" + strings.Join(c.sets, ",")
 		t.Run(name, func(t *testing.T) {
 			graph := filepath.Join(repoGraphs, c.graph)
 			var want *results.Results
-			if len(c.sets) > 0 {
-				want = runResults(t, graph, setArgs(c.sets)...)
+			var ref []string // the sets of the single-process run
+			for _, s := range c.sets {
+				if !strings.HasPrefix(s, "placement.") {
+					ref = append(ref, s)
+				}
+			}
+			if len(ref) > 0 || c.digest == "" {
+				want = runResults(t, graph, setArgs(ref)...)
 			}
 			sets := append([]string{"placement.workers.w1.stages=[plan,exchange]"}, c.sets...)
 			got, workers := placedRun(t, graph, []string{"w1"}, sets...)
@@ -105,7 +115,7 @@ func TestWorkerPlacedStagesSameDigest(t *testing.T) {
 			if c.digest != "" && !strings.HasPrefix(got.Digest, c.digest) {
 				t.Errorf("digest %s, want %s…", got.Digest, c.digest)
 			}
-			if c.modeled != 0 && len(c.sets) == 0 && got.IterationMs.Modeled != c.modeled {
+			if c.modeled != 0 && got.IterationMs.Modeled != c.modeled {
 				t.Errorf("modeled iteration %v, want %v", got.IterationMs.Modeled, c.modeled)
 			}
 			for _, s := range got.Stages {
@@ -113,6 +123,7 @@ func TestWorkerPlacedStagesSameDigest(t *testing.T) {
 					t.Errorf("stage %s reports no batches", s.Name)
 				}
 			}
+			checkEdges(t, got, strings.Contains(strings.Join(c.sets, " "), "host=far"))
 		})
 	}
 }
@@ -156,6 +167,29 @@ func TestWorkerRefused(t *testing.T) {
 	}()
 	if workers["w1"].err == nil {
 		t.Error("the worker that could not build its stage exited 0")
+	}
+}
+
+// checkEdges checks the results' placement: the edges between the run
+// and the worker, by value or not as asked, and by value every batch's
+// arrays counted.
+func checkEdges(t *testing.T, res *results.Results, byValue bool) {
+	t.Helper()
+	p := res.Placement
+	if p == nil || len(p.Workers) != 1 || len(p.Edges) < 2 {
+		t.Fatalf("results' placement: %+v, want one worker and the edges to and from it", p)
+	}
+	for _, e := range p.Edges {
+		if e.ByValue != byValue {
+			t.Errorf("edge %s (%s → %s): by value %v, want %v", e.Subject, e.From, e.To, e.ByValue, byValue)
+		}
+		if byValue && (e.Batches != int64(res.Batches+res.EvalBatches) || e.Bytes == 0 || e.Messages < e.Batches) {
+			t.Errorf("edge %s by value: %d batches, %d bytes, %d messages; want every batch's arrays", e.Subject, e.Batches, e.Bytes, e.Messages)
+		}
+		if byValue {
+			t.Logf("edge %s (%s → %s): %d B, %.1f messages per batch, %.3f ms per batch sending",
+				e.Subject, e.From, e.To, e.Bytes/e.Batches, float64(e.Messages)/float64(e.Batches), e.SendMs/float64(e.Batches))
+		}
 	}
 }
 

@@ -171,6 +171,12 @@ type run struct {
 	// workerStages are the stages a worker runs (worker.go); nil in the
 	// run's own process.
 	workerStages map[string]bool
+	// transport carries arrays by value across hosts (transport.go), nil
+	// when every stage is in the run's process.
+	transport *transport
+	// traffic is what crossed each edge by value, from every process
+	// (gatherReports).
+	traffic map[string]edgeCounts
 	// hosts is the host label of every stage when stages are placed,
 	// for the data plane's choice per edge (transport.go).
 	hosts map[string]string
@@ -398,11 +404,17 @@ func (r *run) forward(ctx context.Context, stageSpan trace.SpanContext, n *node,
 	if len(n.outs) == 0 {
 		return r.complete(&b.Header)
 	}
-	data, err := b.Header.Marshal()
+	wire := r.transport.toWire(b.Header)
+	data, err := wire.Marshal()
 	if err != nil {
 		return err
 	}
-	for _, out := range n.outs {
+	for i, out := range n.outs {
+		if r.byValue(n.Name, r.consumerOf(n.Out[i])) {
+			if err := r.sendArrays(ctx, n.Out[i], b); err != nil {
+				return fmt.Errorf("stage %s: %w", n.id, err)
+			}
+		}
 		msg := bus.NewMessage(data)
 		bus.Inject(ctx, msg)
 		injectUpstream(stageSpan, msg)
@@ -509,6 +521,9 @@ type received struct {
 
 func (r *run) receive(ctx context.Context, n *node, msg *bus.Message) (*received, error) {
 	h, err := batch.Unmarshal(msg.Data)
+	if err == nil {
+		err = r.transport.toLocal(h)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: %w", n.id, err)
 	}

@@ -131,6 +131,7 @@ func (r *run) gatherReports(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.traffic = r.transport.counts()
 	decoded := make(map[string]*workerReport, len(reports))
 	for _, w := range r.opts.Graph.Config.Placement.WorkerNames() {
 		var wr workerReport
@@ -139,6 +140,9 @@ func (r *run) gatherReports(ctx context.Context) error {
 		}
 		decoded[w] = &wr
 		wr.addTo(r.metrics)
+		for subject, c := range wr.Traffic {
+			r.traffic[subject] = c
+		}
 	}
 	for _, n := range r.nodes {
 		if n.remote == "" {
@@ -162,6 +166,13 @@ type workerReport struct {
 	Totals   map[string]float64       `json:"totals,omitempty"`
 	Values   map[string]float64       `json:"values,omitempty"`
 	Shadows  []results.Shadow         `json:"shadows,omitempty"`
+	// Traffic is what the worker sent by value, per graph subject.
+	Traffic map[string]edgeCounts `json:"traffic,omitempty"`
+}
+
+// edgeCounts is what crossed one edge by value, as its producer counted.
+type edgeCounts struct {
+	Batches, Bytes, Messages, Ns int64
 }
 
 func newWorkerReport(m *stage.Metrics) *workerReport {
@@ -186,4 +197,29 @@ func (wr *workerReport) addTo(m *stage.Metrics) {
 	for _, s := range wr.Shadows {
 		m.AddShadow(s)
 	}
+}
+
+// placementResults is where the placed stages ran and what crossed each
+// edge between processes; nil without a placement.
+func (r *run) placementResults() *results.Placement {
+	if r.coord == nil {
+		return nil
+	}
+	p := &results.Placement{Host: r.runHost(), Workers: map[string]results.PlacedWorker{}}
+	for name, j := range r.coord.Joined() {
+		p.Workers[name] = results.PlacedWorker{Host: j.Host, PID: j.PID, Stages: j.Stages}
+	}
+	place := r.opts.Graph.Config.Placement
+	for _, gn := range r.opts.Graph.Nodes {
+		for _, out := range gn.Out {
+			to := r.consumerOf(out)
+			if to == "" || place.WorkerOf(gn.Name) == place.WorkerOf(to) {
+				continue
+			}
+			c := r.traffic[out]
+			p.Edges = append(p.Edges, results.Edge{Subject: out, From: gn.Name, To: to, ByValue: r.byValue(gn.Name, to),
+				Batches: c.Batches, Bytes: c.Bytes, Messages: c.Messages, SendMs: float64(c.Ns) / 1e6})
+		}
+	}
+	return p
 }

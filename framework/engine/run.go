@@ -266,6 +266,9 @@ func (r *run) start(ctx context.Context, cancel context.CancelCauseFunc) (wg *sy
 		return nil, nil, err
 	}
 	ahead += remoteAhead
+	if err := r.startTransport(); err != nil {
+		return nil, nil, err
+	}
 	if r.pool, err = batch.NewPool(r.shape.Layout, poolBuffers(cfg, len(r.nodes), ahead)); err != nil {
 		return nil, nil, err
 	}
@@ -396,6 +399,7 @@ func (r *run) finish(ctx context.Context) (string, error) {
 // the stages (last created first), Storage, the host tables. Plugins
 // belong to the host that opened them.
 func (r *run) shutdown(ctx context.Context) {
+	r.transport.close()
 	if r.pool != nil {
 		r.pool.Close()
 	}

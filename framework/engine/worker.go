@@ -153,6 +153,10 @@ func (r *run) joinRun(ctx context.Context, join placement.Join, wait time.Durati
 	for _, n := range r.nodes {
 		n.modBySeq = make([]int64, r.total)
 	}
+	if err := r.startTransport(); err != nil {
+		m.Close()
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -198,6 +202,7 @@ func (r *run) report(ctx context.Context, stopWorkers func(), wg *sync.WaitGroup
 		}
 	}
 	wr := newWorkerReport(r.metrics)
+	wr.Traffic = r.transport.counts()
 	for _, n := range r.nodes {
 		wr.Measures[n.id] = n.measuresUpTo(uint64(r.total))
 	}
