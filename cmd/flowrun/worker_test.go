@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -201,4 +201,33 @@ func setArgs(sets []string) []string {
 	return args
 }
 
-var _ = fmt.Sprint
+
+// TestWorkerVanishes: a worker that stops mid-run without a word (its
+// heartbeat stops, as when it is killed: TestWorkerKilled kills a
+// process) fails the run, naming it, and no results file is written.
+func TestWorkerVanishes(t *testing.T) {
+	graph := filepath.Join(repoGraphs, "demo.yaml")
+	url := natsForWorkers(t)
+	sets := []string{"placement.workers.w1.stages=[plan,exchange]", "dataset.batches=100000"}
+	out := filepath.Join(t.TempDir(), "r.json")
+	ctx, vanish := context.WithCancel(context.Background())
+	defer vanish()
+	stderr := &syncBuffer{}
+	go func() {
+		_ = runWorker(ctx, workerFlags{graph: graph, sets: sets, nats: url, name: "w1", wait: time.Minute}, stderr)
+	}()
+	go func() {
+		for !strings.Contains(stderr.String(), "joined run") {
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(300 * time.Millisecond) // batches flow through the worker
+		vanish()
+	}()
+	run := flowrun(t, append([]string{"run", graph, "-q", "--nats", url, "--out", out}, setArgs(sets)...)...)
+	if run.err == nil || !strings.Contains(run.err.Error(), "worker w1") || !strings.Contains(run.err.Error(), "stopped answering") {
+		t.Errorf("run whose worker vanished: %v, want an error naming w1's silence", run.err)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("the failed run wrote a results file")
+	}
+}
