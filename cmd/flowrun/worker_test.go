@@ -201,7 +201,6 @@ func setArgs(sets []string) []string {
 	return args
 }
 
-
 // TestWorkerVanishes: a worker that stops mid-run without a word (its
 // heartbeat stops, as when it is killed: TestWorkerKilled kills a
 // process) fails the run, naming it, and no results file is written.

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
@@ -22,7 +24,8 @@ import (
 // label differs from the run's) cannot: it keeps a buffer of its own per
 // buffer of the run's (a mirror), and an edge between processes that do
 // not share the buffer (byValue) carries the batch's arrays by value
-// before its header: chunks of at most the server's max_payload, each a
+// before its header: the pages that hold data in chunks of at most the
+// server's max_payload, the all-zero pages as ranges to clear, each a
 // NATS request acknowledged once written into the receiver's buffer, so
 // the header (published after the last ack) always finds its arrays in
 // place. The header on the wire always names the run's buffers; a mirror
@@ -33,6 +36,7 @@ import (
 const (
 	hdrBuffer = "Flowrun-Buffer" // the run's buffer the bytes belong to
 	hdrOffset = "Flowrun-Offset" // where in it
+	hdrZeros  = "Flowrun-Zeros"  // the data are (offset, length) ranges to clear
 )
 
 // chunkSlack is what a chunk leaves of max_payload for its headers.
@@ -140,11 +144,21 @@ func (r *run) startTransport() error {
 func (r *run) dataSubject(s string) string { return "flowrun." + r.id + ".data." + s }
 
 // onChunk writes a chunk of a batch's arrays into this process's copy of
-// the run's buffer, then acknowledges it.
+// the run's buffer (or clears the ranges it lists), then acknowledges it.
 func (r *run) onChunk(m *nats.Msg) {
 	buf := m.Header.Get(hdrBuffer)
 	off, err := strconv.ParseInt(m.Header.Get(hdrOffset), 10, 64)
-	if err == nil {
+	switch {
+	case err != nil:
+	case m.Header.Get(hdrZeros) != "":
+		for i := 0; i+16 <= len(m.Data) && err == nil; i += 16 {
+			at, n := int64(binary.LittleEndian.Uint64(m.Data[i:])), int64(binary.LittleEndian.Uint64(m.Data[i+8:]))
+			var dst []byte
+			if dst, err = r.transport.bytesOf(&r.mapper, buf, at, n); err == nil {
+				clear(dst)
+			}
+		}
+	default:
 		var dst []byte
 		if dst, err = r.transport.bytesOf(&r.mapper, buf, off, int64(len(m.Data))); err == nil {
 			copy(dst, m.Data)
@@ -232,48 +246,128 @@ func retarget(h *batch.Header, name string) {
 }
 
 // sendArrays sends b's arrays to the consumer of graph subject s by
-// value, in chunks within the server's max_payload, each acknowledged.
+// value and returns once the consumer has written them all: the pages
+// that hold data in chunks within the server's max_payload, up to
+// sendWindow at once, and the all-zero pages (most of an array sized for
+// the worst case) as ranges to clear, a few bytes each.
 func (r *run) sendArrays(ctx context.Context, s string, b *batch.Batch) error {
-	t := r.transport
 	start := time.Now()
-	wire := t.toWire(b.Header)
-	limit := r.opts.Bus.NATS().MaxPayload() - chunkSlack
+	wire := r.transport.toWire(b.Header)
+	limit := int64(r.opts.Bus.NATS().MaxPayload() - chunkSlack)
 	names := make([]string, 0, len(b.Refs))
 	for k := range b.Refs {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	var bytes, msgs int64
+	var chunks []chunk
+	var zeros []int64 // offset, length pairs
 	for _, k := range names {
 		data, err := r.mapper.Bytes(b.Refs[k])
 		if err != nil {
 			return fmt.Errorf("send array %s of batch %d: %w", k, b.Seq, err)
 		}
-		off := wire.Refs[k].Offset
-		for len(data) > 0 {
-			n := min(int64(len(data)), limit)
-			if err := r.sendChunk(ctx, s, wire.Buffer, off, data[:n]); err != nil {
-				return fmt.Errorf("send array %s of batch %d on %s: %w", k, b.Seq, s, err)
-			}
-			data, off = data[n:], off+n
-			bytes, msgs = bytes+n, msgs+1
-		}
+		chunks, zeros = split(chunks, zeros, data, wire.Refs[k].Offset, limit)
 	}
-	tr := t.edge(s)
+	for i := 0; i < len(zeros); {
+		// 16 bytes a range: as many as a message holds.
+		n := min(len(zeros)-i, int(limit/8)&^1)
+		chunks = append(chunks, chunk{zeros: zeros[i : i+n]})
+		i += n
+	}
+	var bytes int64
+	for _, c := range chunks {
+		bytes += int64(len(c.data)) + 8*int64(len(c.zeros))
+	}
+	if err := r.sendChunks(ctx, s, wire.Buffer, chunks); err != nil {
+		return fmt.Errorf("send arrays of batch %d on %s: %w", b.Seq, s, err)
+	}
+	tr := r.transport.edge(s)
 	tr.batches.Add(1)
 	tr.bytes.Add(bytes)
-	tr.messages.Add(msgs)
+	tr.messages.Add(int64(len(chunks)))
 	tr.ns.Add(time.Since(start).Nanoseconds())
 	return nil
 }
 
+// chunk is one message of a batch's arrays: data at off, or ranges of
+// the buffer to clear.
+type chunk struct {
+	off   int64
+	data  []byte
+	zeros []int64
+}
+
+// zeroPage is the unit of split's zero test.
+var zeroPage [4096]byte
+
+// split appends data (at off in its buffer) to chunks, as runs of pages
+// holding some data, each at most limit bytes, and to zeros, as ranges of
+// all-zero pages.
+func split(chunks []chunk, zeros []int64, data []byte, off, limit int64) ([]chunk, []int64) {
+	for len(data) > 0 {
+		n := min(len(data), len(zeroPage))
+		isZero := bytes.Equal(data[:n], zeroPage[:n])
+		switch {
+		case isZero && len(zeros) > 0 && zeros[len(zeros)-2]+zeros[len(zeros)-1] == off:
+			zeros[len(zeros)-1] += int64(n)
+		case isZero:
+			zeros = append(zeros, off, int64(n))
+		case len(chunks) > 0 && chunks[len(chunks)-1].off+int64(len(chunks[len(chunks)-1].data)) == off &&
+			int64(len(chunks[len(chunks)-1].data)+n) <= limit:
+			last := &chunks[len(chunks)-1]
+			last.data = last.data[:len(last.data)+n] // data follows in the same array
+		default:
+			chunks = append(chunks, chunk{off: off, data: data[:n:len(data)]})
+		}
+		data, off = data[n:], off+int64(n)
+	}
+	return chunks, zeros
+}
+
+// sendWindow is how many chunks of a batch are in flight at once.
+const sendWindow = 8
+
+// sendChunks sends chunks, up to sendWindow at once, and returns once
+// each is acknowledged, or with the first error.
+func (r *run) sendChunks(ctx context.Context, s, buffer string, chunks []chunk) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, sendWindow)
+	var wg sync.WaitGroup
+	for _, c := range chunks {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := r.sendChunk(ctx, s, buffer, c); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return context.Cause(ctx)
+}
+
 // sendChunk sends one chunk until its consumer has written it, waiting
 // (chunkWait) for a consumer not yet subscribed.
-func (r *run) sendChunk(ctx context.Context, s, buffer string, off int64, data []byte) error {
+func (r *run) sendChunk(ctx context.Context, s, buffer string, c chunk) error {
 	m := nats.NewMsg(r.dataSubject(s))
 	m.Header.Set(hdrBuffer, buffer)
-	m.Header.Set(hdrOffset, strconv.FormatInt(off, 10))
-	m.Data = data
+	m.Header.Set(hdrOffset, strconv.FormatInt(c.off, 10))
+	m.Data = c.data
+	if c.zeros != nil {
+		m.Header.Set(hdrZeros, "1")
+		m.Data = make([]byte, 8*len(c.zeros))
+		for i, v := range c.zeros {
+			binary.LittleEndian.PutUint64(m.Data[8*i:], uint64(v))
+		}
+	}
 	deadline := time.Now().Add(chunkWait)
 	for {
 		rctx, cancel := context.WithTimeout(ctx, chunkWait)
