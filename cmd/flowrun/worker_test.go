@@ -34,7 +34,7 @@ func natsForWorkers(t testing.TB) string {
 // placedRun runs graph with sets on a NATS server with its placement's
 // workers (each `flowrun worker --name W`) in this process, and returns
 // the run's results and each worker's outcome.
-func placedRun(t *testing.T, graph string, workers []string, sets ...string) (*results.Results, map[string]cliResult) {
+func placedRun(t testing.TB, graph string, workers []string, sets ...string) (*results.Results, map[string]cliResult) {
 	t.Helper()
 	url := natsForWorkers(t)
 	var args []string
