@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -119,5 +120,83 @@ func TestWorkerKilled(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("the failed run wrote a results file")
+	}
+}
+
+// startCluster starts three nats-server nodes on loopback with routes
+// between every pair and returns their client URLs once routed.
+func startCluster(t *testing.T) []string {
+	t.Helper()
+	bin := needBin(t, "nats-server")
+	routes := []int{freeTCPPort(t), freeTCPPort(t), freeTCPPort(t)}
+	var all []string
+	for _, r := range routes {
+		all = append(all, fmt.Sprintf("nats://127.0.0.1:%d", r))
+	}
+	var urls []string
+	var monitors []int
+	for i, r := range routes {
+		m := freeTCPPort(t)
+		n := startNATS(t, bin, "-m", fmt.Sprint(m), "--cluster_name", "flowrun-workers", "--name", fmt.Sprintf("n%d", i),
+			"--cluster", fmt.Sprintf("nats://127.0.0.1:%d", r), "--routes", strings.Join(all, ","))
+		urls, monitors = append(urls, n.url()), append(monitors, m)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, m := range monitors {
+		for varz(m, "routes") < 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster not routed after 30 s")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return urls
+}
+
+// TestWorkersOnCluster: the run and two worker processes each connected
+// to a different node of a 3-node cluster (plan on w1, exchange on w2),
+// for two seeds, pipelined and sequential, shared memory and by value:
+// the digest of the single process every time.
+func TestWorkersOnCluster(t *testing.T) {
+	if !integration() {
+		t.Skip("FLOWRUN_INTEGRATION=1 runs workers on a 3-node NATS cluster")
+	}
+	urls := startCluster(t)
+	for _, c := range []struct{ seed, pipeline, hosts string }{
+		{"1", "pipelined", ""}, {"7", "pipelined", ""}, {"7", "sequential", ""}, {"1", "pipelined", "far"},
+	} {
+		common := []string{"seed=" + c.seed, "pipeline=" + c.pipeline}
+		want := runResults(t, demo, setArgs(common)...)
+		sets := append([]string{"placement.workers.w1.stages=[plan]", "placement.workers.w2.stages=[exchange]"}, common...)
+		if c.hosts != "" {
+			sets = append(sets, "placement.workers.w1.host=far1", "placement.workers.w2.host=far2")
+		}
+		args := setArgs(sets)
+		var wexits []chan error
+		var wlogs []*syncBuffer
+		for i, w := range []string{"w1", "w2"} {
+			_, log, exit := startWorkerProc(t, append([]string{"--nats", urls[i+1], "--graph", demo, "--name", w}, args...)...)
+			wexits, wlogs = append(wexits, exit), append(wlogs, log)
+		}
+		out := filepath.Join(t.TempDir(), "r.json")
+		_, stderr, exited := startFlowrun(t, append([]string{"run", demo, "-q", "--nats", urls[0], "--out", out}, args...)...)
+		if err := waitExit(t, exited, 120*time.Second); err != nil {
+			t.Fatalf("%+v: %v\n%s\nw1: %s\nw2: %s", c, err, stderr, wlogs[0], wlogs[1])
+		}
+		for i, e := range wexits {
+			if err := waitExit(t, e, 30*time.Second); err != nil {
+				t.Errorf("%+v: worker w%d: %v\n%s", c, i+1, err, wlogs[i])
+			}
+		}
+		got, err := results.Read(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Digest != want.Digest || got.IterationMs.Modeled != want.IterationMs.Modeled {
+			t.Errorf("%+v: digest %s, modeled %v; one process: %s, %v", c, got.Digest, got.IterationMs.Modeled, want.Digest, want.IterationMs.Modeled)
+		}
+		if got.Placement == nil || len(got.Placement.Edges) != 3 {
+			t.Errorf("%+v: placement %+v, want 3 edges (load → plan → exchange → train)", c, got.Placement)
+		}
 	}
 }
