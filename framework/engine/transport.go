@@ -62,7 +62,10 @@ type transport struct {
 	local   map[string]*region.Region // the run's buffer name → mirror
 	origin  map[string]string         // mirror name → the run's buffer name
 	traffic map[string]*edgeTraffic   // graph subject → counts
-	subs    []*nats.Subscription
+	// arrays is, per graph subject carried by value, the arrays that
+	// cross it (edgeArrays); nil: all of them.
+	arrays map[string]map[string]bool
+	subs   []*nats.Subscription
 }
 
 // consumerOf is the stage reading graph subject s, "" if none.
@@ -113,6 +116,63 @@ func (r *run) runStage() string {
 	return ""
 }
 
+// edgeArrays are the arrays that must cross graph subject s by value:
+// those a stage at or upstream of its producer declares it produces, and
+// a stage at or downstream of its consumer declares it consumes (what the
+// far side has yet to write, or never reads, need not travel; the
+// graph refuses a stage that consumes an array nothing upstream
+// produces). Nil, all arrays, when the stages declare no fields.
+func (r *run) edgeArrays(s string) map[string]bool {
+	g := r.opts.Graph
+	declared := false
+	byName := map[string]int{}
+	for i, gn := range g.Nodes {
+		byName[gn.Name] = i
+		declared = declared || len(gn.Produces) > 0 || len(gn.Consumes) > 0
+	}
+	if !declared {
+		return nil
+	}
+	// walk visits name and every stage it reaches through next.
+	var walk func(name string, next func(string) []string, seen map[string]bool)
+	walk = func(name string, next func(string) []string, seen map[string]bool) {
+		if name == "" || seen[name] {
+			return
+		}
+		seen[name] = true
+		for _, n := range next(name) {
+			walk(n, next, seen)
+		}
+	}
+	up, down := map[string]bool{}, map[string]bool{}
+	walk(r.producerOf(s), func(n string) []string {
+		return []string{r.producerOf(g.Nodes[byName[n]].In)}
+	}, up)
+	walk(r.consumerOf(s), func(n string) []string {
+		var outs []string
+		for _, o := range g.Nodes[byName[n]].Out {
+			outs = append(outs, r.consumerOf(o))
+		}
+		return outs
+	}, down)
+	produced, out := map[string]bool{}, map[string]bool{}
+	for name := range up {
+		for _, f := range g.Nodes[byName[name]].Produces {
+			if f.Kind() == batch.ArrayField { // a stat may share an array's name
+				produced[f.Name()] = true
+			}
+		}
+	}
+	for name := range down {
+		for _, f := range g.Nodes[byName[name]].Consumes {
+			if produced[f.Name()] && f.Kind() == batch.ArrayField {
+				out[f.Name()] = true
+			}
+		}
+	}
+	return out
+}
+
 // startTransport readies the data plane once the hosts are known: a
 // process on another host than the run's mirrors its buffers, and every
 // input edge that carries arrays by value is subscribed to.
@@ -128,6 +188,12 @@ func (r *run) startTransport() error {
 		}
 	}
 	r.transport = t
+	t.arrays = map[string]map[string]bool{}
+	for _, gn := range r.opts.Graph.Nodes {
+		for _, out := range gn.Out {
+			t.arrays[out] = r.edgeArrays(out)
+		}
+	}
 	for _, n := range r.nodes {
 		if n.remote != "" || n.In == "" || !r.byValue(r.producerOf(n.In), n.Name) {
 			continue
@@ -256,7 +322,9 @@ func (r *run) sendArrays(ctx context.Context, s string, b *batch.Batch) error {
 	limit := int64(r.opts.Bus.NATS().MaxPayload() - chunkSlack)
 	names := make([]string, 0, len(b.Refs))
 	for k := range b.Refs {
-		names = append(names, k)
+		if a := r.transport.arrays[s]; a == nil || a[k] {
+			names = append(names, k)
+		}
 	}
 	sort.Strings(names)
 	var chunks []chunk
@@ -313,9 +381,10 @@ func split(chunks []chunk, zeros []int64, data []byte, off, limit int64) ([]chun
 		case isZero:
 			zeros = append(zeros, off, int64(n))
 		case len(chunks) > 0 && chunks[len(chunks)-1].off+int64(len(chunks[len(chunks)-1].data)) == off &&
-			int64(len(chunks[len(chunks)-1].data)+n) <= limit:
+			int64(len(chunks[len(chunks)-1].data)+n) <= limit && cap(chunks[len(chunks)-1].data) >= len(chunks[len(chunks)-1].data)+n:
+			// The page follows the last chunk's in the same array.
 			last := &chunks[len(chunks)-1]
-			last.data = last.data[:len(last.data)+n] // data follows in the same array
+			last.data = last.data[:len(last.data)+n]
 		default:
 			chunks = append(chunks, chunk{off: off, data: data[:n:len(data)]})
 		}
