@@ -16,6 +16,7 @@ import (
 	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/engine"
+	"github.com/flowrun/flowrun/framework/placement"
 	"github.com/flowrun/flowrun/framework/summary"
 	"github.com/flowrun/flowrun/framework/telemetry"
 )
@@ -33,6 +34,7 @@ type workerFlags struct {
 	host      string
 	wait      time.Duration
 	quiet     bool
+	trace     string
 }
 
 const workerLong = `Run some stages of a graph for a run started elsewhere.
@@ -86,6 +88,7 @@ func newWorkerCmd() *cobra.Command {
 	fs.StringVar(&f.host, "host", "", "the host `LABEL` where the placement gives the worker none (default: the host name)")
 	fs.DurationVar(&f.wait, "wait", time.Minute, "how long to wait for the run to answer")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "print nothing but errors")
+	fs.StringVar(&f.trace, "trace", "none", "trace exporter for the worker's stage spans (children of the run's batch spans): none, stdout, file:PATH, otlp-grpc://host:port, otlp-http://host:port")
 	return cmd
 }
 
@@ -107,7 +110,13 @@ func runWorker(ctx context.Context, f workerFlags, stderr io.Writer) error {
 		level = slog.LevelError
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	host, err := newHost(nil, stderr, f.quiet)
+	tel, err := telemetry.Setup(ctx, f.trace, telemetry.Resource{Graph: g.Config.Name, Version: version,
+		Attributes: map[string]string{"flowrun.worker": name}}, telemetry.WithLogger(log))
+	if err != nil {
+		return usageError{err}
+	}
+	defer tel.Shutdown(context.WithoutCancel(ctx))
+	host, err := newHost(tel.TracerProvider(), stderr, f.quiet)
 	if err != nil {
 		return err
 	}
@@ -120,11 +129,6 @@ func runWorker(ctx context.Context, f workerFlags, stderr io.Writer) error {
 		return err
 	}
 	defer stop()
-	tel, err := telemetry.Setup(ctx, "none", telemetry.Resource{Graph: g.Config.Name, Version: version}, telemetry.WithLogger(log))
-	if err != nil {
-		return err
-	}
-	defer tel.Shutdown(context.WithoutCancel(ctx))
 	err = engine.Work(ctx, engine.WorkOptions{
 		Graph: g, Stages: stages(), Plugins: locatedOpener{host, g.Config}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, RunID: f.runID, Worker: name, Host: f.host, Wait: f.wait,
@@ -135,6 +139,9 @@ func runWorker(ctx context.Context, f workerFlags, stderr io.Writer) error {
 			}
 		},
 	})
+	if errors.Is(err, placement.ErrRefused) {
+		return usageError{fmt.Errorf("worker %s: %w", name, err)}
+	}
 	if err != nil {
 		return fmt.Errorf("worker %s: %w", name, err)
 	}

@@ -18,6 +18,10 @@ import (
 // ErrRunSilent is why a worker leaves a run whose heartbeat stopped.
 var ErrRunSilent = errors.New("the run stopped answering (no heartbeat)")
 
+// ErrRefused wraps the run's reason for refusing a worker (another graph
+// digest, a name or stages the placement does not give it).
+var ErrRefused = errors.New("refused")
+
 // Find asks the NATS server for the run of the graph with digest, until
 // one answers or wait passes: a worker started without --run.
 func Find(ctx context.Context, conn *bus.Conn, digest string, wait time.Duration) (string, error) {
@@ -119,7 +123,7 @@ func (m *Member) join(ctx context.Context, j Join, wait time.Duration) (Welcome,
 				return Welcome{}, fmt.Errorf("join run %s: bad answer: %w", m.runID, err)
 			}
 			if w.Error != "" {
-				return Welcome{}, fmt.Errorf("run %s refused worker %s: %s", m.runID, j.Worker, w.Error)
+				return Welcome{}, fmt.Errorf("run %s %w worker %s: %s", m.runID, ErrRefused, j.Worker, w.Error)
 			}
 			return w, nil
 		}
