@@ -144,6 +144,7 @@ func newRunCmd() *cobra.Command {
 					w = cmd.ErrOrStderr()
 				}
 				summary.Write(w, res)
+				writePlacement(w, res.Placement) // worker.go
 				if f.out != "" {
 					fmt.Fprintf(w, "%-12s %s\n", "results", f.out)
 				}

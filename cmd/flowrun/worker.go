@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/engine"
 	"github.com/flowrun/flowrun/framework/placement"
+	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/summary"
 	"github.com/flowrun/flowrun/framework/telemetry"
 )
@@ -227,4 +229,25 @@ func validRunID(id string) bool {
 		}
 	}
 	return id != ""
+}
+
+// writePlacement adds to the summary where the placed stages ran and
+// what crossed each edge between processes (nothing without a placement).
+func writePlacement(w io.Writer, p *results.Placement) {
+	if p == nil {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Workers)) {
+		pw := p.Workers[name]
+		fmt.Fprintf(w, "%-12s %s on %s (pid %d): %s\n", "worker", name, pw.Host, pw.PID, strings.Join(pw.Stages, ", "))
+	}
+	for _, e := range p.Edges {
+		how := "shared memory: header only"
+		if e.ByValue && e.Batches > 0 {
+			n := float64(e.Batches)
+			how = fmt.Sprintf("by value: %s and %.1f messages per batch, %.2f ms sending, measured",
+				config.FormatBytes(float64(e.Bytes)/n), float64(e.Messages)/n, e.SendMs/n)
+		}
+		fmt.Fprintf(w, "%-12s %s → %s (%s): %s\n", "edge", e.From, e.To, e.Subject, how)
+	}
 }

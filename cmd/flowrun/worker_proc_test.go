@@ -85,7 +85,7 @@ func TestWorkerProcesses(t *testing.T) {
 }
 
 // TestWorkerKilled: a worker killed with SIGKILL mid-run fails the run,
-// which names the worker, soon (its heartbeat stops: placement.Silence)
+// which names the worker, soon (its heartbeat stops: placement.silence)
 // and writes no results file.
 func TestWorkerKilled(t *testing.T) {
 	if !integration() {

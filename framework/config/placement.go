@@ -18,6 +18,10 @@ type Placement struct {
 	// Wait is how long the run waits for every worker to join (a Go
 	// duration, e.g. 60s); empty means DefaultPlacementWait.
 	Wait string `mapstructure:"wait"`
+	// Silence is how long a joined worker may go without a heartbeat (one
+	// every 150 ms) before the run fails, naming it (a Go duration, at
+	// least 300ms); empty means DefaultPlacementSilence.
+	Silence string `mapstructure:"silence"`
 	// Host labels the run's own host; empty means its host name. Arrays
 	// cross an edge by value (chunked NATS messages) where its two stages
 	// are on hosts of different labels, by shared-memory handle otherwise.
@@ -37,6 +41,27 @@ type PlacedWorker struct {
 // DefaultPlacementWait is how long a run waits for its workers to join
 // when placement.wait is empty.
 const DefaultPlacementWait = 60 * time.Second
+
+// DefaultPlacementSilence is how long a worker may be silent when
+// placement.silence is empty: a killed worker fails its run within a
+// second.
+const DefaultPlacementSilence = 750 * time.Millisecond
+
+// minSilence keeps placement.silence above two heartbeats.
+const minSilence = 300 * time.Millisecond
+
+// SilenceFor is placement.silence as a duration (DefaultPlacementSilence
+// when empty); Validate has checked it parses.
+func (p *Placement) SilenceFor() time.Duration {
+	if p == nil || p.Silence == "" {
+		return DefaultPlacementSilence
+	}
+	d, err := time.ParseDuration(p.Silence)
+	if err != nil || d < minSilence {
+		return DefaultPlacementSilence
+	}
+	return d
+}
 
 var workerName = regexp.MustCompile(`^[a-z0-9_][a-z0-9_-]*$`)
 
@@ -90,6 +115,11 @@ func (p Placement) Validate() error {
 	if p.Wait != "" {
 		if d, err := time.ParseDuration(p.Wait); err != nil || d <= 0 {
 			errs = append(errs, At("wait", fmt.Errorf("%q is not a positive duration (e.g. 60s)", p.Wait)))
+		}
+	}
+	if p.Silence != "" {
+		if d, err := time.ParseDuration(p.Silence); err != nil || d < minSilence {
+			errs = append(errs, At("silence", fmt.Errorf("%q is not a duration of at least %v", p.Silence, minSilence)))
 		}
 	}
 	for _, name := range p.WorkerNames() {

@@ -31,13 +31,14 @@ func TestPlacementSection(t *testing.T) {
 	}
 	_, _, err = Load("testdata/good.yaml", []string{
 		"placement.workers.w1.stages=[nope," + stage + "]", "placement.workers.w2.stages=[" + stage + "]",
-		"placement.workers.w3.stages=[]", "placement.wait=soon",
+		"placement.workers.w3.stages=[]", "placement.wait=soon", "placement.silence=10ms",
 	})
 	for _, want := range []string{
 		`placement::workers::w1::stages::0: "nope" is not a stage`,
 		"is placed on both w1 and w2",
 		"placement::workers::w3::stages: a worker runs at least one stage",
 		`placement::wait: "soon" is not a positive duration`,
+		`placement::silence: "10ms" is not a duration of at least 300ms`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("bad placement: %v\nwant %q", err, want)

@@ -217,7 +217,7 @@ func (c *Coordinator) fail(err error) {
 }
 
 // Failed delivers the first worker failure: a stage error it reported,
-// or its silence for longer than Silence.
+// or its silence for longer than placement.silence.
 // A nil Coordinator (no placement) never fails.
 func (c *Coordinator) Failed() <-chan error {
 	if c == nil {
@@ -251,7 +251,7 @@ func (c *Coordinator) checkSilence(now time.Time) {
 		return
 	}
 	for name, j := range c.joined {
-		if gap := now.Sub(j.last); gap > Silence {
+		if gap := now.Sub(j.last); gap > c.place.SilenceFor() {
 			c.fail(c.errorOf(name, fmt.Errorf("%w for %v", ErrSilent, gap.Round(time.Millisecond))))
 		}
 	}

@@ -31,12 +31,12 @@ const Protocol = "flowrun-placement/1"
 
 // The liveness rules. A worker publishes a heartbeat every Heartbeat; the
 // run declares a joined worker gone once it has heard nothing from it
-// for Silence, so a killed worker fails the run within Silence plus one
-// check (Heartbeat/2): under a second. The run's own heartbeat is given
-// more slack (RunSilence): a worker that loses its run only leaves.
+// for placement.silence (config.DefaultPlacementSilence, 750 ms), so a
+// killed worker fails the run within that plus one check (Heartbeat/2):
+// under a second by default. The run's own heartbeat is given more slack
+// (RunSilence): a worker that loses its run only leaves.
 const (
 	Heartbeat  = 150 * time.Millisecond
-	Silence    = 750 * time.Millisecond
 	RunSilence = 5 * time.Second
 )
 
