@@ -200,3 +200,26 @@ func TestWorkersOnCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestRunKilledWorkerLeaves: a run killed with SIGKILL mid-run leaves
+// its worker without a heartbeat; the worker exits 1 saying so
+// (placement.RunSilence) instead of waiting for ever.
+func TestRunKilledWorkerLeaves(t *testing.T) {
+	if !integration() {
+		t.Skip("FLOWRUN_INTEGRATION=1 kills a flowrun run process")
+	}
+	url := startNATS(t, needBin(t, "nats-server")).url()
+	sets := []string{"--set", "placement.workers.w1.stages=[plan,exchange]", "--set", "dataset.batches=100000"}
+	_, wstderr, wexit := startWorkerProc(t, append([]string{"--nats", url, "--graph", demo, "--name", "w1"}, sets...)...)
+	run, _, exited := startFlowrun(t, append([]string{"run", demo, "-q", "--nats", url}, sets...)...)
+	whileRunning(t, exited, "the worker joined", func() bool { return strings.Contains(wstderr.String(), "joined run") })
+	time.Sleep(500 * time.Millisecond)
+	if err := run.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	err := waitExit(t, wexit, 30*time.Second)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(wstderr.String(), "the run stopped answering") {
+		t.Errorf("worker of a killed run: %v, want exit 1 saying the run stopped answering\n%s", err, wstderr)
+	}
+}
