@@ -51,6 +51,9 @@ type runFlags struct {
 	// set, gets the run's batches (replay's check against a record).
 	record   recordFlags
 	recorder engine.Recorder
+	// runID is --run-id: the run's id (default random), which a
+	// placement's workers join (worker.go).
+	runID string
 }
 
 // runLong is run's help text.
@@ -141,6 +144,7 @@ func newRunCmd() *cobra.Command {
 					w = cmd.ErrOrStderr()
 				}
 				summary.Write(w, res)
+				writePlacement(w, res.Placement) // worker.go
 				if f.out != "" {
 					fmt.Fprintf(w, "%-12s %s\n", "results", f.out)
 				}
@@ -160,6 +164,7 @@ func newRunCmd() *cobra.Command {
 	cmd.Flags().Lookup("check-hazards").NoOptDefVal = string(engine.HazardsStrict)
 	f.ckpt.register(cmd)
 	f.record.register(cmd)
+	cmd.Flags().StringVar(&f.runID, "run-id", "", "the run's `ID` (16 hex digits by default, random): what a placement's workers join")
 	return cmd
 }
 
@@ -234,7 +239,12 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		return nil, usageError{err}
 	}
 	cfg := g.Config
-	runID := engine.NewRunID()
+	runID := f.runID
+	if runID == "" {
+		runID = engine.NewRunID()
+	} else if !validRunID(runID) {
+		return nil, usageError{fmt.Errorf("--run-id %q: use letters, digits, '_' and '-' (it is part of NATS subjects)", runID)}
+	}
 	ckpt, err := f.ckpt.options(cfg.Name)
 	if err != nil {
 		return nil, err
@@ -269,6 +279,10 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		return nil, usageError{err}
 	}
 
+	hint, err := announcePlacement(cfg, f, path, runID, bar) // worker.go
+	if err != nil {
+		return nil, err
+	}
 	conn, stop, err := connectBus(cfg, f, log)
 	if err != nil {
 		return nil, err
@@ -287,7 +301,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	res, err := engine.Run(ctx, engine.Options{
 		Graph: g, Stages: stages(), Plugins: locatedOpener{host, cfg}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
-		CheckHazards: hazards, Modeled: f.modeled, Checkpoint: ckpt, Record: f.recorder,
+		CheckHazards: hazards, Modeled: f.modeled, Checkpoint: ckpt, Record: f.recorder, WorkerHint: hint,
 	})
 	if rerr := rec.finish(res, err, bar); rerr != nil && err == nil {
 		return nil, rerr

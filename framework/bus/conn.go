@@ -268,3 +268,7 @@ func redactURLs(list string) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// RedactURLs is a server URL list with any password or token replaced,
+// for messages that print it.
+func RedactURLs(list string) string { return redactURLs(list) }

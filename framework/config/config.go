@@ -54,6 +54,9 @@ type Config struct {
 	// Serving, when set, replays queries under a Poisson load on the
 	// modeled clock (serving.go, docs/serving.md).
 	Serving *Serving `mapstructure:"serving"`
+	// Placement, when set, runs named stages in flowrun worker processes
+	// (placement.go, docs/scale-out.md).
+	Placement *Placement `mapstructure:"placement"`
 	// Echo is the graph as Load read it: the file's keys (lower-cased) with
 	// the --set overrides applied, before defaults; results.json echoes it
 	// as `config` (DESIGN.md §8). Nil for a Config not made by Load.

@@ -170,6 +170,7 @@ func (c *Config) validateAcross() []error {
 					s, c.Dataset.rowsKey(), rows, rows)))
 		}
 	}
+	errs = append(errs, c.validatePlacement()...)
 	return append(errs, c.validateServing()...)
 }
 

@@ -423,17 +423,23 @@ func (r *run) restoreMeasures() error {
 		if !ok {
 			return fmt.Errorf("resume from %s: %w: it has no measures of stage %s", ck.Dir, checkpoint.ErrMismatch, n.id)
 		}
-		n.wallNs, n.modNs, n.prims, n.primBatches = m.WallNs, m.ModNs, m.Prims, m.PrimBatches
-		copy(n.modBySeq, m.ModBySeq)
-		for dev, v := range m.DevBySeq {
-			if n.devBySeq == nil {
-				n.devBySeq = make(map[string][]int64)
-			}
-			n.devBySeq[dev] = make([]int64, len(n.modBySeq))
-			copy(n.devBySeq[dev], v)
-		}
+		n.setMeasures(m)
 	}
 	return nil
+}
+
+// setMeasures makes m what n measured (a checkpoint's, or a worker's
+// report of a remote stage); n.modBySeq is already sized.
+func (n *node) setMeasures(m measures) {
+	n.wallNs, n.modNs, n.prims, n.primBatches = m.WallNs, m.ModNs, m.Prims, m.PrimBatches
+	copy(n.modBySeq, m.ModBySeq)
+	for dev, v := range m.DevBySeq {
+		if n.devBySeq == nil {
+			n.devBySeq = make(map[string][]int64)
+		}
+		n.devBySeq[dev] = make([]int64, len(n.modBySeq))
+		copy(n.devBySeq[dev], v)
+	}
 }
 
 // startCheckpoints completes the checkpointer once the stages exist: the

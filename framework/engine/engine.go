@@ -33,6 +33,7 @@ import (
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/hazard"
+	"github.com/flowrun/flowrun/framework/placement"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/telemetry"
@@ -73,6 +74,12 @@ type Options struct {
 	// Record, when set, gets every batch's lookups and plan decisions
 	// (record.go): flowrun run --record, flowrun replay's check.
 	Record Recorder
+	// Host labels the run's host for a graph with a placement (where
+	// placement.host is empty); empty means the host name (placed.go).
+	Host string
+	// WorkerHint, when set, is the command line that starts worker NAME
+	// of this run, for the error of a worker that never joined.
+	WorkerHint func(worker, runID string) string
 }
 
 // StageError is a stage failing on a batch.
@@ -109,6 +116,21 @@ type node struct {
 	// isPrimStat); primBatches counts the batches that reported any.
 	prims       map[string]int64
 	primBatches int
+	// remote is the placement's worker that runs the stage (placed.go);
+	// "" for a stage of this process. A remote node has no stage here:
+	// its measures come from the worker's report, and its lookahead
+	// (remoteAhead) from the worker's Join.
+	remote      string
+	remoteAhead int
+}
+
+// lookahead is what the stage holds back (stage.Lookahead), here or on
+// its worker.
+func (n *node) lookahead() int {
+	if la, ok := n.stage.(stage.Lookahead); ok {
+		return la.Lookahead()
+	}
+	return n.remoteAhead
 }
 
 // run is the state of one run.
@@ -141,6 +163,23 @@ type run struct {
 	served servedLog
 	// ckpt writes checkpoints and resumes; nil when the run does neither.
 	ckpt *checkpointer
+	// coord admits and watches the placement's workers (placed.go), nil
+	// without a placement; member is a worker's side of its run
+	// (worker.go), nil in the run's own process.
+	coord  *placement.Coordinator
+	member *placement.Member
+	// workerStages are the stages a worker runs (worker.go); nil in the
+	// run's own process.
+	workerStages map[string]bool
+	// transport carries arrays by value across hosts (transport.go), nil
+	// when every stage is in the run's process.
+	transport *transport
+	// traffic is what crossed each edge by value, from every process
+	// (gatherReports).
+	traffic map[string]edgeCounts
+	// hosts is the host label of every stage when stages are placed,
+	// for the data plane's choice per edge (transport.go).
+	hosts map[string]string
 	// The stage whose batches Options.Record gets (record.go).
 	recordOnce    sync.Once
 	recordNode    string
@@ -221,6 +260,9 @@ func (r *run) complete(h *batch.Header) error {
 	r.mu.Unlock()
 	if !last {
 		return nil
+	}
+	if r.coord != nil {
+		r.coord.Completed(done)
 	}
 	if r.hazards != nil {
 		r.hazards.Done(h.Seq)
@@ -362,11 +404,17 @@ func (r *run) forward(ctx context.Context, stageSpan trace.SpanContext, n *node,
 	if len(n.outs) == 0 {
 		return r.complete(&b.Header)
 	}
-	data, err := b.Header.Marshal()
+	wire := r.transport.toWire(b.Header)
+	data, err := wire.Marshal()
 	if err != nil {
 		return err
 	}
-	for _, out := range n.outs {
+	for i, out := range n.outs {
+		if r.byValue(n.Name, r.consumerOf(n.Out[i])) {
+			if err := r.sendArrays(ctx, n.Out[i], b); err != nil {
+				return fmt.Errorf("stage %s: %w", n.id, err)
+			}
+		}
 		msg := bus.NewMessage(data)
 		bus.Inject(ctx, msg)
 		injectUpstream(stageSpan, msg)
@@ -473,6 +521,9 @@ type received struct {
 
 func (r *run) receive(ctx context.Context, n *node, msg *bus.Message) (*received, error) {
 	h, err := batch.Unmarshal(msg.Data)
+	if err == nil {
+		err = r.transport.toLocal(h)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("stage %s: %w", n.id, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/flowrun/flowrun/framework/clock"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
-	"github.com/flowrun/flowrun/framework/stage"
 )
 
 // scheduleModeled schedules the run's real dependency graph on what its
@@ -35,10 +34,8 @@ func (r *run) scheduleModeled(cfg *config.Config) (*clock.Timeline, int, error) 
 		if n.In != "" {
 			specs[i].Upstream = []string{producer[n.In]}
 		}
-		if la, ok := n.stage.(stage.Lookahead); ok {
-			specs[i].Lookahead = la.Lookahead()
-			lookahead += specs[i].Lookahead
-		}
+		specs[i].Lookahead = n.lookahead()
+		lookahead += specs[i].Lookahead
 		durations[i] = n.modBySeq
 		if byDevice && n.devBySeq != nil {
 			// The stage said what it charged to each of its devices: the

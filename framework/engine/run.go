@@ -64,12 +64,19 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		attribute.String("flowrun.check_hazards", string(opts.CheckHazards)),
 	))
 	defer root.End()
+	var runErr error
 	fail := func(err error) (*results.Results, error) {
 		root.RecordError(err)
 		root.SetStatus(codes.Error, err.Error())
+		runErr = err
 		return nil, err
 	}
 	defer r.shutdown(context.WithoutCancel(ctx))
+	// The workers leave with the run's outcome (placed.go).
+	defer func() { r.coord.Close(runErr) }()
+	if err := r.checkPlacement(); err != nil {
+		return fail(err)
+	}
 	var err error
 	if r.ckpt, err = newCheckpointer(opts.Checkpoint, opts.Graph); err != nil {
 		return fail(err)
@@ -85,6 +92,9 @@ func Run(ctx context.Context, opts Options) (*results.Results, error) {
 		return fail(err)
 	}
 	if err := r.wait(ctx, cancel, wg, stopWorkers); err != nil {
+		return fail(err)
+	}
+	if err := r.gatherReports(ctx); err != nil {
 		return fail(err)
 	}
 	digest, err := r.finish(ctx)
@@ -191,6 +201,12 @@ func (r *run) createStages(ctx context.Context) error {
 		if !ok {
 			return fmt.Errorf("stage %s: unknown kind %q", gn.Name, gn.Kind)
 		}
+		if skip, err := r.placed(gn, f); skip || err != nil {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		scfg, ok := gn.Options.(stage.Config)
 		if !ok {
 			return fmt.Errorf("stage %s: options were not decoded by its kind", gn.Name)
@@ -200,7 +216,7 @@ func (r *run) createStages(ctx context.Context) error {
 			TracerProvider: r.tp, Logger: r.log.With("stage", gn.Name), Metrics: r.metrics, Hazards: r.hazards,
 			OpenCache: r.openCache,
 		}
-		set, err := r.modelSettings(gn, set)
+		set, err := r.stageSettings(gn, set)
 		if err != nil {
 			return err
 		}
@@ -208,16 +224,20 @@ func (r *run) createStages(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		n := &node{Node: gn, id: set.ID(stage.Kind(gn.Kind)), stage: st}
-		for _, out := range gn.Out {
-			n.outs = append(n.outs, r.subject(out))
-		}
-		if len(gn.Out) == 0 {
-			r.sinks++
-		}
-		r.nodes = append(r.nodes, n)
+		r.addNode(&node{Node: gn, id: set.ID(stage.Kind(gn.Kind)), stage: st})
 	}
 	return nil
+}
+
+// addNode adds n, a created stage or a remote one, to the run's nodes.
+func (r *run) addNode(n *node) {
+	for _, out := range n.Out {
+		n.outs = append(n.outs, r.subject(out))
+	}
+	if len(n.Out) == 0 {
+		r.sinks++
+	}
+	r.nodes = append(r.nodes, n)
 }
 
 // start is the start phase: the batch pool, sized for the stages and
@@ -233,6 +253,22 @@ func (r *run) start(ctx context.Context, cancel context.CancelCauseFunc) (wg *sy
 			ahead += la.Lookahead()
 		}
 	}
+	// The run is complete when every sink has seen every batch of every
+	// source.
+	r.total = 0
+	for _, n := range r.nodes {
+		if src, ok := n.stage.(stage.Source); ok {
+			r.total += int(src.Batches())
+		}
+	}
+	remoteAhead, err := r.awaitWorkers(ctx) // placed.go; 0 without a placement
+	if err != nil {
+		return nil, nil, err
+	}
+	ahead += remoteAhead
+	if err := r.startTransport(); err != nil {
+		return nil, nil, err
+	}
 	if r.pool, err = batch.NewPool(r.shape.Layout, poolBuffers(cfg, len(r.nodes), ahead)); err != nil {
 		return nil, nil, err
 	}
@@ -241,20 +277,12 @@ func (r *run) start(ctx context.Context, cancel context.CancelCauseFunc) (wg *sy
 	// hand-off, the lockstep pipeline ScratchPipe's windows assume).
 	for i := len(r.nodes) - 1; i >= 0; i-- {
 		n := r.nodes[i]
-		if n.In == "" {
+		if n.In == "" || n.remote != "" {
 			continue
 		}
 		if n.sub, err = r.opts.Bus.Subscribe(wctx, r.subject(n.In), cfg.NATS.Credits); err != nil {
 			stopWorkers()
 			return nil, nil, fmt.Errorf("stage %s: %w", n.id, err)
-		}
-	}
-	// The run is complete when every sink has seen every batch of every
-	// source.
-	r.total = 0
-	for _, n := range r.nodes {
-		if src, ok := n.stage.(stage.Source); ok {
-			r.total += int(src.Batches())
 		}
 	}
 	r.checkDone()
@@ -267,6 +295,9 @@ func (r *run) start(ctx context.Context, cancel context.CancelCauseFunc) (wg *sy
 	}
 	wg = &sync.WaitGroup{}
 	for _, n := range r.nodes {
+		if n.remote != "" {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -303,6 +334,8 @@ func (r *run) wait(ctx context.Context, cancel context.CancelCauseFunc, wg *sync
 		cancel(err)
 	case <-lost:
 		cancel(r.opts.Bus.LostErr())
+	case err := <-r.coord.Failed():
+		cancel(err)
 	case <-ctx.Done():
 	}
 	stopWorkers()
@@ -366,6 +399,7 @@ func (r *run) finish(ctx context.Context) (string, error) {
 // the stages (last created first), Storage, the host tables. Plugins
 // belong to the host that opened them.
 func (r *run) shutdown(ctx context.Context) {
+	r.transport.close()
 	if r.pool != nil {
 		r.pool.Close()
 	}

@@ -60,8 +60,11 @@ type Results struct {
 	// Primitives break the stages that report them (train) down by
 	// embedding primitive, for Tensor Casting's Fig. 12 and Fig. 15.
 	Primitives []Primitives `json:"primitives,omitempty"`
-	WallMs     float64      `json:"wall_ms"`
-	Started    time.Time    `json:"started"`
+	// Placement is where placed stages ran and what crossed each edge
+	// between processes; nil when every stage ran in the run's process.
+	Placement *Placement `json:"placement,omitempty"`
+	WallMs    float64    `json:"wall_ms"`
+	Started   time.Time  `json:"started"`
 }
 
 // DatasetUse is how a run read a batch file (dataset.kind: file). A run
