@@ -130,6 +130,9 @@ func (h *Host) launch(ctx context.Context, kind plugin.Kind, r Ref) (any, *proce
 	if rc := p.client.ReattachConfig(); rc != nil {
 		p.Pid = rc.Pid
 	}
+	if err := applyNice(ctx, p); err != nil { // nice.go: WithNice
+		return fail(err)
+	}
 	raw, err := proto.Dispense(string(kind))
 	if err != nil {
 		return fail(fmt.Errorf("dispense: %w", err))
