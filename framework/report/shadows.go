@@ -124,7 +124,7 @@ func shadowFigure(in *Input) (figure, bool) {
 	hit.Legend.Top = false
 	link := newPlot("Shadow policies: link time per batch (modeled)", xLabel, "modeled link time per batch (ms)")
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}, draw.RingGlyph{}}
-	linked, top := false, 0.0
+	linked, top, right := false, 0.0, 0.0
 	for i, l := range lines {
 		for _, panel := range []struct {
 			p   *plot.Plot
@@ -146,7 +146,15 @@ func shadowFigure(in *Input) (figure, bool) {
 		for _, pt := range l.link {
 			top = max(top, pt.Y)
 		}
+		for _, pt := range l.hit {
+			right = max(right, pt.X)
+		}
 		linked = linked || l.linked
+	}
+	// From no cache to a little past the largest size: a size swept once
+	// stays off the frame's edge.
+	for _, p := range []*plot.Plot{hit, link} {
+		p.X.Min, p.X.Max = 0, right*1.05
 	}
 	plots := []*plot.Plot{hit}
 	if linked {
