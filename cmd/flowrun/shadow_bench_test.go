@@ -25,11 +25,12 @@ const shadowBenchPolicies = `      - {plugin: BINscratchpipe, size: 0.05}
 // of graphs/scratchpipe.yaml at its defaults, as the ratio of its wall
 // time per batch with them to without, the two run in alternated pairs
 // (bench.MeasureShadowOverhead; FLOWRUN_SHADOW_PAIRS, default 5), the
-// load average logged with each pair. nice19-binaries runs the policies
-// as their plugin binaries at the stage's default niceness (FLOWRUN_BIN,
-// scripts/build.sh); builtin runs them in the run's process.
+// load average logged with each pair. builtin names the builtins with the
+// stage's defaults (each in a process of its own, niced 19);
+// builtin-in-process runs them in the run's process (own_process: false);
+// binaries names their plugin binaries (FLOWRUN_BIN, scripts/build.sh).
 //
-//	FLOWRUN_BIN=$PWD/bin go test -run '^$' -bench ShadowServing -benchtime 1x ./cmd/flowrun
+//	go test -run '^$' -bench 'ShadowServing/builtin$' -benchtime 1x ./cmd/flowrun
 func BenchmarkShadowServing(b *testing.B) {
 	pairs := 5
 	if s := os.Getenv("FLOWRUN_SHADOW_PAIRS"); s != "" {
@@ -45,12 +46,15 @@ func BenchmarkShadowServing(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Run("nice19-binaries", func(b *testing.B) {
-		bins := needBins(b, "flowrun-cache-scratchpipe", "flowrun-cache-static")
-		benchShadowServing(b, r, plain, shadowedGraph(b, graph, filepath.Dir(bins[0])+"/flowrun-cache-"), pairs)
-	})
 	b.Run("builtin", func(b *testing.B) {
-		benchShadowServing(b, r, plain, shadowedGraph(b, graph, "builtin:"), pairs)
+		benchShadowServing(b, r, plain, shadowedGraph(b, graph, "builtin:", ""), pairs)
+	})
+	b.Run("builtin-in-process", func(b *testing.B) {
+		benchShadowServing(b, r, plain, shadowedGraph(b, graph, "builtin:", "    own_process: false\n"), pairs)
+	})
+	b.Run("binaries", func(b *testing.B) {
+		bins := needBins(b, "flowrun-cache-scratchpipe", "flowrun-cache-static")
+		benchShadowServing(b, r, plain, shadowedGraph(b, graph, filepath.Dir(bins[0])+"/flowrun-cache-", ""), pairs)
 	})
 }
 
@@ -73,8 +77,9 @@ func benchShadowServing(b *testing.B, r benchRunner, plain bench.Graph, path str
 }
 
 // shadowedGraph writes graph with a shadow stage fed by load beside plan,
-// listing shadowBenchPolicies with prefix for BIN, and returns its path.
-func shadowedGraph(tb testing.TB, graph, prefix string) string {
+// listing shadowBenchPolicies with prefix for BIN, with the stage's other
+// keys (YAML lines) extra, and returns its path.
+func shadowedGraph(tb testing.TB, graph, prefix, extra string) string {
 	tb.Helper()
 	src, err := os.ReadFile(graph)
 	if err != nil {
@@ -82,7 +87,7 @@ func shadowedGraph(tb testing.TB, graph, prefix string) string {
 	}
 	s := strings.Replace(string(src), "    kind: load\n    out: [batches]", "    kind: load\n    out: [batches, shadowed]", 1)
 	policies := strings.ReplaceAll(shadowBenchPolicies, "BIN", prefix)
-	s = strings.Replace(s, "\nstages:\n", "\nstages:\n  shadow:\n    kind: shadow\n    in: shadowed\n    device: gpu\n    policies:\n"+policies, 1)
+	s = strings.Replace(s, "\nstages:\n", "\nstages:\n  shadow:\n    kind: shadow\n    in: shadowed\n    device: gpu\n"+extra+"    policies:\n"+policies, 1)
 	if s == string(src) {
 		tb.Fatalf("%s: no load stage to wire the shadow to", graph)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/pluginhost"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // niceness is field 19 of /proc/PID/task/TID/stat.
@@ -62,5 +64,43 @@ func TestWithNice(t *testing.T) {
 	}
 	if n := len(h.Processes()); n != 2 {
 		t.Errorf("%d processes after a refused niceness, want 2", n)
+	}
+}
+
+// A builtin asked for under WithOwnProcess runs in a process of its own,
+// served by the host's BuiltinServer (here this test binary, TestMain),
+// and answers as in process; without it, or on a host without a server,
+// it runs in process.
+func TestWithOwnProcess(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	h := newHost(t, pluginhost.Settings{BuiltinServer: &pluginhost.BuiltinServer{Path: self}})
+	c, err := h.Cache(pluginhost.WithNice(pluginhost.WithOwnProcess(ctx), 19), "builtin:echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	procs := h.Processes()
+	if len(procs) != 1 || procs[0].Name != "echo" || procs[0].Path != self {
+		t.Fatalf("processes %+v, want the builtin server serving echo", procs)
+	}
+	if got := niceness(t, procs[0].Pid, strconv.Itoa(procs[0].Pid)); got != 19 {
+		t.Errorf("niceness %d, want 19", got)
+	}
+	if _, err := h.Cache(ctx, "builtin:echo"); err != nil || len(h.Processes()) != 1 {
+		t.Errorf("without WithOwnProcess: %v, %d processes", err, len(h.Processes()))
+	}
+	if err := c.Configure(ctx, plugin.Setup{Options: []byte(`{"capacity": 8}`)}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Plan(ctx, &cache.PlanRequest{Seq: 1, TableOffsets: []int64{0, 3, 5}})
+	if err != nil || len(res.Tables) != 2 || res.Tables[1].Misses != 2 {
+		t.Fatalf("Plan = %+v, %v", res, err)
+	}
+	plain := newHost(t, pluginhost.Settings{})
+	if _, err := plain.Cache(pluginhost.WithOwnProcess(ctx), "builtin:echo"); err != nil || len(plain.Processes()) != 0 {
+		t.Errorf("a host without a server: %v, %d processes", err, len(plain.Processes()))
 	}
 }

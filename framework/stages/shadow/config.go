@@ -20,9 +20,14 @@ type Config struct {
 	// the stage's own memory (8 B per ID each), not in the batch pool.
 	Backlog int `mapstructure:"backlog"`
 	// Nice is the niceness, 0 to 19, of the policies' plugin processes
-	// (binaries; a builtin runs in the run's process at its priority): at
-	// 19 the kernel gives them only the CPU the serving path leaves.
+	// (binaries, and builtins in their own process): at 19 the kernel
+	// gives them only the CPU the serving path leaves.
 	Nice int `mapstructure:"nice"`
+	// OwnProcess runs a builtin policy in a process of its own, as its
+	// binary would run (pluginhost.WithOwnProcess), so that it too is
+	// niced; where the runtime has no server for builtins it runs in the
+	// run's process.
+	OwnProcess bool `mapstructure:"own_process"`
 }
 
 // DefaultBacklog lets niced shadows that get little CPU while the serving

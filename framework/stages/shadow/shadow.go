@@ -14,9 +14,10 @@
 // planner goroutine plans batch b once the future window after b has
 // arrived (the last batches with what is left of theirs, as plan's
 // lookahead does), up to backlog batches behind the serving path, and
-// Finish waits for it, saying how far behind it was. A policy served by a
-// binary plans in its own process at niceness nice (19: idle CPU only),
-// so that shadows take no CPU the serving path wants.
+// Finish waits for it, saying how far behind it was. Each policy plans in
+// a process of its own (a binary, or a builtin that the runtime's
+// pluginhost.BuiltinServer serves, own_process) at niceness nice (19: idle
+// CPU only), so that shadows take no CPU the serving path wants.
 //
 // It imports stage, batch, config, results, pluginhost (WithNice) and the
 // SDK, never another stage kind, the graph or the engine; its policies
@@ -294,10 +295,14 @@ func create(ctx context.Context, set stage.Settings, c *Config) (any, error) {
 	if all := set.Graph.Dataset.Batches + set.Graph.Dataset.EvalBatches; all > 0 {
 		s.backlog = min(s.backlog, all)
 	}
-	// A policy served by a binary runs at the stage's niceness.
+	// A policy in a process of its own (a binary; a builtin with
+	// own_process) runs at the stage's niceness.
 	open := ctx
+	if c.OwnProcess {
+		open = pluginhost.WithOwnProcess(open)
+	}
 	if c.Nice > 0 {
-		open = pluginhost.WithNice(ctx, c.Nice)
+		open = pluginhost.WithNice(open, c.Nice)
 	}
 	for i, pc := range c.Policies {
 		pol, future, err := set.OpenCache(open, pc)
