@@ -19,9 +19,9 @@
 // pluginhost.BuiltinServer serves, own_process) at niceness nice (19: idle
 // CPU only), so that shadows take no CPU the serving path wants.
 //
-// It imports stage, batch, config, results, pluginhost (WithNice) and the
-// SDK, never another stage kind, the graph or the engine; its policies
-// come from the runtime's stage.CacheOpener.
+// It imports stage, batch, config, results, pluginhost (WithNice,
+// WithOwnProcess) and the SDK, never another stage kind, the graph or the
+// engine; its policies come from the runtime's stage.CacheOpener.
 package shadow
 
 import (
