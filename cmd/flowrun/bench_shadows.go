@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/flowrun/flowrun/framework/stages/exchange"
-	"github.com/flowrun/flowrun/framework/stages/plan"
-	"github.com/flowrun/flowrun/framework/stages/shadow"
-	"sort"
+	"strings"
 
 	"github.com/flowrun/flowrun/framework/bench"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/graph"
+	"github.com/flowrun/flowrun/framework/stages/shadow"
 )
 
 // The stage and subject bench --shadows adds to a graph.
@@ -23,11 +22,11 @@ const (
 // what its plan stage is fed (its producer publishes one more subject),
 // listing the cache each point makes, in order (bench.ShadowRunner).
 func (b benchRunner) CheckShadowed(path string, sets []string, points [][]string) (bench.Graph, error) {
-	cfg, _, err := config.Load(path, sets)
+	g, err := validateGraph(path, sets, false)
 	if err != nil {
 		return nil, err
 	}
-	wiring, err := shadowWiring(cfg)
+	wiring, err := shadowWiring(g)
 	if err != nil {
 		return nil, err
 	}
@@ -63,48 +62,56 @@ func (b benchRunner) CheckShadowed(path string, sets []string, points [][]string
 }
 
 // shadowSetup is where a shadow stage goes in a graph: the stage feeding
-// plan, its outputs with the shadow's subject added, and the shadow
-// stage's keys but its policies.
+// the planning stage, its outputs with the shadow's subject added, and
+// the shadow stage's keys but its policies.
 type shadowSetup struct {
 	producer string
 	outs     []string
 	stage    map[string]any
 }
 
-// shadowWiring finds cfg's plan stage and the stage that feeds it; the
-// shadow's link is the first exchange stage's device (none: no modeled
-// link time).
-func shadowWiring(cfg *config.Config) (shadowSetup, error) {
-	names := make([]string, 0, len(cfg.Stages))
-	for n := range cfg.Stages {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var planStage, device string
-	for _, n := range names {
-		st := cfg.Stages[n]
-		if st.Kind == string(plan.Kind) && planStage == "" {
-			planStage = n
+// linkUser is a stage config whose modeled resources name a device's link
+// (stage configs declare them for the modeled clock: "link:DEVICE").
+type linkUser interface{ ModeledResources() []string }
+
+// shadowWiring finds g's planning stage, the one that serves the cache
+// policy its plan requests and windows (its config declares
+// graph.Windowed), and the stage that feeds it; the shadow's link is the
+// first link a stage's config declares among its modeled resources (none:
+// no modeled link time). Stages are found by what their configs declare,
+// never by kind.
+func shadowWiring(g *graph.Graph) (shadowSetup, error) {
+	var planner *graph.Node
+	device := ""
+	for i, n := range g.Nodes {
+		if _, ok := n.Options.(graph.Windowed); ok && planner == nil {
+			planner = &g.Nodes[i]
 		}
-		if d, ok := st.Options["device"].(string); ok && st.Kind == string(exchange.Kind) && device == "" {
-			device = d
-		}
-	}
-	if planStage == "" {
-		return shadowSetup{}, errors.New("the graph has no plan stage to shadow")
-	}
-	in := cfg.Stages[planStage].In
-	for _, n := range names {
-		for _, out := range cfg.Stages[n].Out {
-			if out == in {
-				st := map[string]any{"kind": string(shadow.Kind), "in": sweepShadowSubject}
-				if device != "" {
-					st["device"] = device
+		if l, ok := n.Options.(linkUser); ok && device == "" {
+			for _, r := range l.ModeledResources() {
+				if d, ok := strings.CutPrefix(r, "link:"); ok {
+					device = d
+					break
 				}
-				outs := append(append([]string(nil), cfg.Stages[n].Out...), sweepShadowSubject)
-				return shadowSetup{producer: n, outs: outs, stage: st}, nil
 			}
 		}
 	}
-	return shadowSetup{}, fmt.Errorf("no stage publishes %s, which plan stage %s reads", in, planStage)
+	if planner == nil {
+		return shadowSetup{}, errors.New("the graph has no plan stage to shadow (no stage serves the cache policy its windows)")
+	}
+	sub, ok := g.Subjects[planner.In]
+	if !ok || sub.Producer == "" {
+		return shadowSetup{}, fmt.Errorf("no stage publishes %s, which plan stage %s reads", planner.In, planner.Name)
+	}
+	for _, n := range g.Nodes {
+		if n.Name == sub.Producer {
+			st := map[string]any{"kind": string(shadow.Kind), "in": sweepShadowSubject}
+			if device != "" {
+				st["device"] = device
+			}
+			outs := append(append([]string(nil), n.Out...), sweepShadowSubject)
+			return shadowSetup{producer: n.Name, outs: outs, stage: st}, nil
+		}
+	}
+	return shadowSetup{}, fmt.Errorf("stage %s, which publishes %s, is not in the graph", sub.Producer, planner.In)
 }

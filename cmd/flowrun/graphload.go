@@ -25,6 +25,7 @@ func newHost(tp trace.TracerProvider, stderr io.Writer, quiet bool) (*pluginhost
 		TracerProvider: tp,
 		Stderr:         stderr,
 		Logger:         hclog.New(&hclog.LoggerOptions{Name: "plugin", Level: level, Output: stderr}),
+		BuiltinServer:  builtinServer(), // servebuiltin.go
 	})
 }
 

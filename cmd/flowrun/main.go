@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/flowrun/flowrun/framework/pluginhost"
 )
 
 // Exit codes, listed in flowrun --help and docs/guide.md.
@@ -48,6 +50,9 @@ func exitCode(err error) int {
 }
 
 func main() {
+	if v, ok := os.LookupEnv(pluginhost.BuiltinServerEnv); ok { // servebuiltin.go
+		os.Exit(serveBuiltin(v))
+	}
 	root := newRootCmd()
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "flowrun:", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/flowrun/flowrun/framework/pluginhost"
 	"net"
 	"os"
 	"os/exec"
@@ -28,6 +29,9 @@ import (
 var testTmp string
 
 func TestMain(m *testing.M) {
+	if v, ok := os.LookupEnv(pluginhost.BuiltinServerEnv); ok { // a run's builtin in its own process
+		os.Exit(serveBuiltin(v))
+	}
 	var err error
 	if testTmp, err = os.MkdirTemp("", "flowrun-cmd-test-"); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -57,6 +57,9 @@ type Settings struct {
 	StartTimeout time.Duration
 	// DescribeTimeout bounds "PATH describe" (default DefaultDescribeTimeout).
 	DescribeTimeout time.Duration
+	// BuiltinServer, when set, serves a builtin in a process of its own
+	// for a caller that asks (WithOwnProcess, ownprocess.go).
+	BuiltinServer *BuiltinServer
 }
 
 // Host resolves plugin references and owns the plugin subprocesses it
@@ -68,6 +71,7 @@ type Host struct {
 	stderr          io.Writer
 	startTimeout    time.Duration
 	describeTimeout time.Duration
+	server          *BuiltinServer
 
 	failures chan error
 	done     chan struct{}
@@ -93,6 +97,7 @@ func New(set Settings) (*Host, error) {
 		stderr:          set.Stderr,
 		startTimeout:    set.StartTimeout,
 		describeTimeout: set.DescribeTimeout,
+		server:          set.BuiltinServer,
 		failures:        make(chan error, 8),
 		done:            make(chan struct{}),
 	}
@@ -239,7 +244,7 @@ func resolve[T plugin.Base](ctx context.Context, h *Host, kind plugin.Kind, ref 
 		attribute.String("flowrun.plugin.name", r.Name),
 		attribute.String("flowrun.plugin.ref", r.String()),
 	}
-	if r.Builtin {
+	if r.Builtin && !h.ownProcess(ctx, r) {
 		impl := builtins[r.Name]()
 		return impl, &spans{tracer: h.tracer, prefix: string(kind) + "/" + r.Name + ".", kind: trace.SpanKindInternal, attrs: attrs}, nil
 	}

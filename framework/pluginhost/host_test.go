@@ -26,6 +26,10 @@ import (
 var echoBin string
 
 func TestMain(m *testing.M) {
+	if _, ok := os.LookupEnv(pluginhost.BuiltinServerEnv); ok { // TestWithOwnProcess's builtin server
+		cache.Serve(echo.New())
+		os.Exit(0)
+	}
 	if path := os.Getenv(helperHostEnv); path != "" {
 		helperHost(path) // does not return
 	}

@@ -77,24 +77,28 @@ func hostPlugins() map[int]goplugin.PluginSet {
 	})
 }
 
-// launch starts the binary of r, dispenses kind from it, checks that it
+// launch starts the binary of r (for a builtin, the host's BuiltinServer
+// serving it), dispenses kind from it, checks that it
 // says it is a plugin of that kind, and starts watching it. The binary is
 // checked against its pin, if the graph gave one, right before it runs
 // (go-plugin's SecureConfig); it runs in a process group of its own that
 // dies with the host (sysProcAttr).
 func (h *Host) launch(ctx context.Context, kind plugin.Kind, r Ref) (any, *process, error) {
-	path, err := filepath.Abs(r.Path)
-	if err != nil {
+	// go-plugin appends the host's own environment after these entries.
+	env := []string{hostEnv()}
+	var path string
+	var secure *goplugin.SecureConfig
+	var err error
+	if r.Builtin { // ownprocess.go: the host's own program serves it, unpinned
+		path, env = h.server.Path, append(env, serverEnv(kind, r.Name))
+	} else if path, err = filepath.Abs(r.Path); err != nil {
 		return nil, nil, fmt.Errorf("%s plugin %q: %w", kind, r.Path, err)
-	}
-	secure, err := h.verify(kind, path)
-	if err != nil {
+	} else if secure, err = h.verify(kind, path); err != nil {
 		return nil, nil, err
 	}
 	cmd := exec.Command(path)
 	cmd.SysProcAttr = sysProcAttr()
-	// go-plugin appends the host's own environment after this entry.
-	cmd.Env = []string{hostEnv()}
+	cmd.Env = env
 	p := &process{
 		Process: Process{Kind: kind, Name: r.Name, Path: path},
 		cmd:     cmd,
@@ -129,6 +133,9 @@ func (h *Host) launch(ctx context.Context, kind plugin.Kind, r Ref) (any, *proce
 	}
 	if rc := p.client.ReattachConfig(); rc != nil {
 		p.Pid = rc.Pid
+	}
+	if err := applyNice(ctx, p); err != nil { // nice.go: WithNice
+		return fail(err)
 	}
 	raw, err := proto.Dispense(string(kind))
 	if err != nil {

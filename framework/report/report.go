@@ -4,7 +4,8 @@
 // that each run is told apart; Draw writes every figure their data allows
 // as PNG or SVG files: the per-stage breakdown on both clocks (ScratchPipe
 // Fig. 12), the speedup over a comparison's baseline (Fig. 13), the hit
-// rate against a swept cache size (Fig. 6), the accuracy and AUC drop
+// rate against a swept cache size (Fig. 6), every shadow policy's hit
+// rate and modeled link time against cache size, the accuracy and AUC drop
 // against the host tables' memory (the mixed-precision paper's Tables
 // 2–5 against Table 11), the training loss, and the quality–p99 frontier
 // of a design-space search (flowrun search, RecPipe Fig. 7).
@@ -167,7 +168,7 @@ func shortPoint(pt []string) string {
 // Draw writes every figure in has data for into dir (which must exist),
 // once per format in exts ("png", "svg"), and returns the paths written,
 // in order: breakdown, speedup (speedup-2, ... for further comparisons),
-// hitrate, loss. With no figure to draw it returns ErrNothingToDraw.
+// hitrate, shadows, accuracy, the search frontiers, loss. With no figure to draw it returns ErrNothingToDraw.
 func Draw(in *Input, dir string, exts []string) ([]string, error) {
 	figs := in.figures()
 	if len(figs) == 0 {
@@ -204,6 +205,9 @@ func (in *Input) figures() []figure {
 		}
 	}
 	if f, ok := hitRateFigure(in.Benches); ok {
+		figs = append(figs, f)
+	}
+	if f, ok := shadowFigure(in); ok {
 		figs = append(figs, f)
 	}
 	if f, ok := accuracyFigure(in.Benches); ok {

@@ -34,4 +34,10 @@ type Shadow struct {
 	PlanWallMs float64 `json:"plan_wall_ms"`
 	// Batches is how many batches it planned, held-out ones included.
 	Batches int `json:"batches"`
+	// BehindBatches is how many batches its stage had still to plan when
+	// the serving path ended, and DrainMs how long the run then waited
+	// for them (measured): shadows run beside the serving path, at a low
+	// priority when out of process, and catch up at the end.
+	BehindBatches int64   `json:"behind_batches"`
+	DrainMs       float64 `json:"drain_ms"`
 }

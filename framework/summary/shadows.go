@@ -30,5 +30,10 @@ func writeShadows(w io.Writer, r *results.Results) {
 			fmt.Sprintf("%.3f", s.ModeledLinkMs), fmt.Sprintf("%.1f", s.PlanWallMs))
 	}
 	t.Write(w, "  ")
+	for i, s := range r.Shadows {
+		if s.BehindBatches > 0 && (i == 0 || r.Shadows[i-1].Stage != s.Stage) {
+			fmt.Fprintf(w, "  shadow stage %s was %d batches behind when the serving path ended; the run waited %.1f ms for it\n", s.Stage, s.BehindBatches, s.DrainMs)
+		}
+	}
 	fmt.Fprintln(w)
 }

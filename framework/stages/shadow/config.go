@@ -19,11 +19,24 @@ type Config struct {
 	// path before the stage holds its producer back: their IDs wait in
 	// the stage's own memory (8 B per ID each), not in the batch pool.
 	Backlog int `mapstructure:"backlog"`
+	// Nice is the niceness, 0 to 19, of the policies' plugin processes
+	// (binaries, and builtins in their own process): at 19 the kernel
+	// gives them only the CPU the serving path leaves.
+	Nice int `mapstructure:"nice"`
+	// OwnProcess runs a builtin policy in a process of its own, as its
+	// binary would run (pluginhost.WithOwnProcess), so that it too is
+	// niced; where the runtime has no server for builtins it runs in the
+	// run's process.
+	OwnProcess bool `mapstructure:"own_process"`
 }
 
-// DefaultBacklog lets shadows slower than the serving path catch up at
-// the end of a short run without holding it back.
-const DefaultBacklog = 32
+// DefaultBacklog lets niced shadows that get little CPU while the serving
+// path runs fall that many batches behind before they hold it back, and
+// catch up at the end; the ring never holds more than the run's batches.
+const DefaultBacklog = 256
+
+// DefaultNice runs out-of-process shadows on idle CPU only.
+const DefaultNice = 19
 
 // Validate checks every policy, each under its index.
 func (c *Config) Validate() error {
@@ -33,6 +46,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.Backlog < 0 {
 		errs = append(errs, config.At("backlog", fmt.Errorf("must be ≥ 0, got %d", c.Backlog)))
+	}
+	if c.Nice < 0 || c.Nice > 19 {
+		errs = append(errs, config.At("nice", fmt.Errorf("must be 0 to 19, got %d", c.Nice)))
 	}
 	for i, p := range c.Policies {
 		errs = append(errs, config.At(fmt.Sprintf("policies%s%d", config.KeyDelimiter, i), p.Validate()))

@@ -8,7 +8,8 @@ import (
 )
 
 // The options are refused at their keys: no policy, a bad size, a
-// negative backlog; a good list decodes with the default backlog.
+// negative backlog, a niceness beyond 19; a good list decodes with the
+// default backlog and niceness.
 func TestConfig(t *testing.T) {
 	r, err := stage.NewRegistry(NewFactory())
 	if err != nil {
@@ -21,6 +22,7 @@ func TestConfig(t *testing.T) {
 		{map[string]any{}, "policies: name at least one policy"},
 		{map[string]any{"policies": []any{map[string]any{"plugin": "builtin:lru", "size": -1}}}, "policies::0::size"},
 		{map[string]any{"policies": []any{map[string]any{"plugin": "builtin:lru", "size": 0.05}}, "backlog": -1}, "backlog: must be ≥ 0"},
+		{map[string]any{"policies": []any{map[string]any{"plugin": "builtin:lru", "size": 0.05}}, "nice": 20}, "nice: must be 0 to 19"},
 	} {
 		_, err := r.DecodeOptions(string(Kind), c.options)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -34,7 +36,7 @@ func TestConfig(t *testing.T) {
 	}
 	c := cfg.(*Config)
 	keys, ps := c.CachePolicies()
-	if c.Backlog != DefaultBacklog || len(ps) != 1 || ps[0].Plugin != "builtin:lfu" || ps[0].Size != 0.1 || keys[0] != "policies::0" {
+	if c.Backlog != DefaultBacklog || c.Nice != DefaultNice || len(ps) != 1 || ps[0].Plugin != "builtin:lfu" || ps[0].Size != 0.1 || keys[0] != "policies::0" {
 		t.Errorf("decoded %+v, keys %v", c, keys)
 	}
 	if r := c.ModeledResources(); len(r) != 0 {

@@ -11,7 +11,7 @@ const Kind stage.Kind = "shadow"
 // NewFactory returns the shadow stage's factory. It consumes the batch's
 // IDs only and produces nothing another stage reads.
 func NewFactory() stage.Factory {
-	return stage.New(Kind, Config{Backlog: DefaultBacklog}, create,
+	return stage.New(Kind, Config{Backlog: DefaultBacklog, Nice: DefaultNice, OwnProcess: true}, create,
 		stage.Requires(stage.NeedLayout|stage.NeedMetrics),
 		stage.WithFields(nil, []batch.Field{batch.IDs}))
 }

@@ -14,11 +14,14 @@
 // planner goroutine plans batch b once the future window after b has
 // arrived (the last batches with what is left of theirs, as plan's
 // lookahead does), up to backlog batches behind the serving path, and
-// Finish waits for it.
+// Finish waits for it, saying how far behind it was. Each policy plans in
+// a process of its own (a binary, or a builtin that the runtime's
+// pluginhost.BuiltinServer serves, own_process) at niceness nice (19: idle
+// CPU only), so that shadows take no CPU the serving path wants.
 //
-// It imports stage, batch, config, results and the SDK, never another
-// stage kind, the graph or the engine; its policies come from the
-// runtime's stage.CacheOpener.
+// It imports stage, batch, config, results, pluginhost (WithNice,
+// WithOwnProcess) and the SDK, never another stage kind, the graph or the
+// engine; its policies come from the runtime's stage.CacheOpener.
 package shadow
 
 import (
@@ -32,6 +35,7 @@ import (
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/pluginhost"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/sdk/cache"
@@ -80,6 +84,11 @@ type shadower struct {
 	stamp    uint32
 	rowBytes int64
 	policies []*policy
+	backlog  int // the ring's batches beyond the window
+	// arrived and planned count batches in and out of the ring: their
+	// difference at Finish is how far behind the serving path the
+	// shadows were.
+	arrived, planned atomic.Int64
 }
 
 // Process copies b's IDs into a free place of the ring and hands them to
@@ -103,6 +112,7 @@ func (s *shadower) Process(ctx context.Context, b *batch.Batch) error {
 		return ctx.Err()
 	}
 	copy(s.ring[int64(k)*s.n:int64(k+1)*s.n], ids)
+	s.arrived.Add(1)
 	s.arrivals <- pending{seq: b.Seq, eval: b.Eval, slot: k}
 	return nil
 }
@@ -120,6 +130,7 @@ func (s *shadower) plan(ctx context.Context) {
 				s.failed.Store(&err)
 			}
 		}
+		s.planned.Add(1)
 		s.free <- queue[0].slot
 		queue = queue[1:]
 	}
@@ -141,9 +152,13 @@ func (s *shadower) end() {
 }
 
 // Finish waits for the shadows to plan every batch and records every
-// policy's figures.
+// policy's figures, with how far behind the serving path they were when
+// it ended (the runtime finishes stages once every batch has left the
+// graph) and how long the run waited for them.
 func (s *shadower) Finish(context.Context) error {
+	behind, start := s.arrived.Load()-s.planned.Load(), time.Now()
 	s.end()
+	drain := float64(time.Since(start).Nanoseconds()) / 1e6
 	if err := s.failed.Load(); err != nil {
 		return *err
 	}
@@ -154,6 +169,7 @@ func (s *shadower) Finish(context.Context) error {
 		}
 		r.ModeledLinkMs = float64(p.linkNs) / 1e6
 		r.PlanWallMs = float64(p.wall.Nanoseconds()) / 1e6
+		r.BehindBatches, r.DrainMs = behind, drain
 		s.set.Metrics.AddShadow(r)
 	}
 	return nil
@@ -275,8 +291,21 @@ func create(ctx context.Context, set stage.Settings, c *Config) (any, error) {
 	s := &shadower{set: set, cfg: c, link: link, offsets: set.Layout.IndexStart(), rowBytes: int64(set.Layout.Stride) * 4}
 	s.n = s.offsets[len(s.offsets)-1]
 	maxRows := set.Graph.Dataset.MaxRows()
+	s.backlog = c.Backlog
+	if all := set.Graph.Dataset.Batches + set.Graph.Dataset.EvalBatches; all > 0 {
+		s.backlog = min(s.backlog, all)
+	}
+	// A policy in a process of its own (a binary; a builtin with
+	// own_process) runs at the stage's niceness.
+	open := ctx
+	if c.OwnProcess {
+		open = pluginhost.WithOwnProcess(open)
+	}
+	if c.Nice > 0 {
+		open = pluginhost.WithNice(open, c.Nice)
+	}
 	for i, pc := range c.Policies {
-		pol, future, err := set.OpenCache(ctx, pc)
+		pol, future, err := set.OpenCache(open, pc)
 		if err != nil {
 			return nil, config.At(fmt.Sprintf("policies%s%d", config.KeyDelimiter, i), err)
 		}
@@ -292,7 +321,7 @@ func create(ctx context.Context, set stage.Settings, c *Config) (any, error) {
 	if err := s.layout(); err != nil {
 		return nil, err
 	}
-	slots := c.Backlog + s.future + 1
+	slots := s.backlog + s.future + 1
 	s.free, s.arrivals, s.done = make(chan int, slots), make(chan pending, slots), make(chan struct{})
 	for k := range slots {
 		s.free <- k
@@ -306,7 +335,7 @@ func create(ctx context.Context, set stage.Settings, c *Config) (any, error) {
 // layout makes the region: the ring of backlog+future+1 batches' IDs, then each
 // policy's slots, victims (a triple per ID) and hits.
 func (s *shadower) layout() error {
-	ringBytes := int64(s.cfg.Backlog+s.future+1) * s.n * 8
+	ringBytes := int64(s.backlog+s.future+1) * s.n * 8
 	perPolicy := s.n*8 + 3*s.n*8 + (s.n+7)/8*8
 	var err error
 	if s.mem, err = region.Create("shadow-"+s.set.Name, ringBytes+int64(len(s.policies))*perPolicy); err != nil {
