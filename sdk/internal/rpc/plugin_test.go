@@ -13,7 +13,7 @@ import (
 func TestGRPCServerWithoutImpl(t *testing.T) {
 	p := &GRPCPlugin[plugin.Base, any]{
 		Kind:     plugin.KindCache,
-		Register: func(*grpc.Server, BaseServer[plugin.Base]) { t.Error("Register called without an implementation") },
+		Register: func(grpc.ServiceRegistrar, BaseServer[plugin.Base]) { t.Error("Register called without an implementation") },
 	}
 	err := p.GRPCServer(nil, grpc.NewServer())
 	if err == nil || err.Error() != "cache: no implementation to serve" {
