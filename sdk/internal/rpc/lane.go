@@ -2,7 +2,6 @@ package rpc
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -343,10 +342,10 @@ func (r *laneRecorder) open(ref *pb.Ref) (*pb.Empty, error) {
 }
 
 // serve answers the lane's calls one after another until the host closes
-// it, on a thread of its own: the host's wake-up reaches this thread
-// directly, with no goroutine to hand the call on to.
+// it. Its goroutine is not locked to its thread: a handler that waits on
+// goroutines of its own (a kernel's parallel tables) then lets this thread
+// run them, where a locked thread would have to wake another.
 func (r *laneRecorder) serve(reg *region.Region, w laneWords) {
-	lockThread()
 	defer reg.Close()
 	buf := reg.Bytes()[laneHeader:laneSize]
 	for {
@@ -419,6 +418,3 @@ func readCall(msg []byte) (method string, md metadata.MD, body []byte, err error
 	}
 	return fields[0], md, rest, nil
 }
-
-// String names a lane in errors.
-func (l *hostLane) String() string { return fmt.Sprintf("lane %s", l.region.Name()) }

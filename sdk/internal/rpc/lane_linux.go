@@ -3,7 +3,6 @@ package rpc
 import (
 	"errors"
 	"os"
-	"runtime"
 	"syscall"
 	"time"
 	"unsafe"
@@ -43,6 +42,3 @@ func processAlive(pid int) bool {
 }
 
 func currentPid() int { return os.Getpid() }
-
-// lockThread keeps the lane's goroutine on its own thread for good.
-func lockThread() { runtime.LockOSThread() }

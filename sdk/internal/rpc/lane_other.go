@@ -14,4 +14,3 @@ func futexWait(*uint32, uint32, time.Duration) {}
 func futexWake(*uint32)                        {}
 func processAlive(int) bool                    { return true }
 func currentPid() int                          { return os.Getpid() }
-func lockThread()                              {}

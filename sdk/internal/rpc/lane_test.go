@@ -38,11 +38,6 @@ func (b *laneBase) Configure(_ context.Context, s plugin.Setup) error {
 	return nil
 }
 
-type laneDeviceServer struct {
-	BaseServer[plugin.Base]
-	pb.UnimplementedDeviceServer
-}
-
 // laneKind is a kind with only Info and Configure, on the device service.
 var laneKind = NewKind(plugin.KindDevice, pb.RegisterDeviceServer, pb.NewDeviceClient,
 	func(b BaseServer[plugin.Base]) pb.DeviceServer {
