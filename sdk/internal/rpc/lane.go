@@ -95,7 +95,7 @@ type laneConn struct {
 
 // withLane wraps conn so that its unary calls use a lane where they can.
 func withLane(conn *grpc.ClientConn) grpc.ClientConnInterface {
-	if !laneSupported {
+	if !laneSupported || raceBuild {
 		return conn
 	}
 	return &laneConn{ClientConn: conn}

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	goplugin "github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/flowrun/flowrun/sdk/internal/pb"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -64,7 +67,7 @@ func dialLane(t *testing.T, impl plugin.Base) plugin.Base {
 // A plugin's calls go through its lane, answers and errors alike, the
 // sentinel errors intact.
 func TestLaneCarriesCalls(t *testing.T) {
-	if !laneSupported {
+	if !laneSupported || raceBuild {
 		t.Skip("no lanes here")
 	}
 	impl := &laneBase{}
@@ -91,7 +94,7 @@ func TestLaneCarriesCalls(t *testing.T) {
 
 // A call made while the lane is busy goes over gRPC instead of waiting.
 func TestLaneBusyFallsBack(t *testing.T) {
-	if !laneSupported {
+	if !laneSupported || raceBuild {
 		t.Skip("no lanes here")
 	}
 	impl := &laneBase{}
@@ -115,5 +118,37 @@ func TestLaneBusyFallsBack(t *testing.T) {
 	}
 	if n := laneCalls.Load() - before; n > 2 {
 		t.Fatalf("%d lane calls for two calls", n)
+	}
+}
+
+// A call whose context ends while the plugin works returns the context's
+// error; the lane is given up and later calls answer over gRPC.
+func TestLaneGivenUpOnCancel(t *testing.T) {
+	if !laneSupported || raceBuild {
+		t.Skip("no lanes here")
+	}
+	impl := &laneBase{}
+	c := dialLane(t, impl)
+	if _, err := c.Info(context.Background()); err != nil { // opens the lane
+		t.Fatal(err)
+	}
+	impl.block = make(chan struct{})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := c.Configure(ctx, plugin.Setup{}); status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("Configure past its deadline: %v, want DeadlineExceeded", err)
+	}
+	close(impl.block)
+	before := laneCalls.Load()
+	info, err := c.Info(context.Background())
+	if err != nil || info.Name == "" {
+		t.Fatalf("Info after the lane was given up: %+v, %v", info, err)
+	}
+	if err := c.Configure(context.Background(), plugin.Setup{}); err != nil {
+		t.Fatal(err)
+	}
+	// The abandoned Configure still finishes on the lane; nothing else may.
+	if n := laneCalls.Load() - before; n > 1 {
+		t.Fatalf("%d calls on a lane given up", n)
 	}
 }
