@@ -149,10 +149,13 @@ func (req *PlanRequest) count(tables int) (int64, error) {
 // table.
 func checkRows(ids, offsets []int64, tables []plugin.Table) error {
 	for t, tab := range tables {
-		for i := offsets[t]; i < offsets[t+1]; i++ {
-			if id := ids[i]; id < 0 || id >= tab.Rows {
+		lo := offsets[t]
+		// One unsigned compare per ID: a negative ID is a huge uint64.
+		rows := uint64(max(tab.Rows, 0))
+		for i, id := range ids[lo:offsets[t+1]] {
+			if uint64(id) >= rows {
 				return fmt.Errorf("%w: table %d: id %d at position %d outside [0, %d)",
-					plugin.ErrInvalidRequest, t, id, i, tab.Rows)
+					plugin.ErrInvalidRequest, t, id, lo+int64(i), tab.Rows)
 			}
 		}
 	}

@@ -148,18 +148,19 @@ func (tb *table) holdUnheld(s int32, bit uint64) {
 // mask reaches 1 will be one after the next Step B.
 func (tb *table) advance() {
 	var expiring int64
-	for s := range tb.HitMap.Filled() {
-		m := tb.HoldMask[s]
+	masks := tb.HoldMask[:tb.HitMap.Filled()]
+	for s, m := range masks {
 		if m == 0 {
 			continue
 		}
 		m >>= 1
-		tb.HoldMask[s] = m
-		if m == 0 {
-			tb.victims.Add(s)
-		}
-		if m == 1 {
-			expiring++
+		masks[s] = m
+		if m <= 1 {
+			if m == 0 {
+				tb.victims.Add(int32(s))
+			} else {
+				expiring++
+			}
 		}
 	}
 	tb.expiring = expiring
@@ -167,13 +168,15 @@ func (tb *table) advance() {
 
 func (tb *table) Resident() *plankit.Slots { return &tb.HitMap }
 
-// Tick advances the clock once per lookup.
-func (tb *table) Tick() { *tb.clock++ }
-
 // Hit is Step C for a slot the batch looks up: it is held under the
-// current batch's bit and its lookup recorded.
+// current batch's bit and its lookup recorded. The clock advances once
+// per lookup here rather than in a plankit.Ticker: every lookup of a
+// batch that plans reaches Hit once (a miss through Insert), and no
+// victim's key reads the clock, so the keys are the same and a call per
+// lookup is saved.
 func (tb *table) Hit(s int32) {
 	tb.hold(s, tb.current)
+	*tb.clock++
 	tb.last[s] = *tb.clock
 	tb.count[s]++
 }
@@ -285,9 +288,13 @@ func (p *policy) plan(req *cache.PlanRequest, b *cache.Batch) (*cache.PlanResult
 		// Hold the cached rows of the future window (as check found
 		// them), each under its batch's bit, before any miss of this
 		// batch picks a victim.
-		for k, s := range tb.ahead {
-			if s >= 0 {
-				tb.hold(s, 1<<(p.past+1+k/int(hi-lo)))
+		n := int(hi - lo)
+		for k := range len(tb.ahead) / max(n, 1) {
+			bit := uint64(1) << (p.past + 1 + k)
+			for _, s := range tb.ahead[k*n : (k+1)*n] {
+				if s >= 0 {
+					tb.hold(s, bit)
+				}
 			}
 		}
 	}
@@ -318,18 +325,6 @@ func (p *policy) check(seq uint64, t int, b *cache.Batch, future [][]int64) erro
 	filled := tb.HitMap.Filled()
 	p.checks++
 	mark := p.checks
-	// held returns the slot of row (-1: none), tried first at hint.
-	held := func(row int64, hint int32) int32 {
-		s, ok := tb.HitMap.LookupFrom(row, hint)
-		if !ok {
-			return -1
-		}
-		if tb.HoldMask[s] <= 1 && tb.checked[s] != mark {
-			tb.checked[s] = mark
-			evictable--
-		}
-		return s
-	}
 	// The check of batch seq-1 looked up this batch and all but the last
 	// of its future batches. A row it found is still in that slot (batch
 	// seq-1 held it under its batch's bit) unless the host sends other
@@ -338,29 +333,30 @@ func (p *policy) check(seq uint64, t int, b *cache.Batch, future [][]int64) erro
 	if tb.aheadSeq == seq {
 		last = tb.ahead
 	}
-	hint := func(j int) int32 {
-		if j < len(last) {
-			return last[j]
-		}
-		return -1
-	}
 	lo, hi := b.Table(t)
 	n := int(hi - lo)
-	tb.ahead, tb.spare = tb.spare[:0], tb.ahead
+	tb.ahead, tb.spare = grow(tb.spare, len(future)*n), tb.ahead
 	tb.aheadSeq = seq + 1
 	for k, ids := range future {
-		for i, row := range ids[lo:hi] {
-			tb.ahead = append(tb.ahead, held(row, hint((k+1)*n+i)))
+		tb.HitMap.LookupInto(ids[lo:hi], window(last, k+1, n), tb.ahead[k*n:(k+1)*n])
+	}
+	tb.found = grow(tb.found, n)
+	tb.HitMap.LookupInto(b.IDs[lo:hi], window(last, 0, n), tb.found)
+	// A slot un-held after the shift (mask 0 or 1) that the window or
+	// the batch uses is not evictable after all; count each once.
+	for _, found := range [2][]int32{tb.ahead, tb.found} {
+		for _, s := range found {
+			if s >= 0 && tb.HoldMask[s] <= 1 && tb.checked[s] != mark {
+				tb.checked[s] = mark
+				evictable--
+			}
 		}
 	}
 	tb.missing.Clear()
-	tb.found = tb.found[:0]
-	for i, row := range b.IDs[lo:hi] {
-		s := held(row, hint(i))
+	for i, s := range tb.found {
 		if s < 0 {
-			tb.missing.Put(row, 0)
+			tb.missing.Put(b.IDs[lo+int64(i)], 0)
 		}
-		tb.found = append(tb.found, s)
 	}
 	needed := int64(tb.missing.Len())
 	free := capacity - int64(filled)
@@ -370,4 +366,18 @@ func (p *policy) check(seq uint64, t int, b *cache.Batch, future [][]int64) erro
 	inUse := int64(filled) - evictable
 	return fmt.Errorf("%w: scratchpipe: batch %d, table %d: %d rows to place but only %d free or un-held slots of %d (%d are held by the past %d batches, this batch and the next %d); the scratchpad needs capacity ≥ %d rows for this table",
 		plugin.ErrInvalidRequest, seq, t, needed, free+evictable, capacity, inUse, p.past, len(future), inUse+needed)
+}
+
+// grow returns buf resized to n entries, reallocated only when too small.
+func grow(buf []int32, n int) []int32 {
+	if cap(buf) < n {
+		return make([]int32, n)
+	}
+	return buf[:n]
+}
+
+// window is the part of last (a check's slots, n per batch) for batch k
+// of that check's windows, cut where last ends.
+func window(last []int32, k, n int) []int32 {
+	return last[min(k*n, len(last)):min((k+1)*n, len(last))]
 }

@@ -17,8 +17,8 @@ import (
 type Guard struct {
 	mu     sync.Mutex
 	mapper region.Mapper
-	tables []plugin.Table     // nil until Configure
-	seen   map[int64]struct{} // countDistinct's scratch, reused
+	tables []plugin.Table // nil until Configure
+	seen   RowIndex       // countDistinct's scratch, reused
 }
 
 // Configure records the run's tables and, under the lock, lets the policy
@@ -58,8 +58,8 @@ func (g *Guard) countDistinct(b *cache.Batch, res *cache.PlanResult) {
 	if res == nil || len(res.Tables) != len(b.Offsets)-1 {
 		return // the host refuses such a result; nothing to count
 	}
-	if g.seen == nil {
-		g.seen = map[int64]struct{}{}
+	if g.seen.keys == nil {
+		g.seen = NewRowIndex(0)
 	}
 	for t := range res.Tables {
 		st := &res.Tables[t]
@@ -67,12 +67,12 @@ func (g *Guard) countDistinct(b *cache.Batch, res *cache.PlanResult) {
 			continue
 		}
 		lo, hi := b.Table(t)
-		clear(g.seen)
+		g.seen.Clear()
 		for i := lo; i < hi; i++ {
-			if _, ok := g.seen[b.IDs[i]]; ok {
+			if _, ok := g.seen.Get(b.IDs[i]); ok {
 				continue
 			}
-			g.seen[b.IDs[i]] = struct{}{}
+			g.seen.Put(b.IDs[i], 0)
 			if b.Hits[i] == 1 {
 				st.DistinctHits++
 			} else {

@@ -100,28 +100,40 @@ func (h *SlotHeap) up(i int) {
 	h.pos[e.slot] = int32(i)
 }
 
-// down sifts i towards the leaves, moving a hole as up does, and reports
-// whether it moved.
+// down sifts i towards the leaves and reports whether it moved. It moves
+// the hole all the way to a leaf along the smaller children (one
+// comparison a level, not two) and then back up to where the entry
+// belongs: the entry that replaces a removed one is the heap's last, a
+// large key that seldom climbs far. The path is the one a plain sift-down
+// follows and the keys along it never decrease, so the entry stops below
+// the same last key smaller than it: the same places, ties included.
 func (h *SlotHeap) down(i int) bool {
-	start, n := i, len(h.heap)
-	e := h.heap[i]
+	hp, pos := h.heap, h.pos
+	start, n := i, len(hp)
+	e := hp[i]
 	for {
 		l := 2*i + 1
 		if l >= n {
 			break
 		}
-		m := l
-		if r := l + 1; r < n && h.heap[r].key.less(h.heap[l].key) {
-			m = r
+		m, c := l, &hp[l]
+		if r := l + 1; r < n && hp[r].key.less(c.key) {
+			m, c = r, &hp[r]
 		}
-		if !h.heap[m].key.less(e.key) {
-			break
-		}
-		h.heap[i] = h.heap[m]
-		h.pos[h.heap[i].slot] = int32(i)
+		hp[i] = *c
+		pos[c.slot] = int32(i)
 		i = m
 	}
-	h.heap[i] = e
-	h.pos[e.slot] = int32(i)
+	for i > start {
+		p := (i - 1) / 2
+		if hp[p].key.less(e.key) {
+			break
+		}
+		hp[i] = hp[p]
+		pos[hp[i].slot] = int32(i)
+		i = p
+	}
+	hp[i] = e
+	pos[e.slot] = int32(i)
 	return i > start
 }

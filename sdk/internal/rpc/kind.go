@@ -17,7 +17,7 @@ type Kind[Impl plugin.Base, Client any] struct {
 	// Kind names the kind in errors and in the Info the server completes.
 	Kind plugin.Kind
 	// Register registers the kind's server half on s (see GRPCPlugin).
-	Register func(s *grpc.Server, base BaseServer[Impl])
+	Register func(s grpc.ServiceRegistrar, base BaseServer[Impl])
 	// NewClient makes the kind's client half (see GRPCPlugin).
 	NewClient func(conn *grpc.ClientConn) Client
 }
@@ -66,7 +66,7 @@ func NewKind[Impl plugin.Base, Srv any, Stub baseStub, Client any](kind plugin.K
 	server func(BaseServer[Impl]) Srv, client func(BaseClient[Stub]) Client) Kind[Impl, Client] {
 	return Kind[Impl, Client]{
 		Kind:      kind,
-		Register:  func(s *grpc.Server, base BaseServer[Impl]) { register(s, server(base)) },
-		NewClient: func(conn *grpc.ClientConn) Client { return client(BaseClient[Stub]{Stub: stub(conn)}) },
+		Register:  func(s grpc.ServiceRegistrar, base BaseServer[Impl]) { register(s, server(base)) },
+		NewClient: func(conn *grpc.ClientConn) Client { return client(BaseClient[Stub]{Stub: stub(withLane(conn))}) },
 	}
 }

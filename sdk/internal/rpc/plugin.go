@@ -23,7 +23,7 @@ type GRPCPlugin[Impl plugin.Base, Client any] struct {
 	Impl Impl
 	// Register registers the kind's server half on s; base holds Impl and
 	// answers Info and Configure.
-	Register func(s *grpc.Server, base BaseServer[Impl])
+	Register func(s grpc.ServiceRegistrar, base BaseServer[Impl])
 	// NewClient makes the kind's client half, whose calls are RPCs on conn.
 	NewClient func(conn *grpc.ClientConn) Client
 }
@@ -33,7 +33,9 @@ func (p *GRPCPlugin[Impl, Client]) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Se
 	if any(p.Impl) == nil {
 		return fmt.Errorf("%s: no implementation to serve", p.Kind)
 	}
-	p.Register(s, BaseServer[Impl]{Impl: p.Impl, Kind: p.Kind})
+	lanes := newLaneRecorder(s)
+	p.Register(lanes, BaseServer[Impl]{Impl: p.Impl, Kind: p.Kind})
+	lanes.serveLanes()
 	return nil
 }
 

@@ -12,8 +12,10 @@ import (
 // registers nothing.
 func TestGRPCServerWithoutImpl(t *testing.T) {
 	p := &GRPCPlugin[plugin.Base, any]{
-		Kind:     plugin.KindCache,
-		Register: func(*grpc.Server, BaseServer[plugin.Base]) { t.Error("Register called without an implementation") },
+		Kind: plugin.KindCache,
+		Register: func(grpc.ServiceRegistrar, BaseServer[plugin.Base]) {
+			t.Error("Register called without an implementation")
+		},
 	}
 	err := p.GRPCServer(nil, grpc.NewServer())
 	if err == nil || err.Error() != "cache: no implementation to serve" {
