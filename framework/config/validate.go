@@ -222,6 +222,9 @@ func (d Dataset) Validate() error {
 	if d.Locality == "zipf" && !(d.ZipfS > 0 && !math.IsInf(d.ZipfS, 0)) {
 		add("zipf_s", fmt.Errorf("must be a finite number > 0 when locality is zipf, got %g", d.ZipfS))
 	}
+	if d.CriteoSkew != CriteoSkewPooled && d.CriteoSkew != CriteoSkewPerTable {
+		add("criteo_skew", fmt.Errorf("must be %s or %s, got %q", CriteoSkewPooled, CriteoSkewPerTable, d.CriteoSkew))
+	}
 	rowErrs := d.validateTableRows()
 	errs = append(errs, rowErrs...)
 	// Sizes only make sense once every factor is; the checks above
