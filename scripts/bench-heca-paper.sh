@@ -39,7 +39,9 @@
 # them but makes the runs quick), BATCH_SIZES (1024 2048 4096 8192),
 # SIZES the cache sizes of Fig. 8 in rows per table (2000 5000 8000),
 # CACHE the cache size of the other runs (8192 rows per table), PLATFORMS
-# (2080ti 4090 a100-pcie), STEP_MS the training framework's fixed cost per
+# (2080ti 4090 a100-pcie), SKEW the criteo-kaggle profile's reading of
+# HECA Fig. 1 (dataset.criteo_skew: pooled, the default, or per-table),
+# STEP_MS the training framework's fixed cost per
 # step on the GPU (0: see docs/devices.md, "HECA's platforms"). FLOWRUN: a
 # flowrun binary (default: build bin/flowrun). Writes every results.json
 # under OUT, and figures under OUT/figures (FIGURES=1: also the speedup
@@ -59,10 +61,11 @@ SIZES=${SIZES:-2000 5000 8000}
 CACHE=${CACHE:-8192}
 PLATFORMS=${PLATFORMS:-2080ti 4090 a100-pcie}
 STEP_MS=${STEP_MS:-0}
+SKEW=${SKEW:-pooled}
 
 # The data of graphs/heca-criteo.yaml on any heca graph.
 CRITEO=(--set dataset.locality=criteo-kaggle --set dataset.tables=26 --set dataset.lookups=1
-	--set dataset.rows=null --set dataset.dense_features=13)
+	--set dataset.rows=null --set dataset.dense_features=13 --set dataset.criteo_skew="$SKEW")
 
 # Table 1's platforms (docs/devices.md, "HECA's platforms": each figure
 # with its datasheet source; efficiency factors carried over from the
@@ -174,7 +177,7 @@ if [[ ${FIGURES:-0} == 1 ]]; then
 	"$flowrun" report "$out/speedup.json" "$out/hitrate.json" --out "$out/figures/sweeps" >&2
 fi
 
-OUT=$out HUGECTR=$HUGECTR FIRST=$first PLATFORMS=$PLATFORMS BATCH_SIZES=$BATCH_SIZES SIZES=$SIZES DIM=$DIM BATCHES=$BATCHES STEP_MS=$STEP_MS \
+OUT=$out HUGECTR=$HUGECTR SKEW=$SKEW FIRST=$first PLATFORMS=$PLATFORMS BATCH_SIZES=$BATCH_SIZES SIZES=$SIZES DIM=$DIM BATCHES=$BATCHES STEP_MS=$STEP_MS \
 	python3 - <<'EOF'
 import json, os
 out = os.environ["OUT"]; first = os.environ["FIRST"]
@@ -194,7 +197,7 @@ table2 = {  # Table 2 [T]: (HugeCTR, HECA) seconds; ratios [D]
     "a100-pcie": {1024: (0.86, 0.21), 2048: (0.95, 0.28), 4096: (1.17, 0.47), 8192: (1.63, 0.86)},
 }
 pc = lambda x: f"{100*x:.1f}%"
-print(f"HECA vs flowrun on the criteo-kaggle profile; {os.environ['BATCHES']} training batches a run; cache {R(first+'-heca-'+str(bss[0]))['cache']['rows_per_table']} rows/table")
+print(f"HECA vs flowrun on the criteo-kaggle profile (criteo_skew {os.environ['SKEW']}); {os.environ['BATCHES']} training batches a run; cache {R(first+'-heca-'+str(bss[0]))['cache']['rows_per_table']} rows/table")
 print("\n1. DSF and the cache by batch size (measured; [T] = the paper's text)")
 print(f"{'batch':>6} {'DSF kept':>9} {'paper [T]':>9} {'hit/lookup':>10} {'hit/unique':>10} {'hot share':>9} {'to device, DSF':>15} {'no DSF':>12} {'DSF gain':>8}")
 for b in bss:
