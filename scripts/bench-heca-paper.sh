@@ -15,7 +15,17 @@
 #   5. the modeled speedup of graphs/heca-pipelined.yaml over
 #      graphs/heca-baseline.yaml (a plain LRU cache, no DSF, sequential:
 #      the stand-in for HugeCTR) on Table 1's three single-GPU platforms,
-#      beside Table 2's ratios (modeled).
+#      beside Table 2's ratios (modeled);
+#   6. the same with HugeCTR's fixed per-iteration cost: Table 2's
+#      HugeCTR column alone, fitted per platform as F + c·B, gives F/c
+#      (rows of per-row work a fixed cost is worth; units cancel); the
+#      baseline is run again with a train-step overhead of F/c times its
+#      own modeled cost per row, and heca, which does not pay it, is set
+#      beside it (modeled; HECA's column is never used to fit), heca
+#      both on flowrun's six-stage pipeline and on HECA's three-stage
+#      schedule (the sequential run's cache, which holds Algorithm 1's
+#      current and next batch only, and max(collector, trainer) of its
+#      per-stage modeled times, Fig. 10's formula).
 #
 # Every paper figure carries its provenance: [T] stated in the text or a
 # table, [D] derived from them (arithmetic in docs/benchmarks-heca.md).
@@ -29,7 +39,9 @@
 # them but makes the runs quick), BATCH_SIZES (1024 2048 4096 8192),
 # SIZES the cache sizes of Fig. 8 in rows per table (2000 5000 8000),
 # CACHE the cache size of the other runs (8192 rows per table), PLATFORMS
-# (2080ti 4090 a100-pcie), STEP_MS the training framework's fixed cost per
+# (2080ti 4090 a100-pcie), SKEW the criteo-kaggle profile's reading of
+# HECA Fig. 1 (dataset.criteo_skew: pooled, the default, or per-table),
+# STEP_MS the training framework's fixed cost per
 # step on the GPU (0: see docs/devices.md, "HECA's platforms"). FLOWRUN: a
 # flowrun binary (default: build bin/flowrun). Writes every results.json
 # under OUT, and figures under OUT/figures (FIGURES=1: also the speedup
@@ -49,16 +61,17 @@ SIZES=${SIZES:-2000 5000 8000}
 CACHE=${CACHE:-8192}
 PLATFORMS=${PLATFORMS:-2080ti 4090 a100-pcie}
 STEP_MS=${STEP_MS:-0}
+SKEW=${SKEW:-pooled}
 
 # The data of graphs/heca-criteo.yaml on any heca graph.
 CRITEO=(--set dataset.locality=criteo-kaggle --set dataset.tables=26 --set dataset.lookups=1
-	--set dataset.rows=null --set dataset.dense_features=13)
+	--set dataset.rows=null --set dataset.dense_features=13 --set dataset.criteo_skew="$SKEW")
 
 # Table 1's platforms (docs/devices.md, "HECA's platforms": each figure
 # with its datasheet source; efficiency factors carried over from the
 # calibrated ScratchPipe host and V100, not fitted).
 platform() {
-	local gpu host
+	local gpu host step=${2:-$STEP_MS}
 	case $1 in
 	2080ti)
 		gpu='{name: "NVIDIA GeForce RTX 2080 Ti 11 GB GDDR6, PCIe gen3 x16", bandwidth_gbps: 616, capacity_bytes: 11811160064, gflops: 13450, efficiency: 0.88, compute_efficiency: 0.241, link: pcie3, source: "NVIDIA GeForce RTX 2080 Ti specifications (616 GB/s, 4352 CUDA cores at 1545 MHz boost: 13.45 TFLOPS FP32, PCIe 3.0 x16); efficiencies: the V100 profile'"'"'s"}'
@@ -76,7 +89,7 @@ platform() {
 	esac
 	# The profile replaces the graph's device options whole (the graph's
 	# 15 ms train-step is ScratchPipe's PyTorch cost on a V100).
-	gpu=${gpu%\}}", op_overhead_ms: {train-step: $STEP_MS}}"
+	gpu=${gpu%\}}", op_overhead_ms: {train-step: $step}}"
 	P=(--set "devices.gpu.options={profile: $gpu}" --set "devices.host.options={profile: $host}")
 }
 
@@ -99,10 +112,40 @@ for p in $PLATFORMS; do
 			--set dataset.dim="$DIM" --set cache.size="$CACHE" "${P[@]}")
 		run "$p-baseline-$b" heca-baseline "${T[@]}"
 		run "$p-heca-$b" heca-pipelined "${T[@]}"
+		run "$p-heca-sequential-$b" heca-criteo "${T[@]}"
 		if [[ $p == "$first" ]]; then
 			run "$p-heca-nodsf-$b" heca-pipelined "${T[@]}" --set stages.exchange.dsf=false
-			run "$p-heca-sequential-$b" heca-criteo "${T[@]}"
 		fi
+	done
+done
+# Table 2's HugeCTR column [T] (seconds; only its growth with the batch
+# is used), per platform at batch 1024, 2048, 4096, 8192.
+HUGECTR='{"2080ti": [2.47, 2.71, 3.16, 4.07], "4090": [1.12, 1.27, 1.61, 2.01], "a100-pcie": [0.86, 0.95, 1.17, 1.63]}'
+# fixed_ms PLATFORM: HugeCTR's fixed per-iteration cost on flowrun's
+# modeled clock. A least-squares line F + c·B through the platform's
+# HugeCTR times gives F/c in rows [D]; a least-squares line through the
+# modeled baseline's iterations at BATCH_SIZES gives its cost per row
+# c_m (modeled); the fixed cost is F/c · c_m ms (modeled).
+fixed_ms() {
+	OUT=$out P=$1 BATCH_SIZES=$BATCH_SIZES HUGECTR=$HUGECTR python3 - <<'PYEOF'
+import json, os
+def line(xs, ys):
+    n = len(xs); mx = sum(xs) / n; my = sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    c = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else my / mx
+    return my - c * mx, c
+F, c = line([1024, 2048, 4096, 8192], json.loads(os.environ["HUGECTR"])[os.environ["P"]])
+bss = [int(b) for b in os.environ["BATCH_SIZES"].split()]
+its = [json.load(open(f"{os.environ['OUT']}/{os.environ['P']}-baseline-{b}.json"))["modeled_clock"]["steady_iteration_ns"] / 1e6 for b in bss]
+_, cm = line(bss, its)
+print(f"{F / c * cm:.6f}")
+PYEOF
+}
+for p in $PLATFORMS; do
+	platform "$p" "$(python3 -c "print($STEP_MS + $(fixed_ms "$p"))")"
+	for b in $BATCH_SIZES; do
+		run "$p-baseline-fixed-$b" heca-baseline --set dataset.batch_size="$b" --set dataset.batches="$BATCHES" \
+			--set dataset.eval_batches=0 --set dataset.dim="$DIM" --set cache.size="$CACHE" "${P[@]}"
 	done
 done
 for b in $BATCH_SIZES; do
@@ -134,7 +177,7 @@ if [[ ${FIGURES:-0} == 1 ]]; then
 	"$flowrun" report "$out/speedup.json" "$out/hitrate.json" --out "$out/figures/sweeps" >&2
 fi
 
-OUT=$out FIRST=$first PLATFORMS=$PLATFORMS BATCH_SIZES=$BATCH_SIZES SIZES=$SIZES DIM=$DIM BATCHES=$BATCHES STEP_MS=$STEP_MS \
+OUT=$out HUGECTR=$HUGECTR SKEW=$SKEW FIRST=$first PLATFORMS=$PLATFORMS BATCH_SIZES=$BATCH_SIZES SIZES=$SIZES DIM=$DIM BATCHES=$BATCHES STEP_MS=$STEP_MS \
 	python3 - <<'EOF'
 import json, os
 out = os.environ["OUT"]; first = os.environ["FIRST"]
@@ -154,7 +197,7 @@ table2 = {  # Table 2 [T]: (HugeCTR, HECA) seconds; ratios [D]
     "a100-pcie": {1024: (0.86, 0.21), 2048: (0.95, 0.28), 4096: (1.17, 0.47), 8192: (1.63, 0.86)},
 }
 pc = lambda x: f"{100*x:.1f}%"
-print(f"HECA vs flowrun on the criteo-kaggle profile; {os.environ['BATCHES']} training batches a run; cache {R(first+'-heca-'+str(bss[0]))['cache']['rows_per_table']} rows/table")
+print(f"HECA vs flowrun on the criteo-kaggle profile (criteo_skew {os.environ['SKEW']}); {os.environ['BATCHES']} training batches a run; cache {R(first+'-heca-'+str(bss[0]))['cache']['rows_per_table']} rows/table")
 print("\n1. DSF and the cache by batch size (measured; [T] = the paper's text)")
 print(f"{'batch':>6} {'DSF kept':>9} {'paper [T]':>9} {'hit/lookup':>10} {'hit/unique':>10} {'hot share':>9} {'to device, DSF':>15} {'no DSF':>12} {'DSF gain':>8}")
 for b in bss:
@@ -199,4 +242,42 @@ for p in platforms:
 print(f"   {first}, the speedup split (modeled): " + ", ".join(
     f"{b}: cache+DSF {it(R(f'{first}-baseline-{b}'))/it(R(f'{first}-heca-sequential-{b}')):.2f}x, pipeline {it(R(f'{first}-heca-sequential-{b}'))/it(R(f'{first}-heca-{b}')):.2f}x" for b in bss))
 print(f"   flowrun (modeled) first, the paper's ratio in parentheses; mean over the table {sum(allf)/len(allf):.2f}x vs the paper's {sum(allp)/len(allp):.2f}x (its 2.8x [T] also averages the dual-2080 Ti row, not modeled here). Train-step overhead {os.environ['STEP_MS']} ms; dim {os.environ['DIM']}.")
+def line(xs, ys):  # least squares y = a + c·x
+    n = len(xs); mx = sum(xs) / n; my = sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    c = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx if sxx else my / mx
+    return my - c * mx, c
+hugectr = json.loads(os.environ["HUGECTR"])
+def busy(r):  # modeled ms per batch of each stage
+    return {st["name"]: st["busy_ns"] / 1e6 / r["batches"] for st in r["modeled_clock"]["stages"]}
+def three(r):  # HECA's schedule: dataLoader ‖ collector ‖ trainer, the collector's parts in series
+    b = busy(r)
+    return max(sum(b.get(k, 0) for k in ("plan", "collect", "exchange", "insert")), b.get("train", 0))
+print("\n6. With HugeCTR's fixed per-iteration cost, fitted to Table 2's HugeCTR column alone ([D]) and charged to the baseline only (modeled)")
+print("   heca on flowrun's 6-stage pipeline (6 batches held) / on HECA's 3-stage schedule (2 batches held), Table 2's ratio [D] in parentheses")
+print(f"{'platform':>10} {'F/c [D]':>9} {'fixed':>9} " + " ".join(f"{b:>20}" for b in bss) + f" {'mean':>19}  {'6-stage, if heca paid it':>24}")
+allf, all3, allp, allb = [], [], [], []
+for p in platforms:
+    F, c = line([1024, 2048, 4096, 8192], hugectr[p])
+    base = [it(R(f"{p}-baseline-{b}")) for b in bss]
+    fixed = [it(R(f"{p}-baseline-fixed-{b}")) for b in bss]
+    heca = [it(R(f"{p}-heca-{b}")) for b in bss]
+    heca3 = [three(R(f"{p}-heca-sequential-{b}")) for b in bss]
+    _, cm = line(bss, base)
+    o = F / c * cm
+    for b, x, y in zip(bss, base, fixed):  # the overhead is the run's own, not arithmetic
+        assert abs(y - x - o) < 1e-3 * max(1, o), (p, b, x, y, o)
+    fs = [y / h for y, h in zip(fixed, heca)]; f3 = [y / h for y, h in zip(fixed, heca3)]
+    ps = [table2[p][b][0] / table2[p][b][1] for b in bss]
+    both = [y / (h + o) for y, h in zip(fixed, heca)]
+    allf += fs; all3 += f3; allp += ps; allb += both
+    cells = [f"{f:.2f}/{g:.2f}x ({q:.2f}x)" for f, g, q in zip(fs, f3, ps)]
+    m = lambda xs: sum(xs) / len(xs)
+    print(f"{p:>10} {F/c:>7.0f} r {o:>6.3f} ms " + " ".join(f"{x:>20}" for x in cells) + f" {m(fs):.2f}/{m(f3):.2f}x ({m(ps):.2f}x)  " + "/".join(f"{x:.2f}" for x in both))
+print(f"   mean over the table {sum(allf)/len(allf):.2f}x (6-stage) / {sum(all3)/len(all3):.2f}x (3-stage) vs the paper's {sum(allp)/len(allp):.2f}x; if heca paid the same fixed cost (6-stage) {sum(allb)/len(allb):.2f}x")
+print("   F/c: rows of per-row work HugeCTR's fixed cost is worth, from F + c·B fitted to its four times [D]; fixed: F/c × the modeled baseline's own ms per row (modeled), its train-step overhead in the runs above")
+print("   3-stage: heca-criteo (sequential, future_window 1: Algorithm 1's CB and NB) with its modeled per-stage times scheduled as HECA's pipeline, max(plan+collect+exchange+insert, train) per batch")
+print("   Explanation only, never fitted: Table 2's per-row slopes, HECA's over HugeCTR's [D], beside flowrun's heca over baseline (modeled): " + ", ".join(
+    f"{p}: {line([1024,2048,4096,8192],[table2[p][b][1] for b in (1024,2048,4096,8192)])[1]/line([1024,2048,4096,8192],hugectr[p])[1]:.2f} vs "
+    f"{line(bss,[it(R(f'{p}-heca-{b}')) for b in bss])[1]/line(bss,[it(R(f'{p}-baseline-{b}')) for b in bss])[1]:.2f}" for p in platforms))
 EOF

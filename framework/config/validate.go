@@ -229,6 +229,9 @@ func (d Dataset) Validate() error {
 	if !(d.LabelNoise >= 0) || math.IsInf(d.LabelNoise, 0) {
 		add("label_noise", fmt.Errorf("must be a finite number ≥ 0, got %g", d.LabelNoise))
 	}
+	if d.CriteoSkew != CriteoSkewPooled && d.CriteoSkew != CriteoSkewPerTable {
+		add("criteo_skew", fmt.Errorf("must be %s or %s, got %q", CriteoSkewPooled, CriteoSkewPerTable, d.CriteoSkew))
+	}
 	rowErrs := d.validateTableRows()
 	errs = append(errs, rowErrs...)
 	// Sizes only make sense once every factor is; the checks above

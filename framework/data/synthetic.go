@@ -90,6 +90,11 @@ func newSamplerFor(d config.Dataset) (func(rows int64) *rankSampler, error) {
 		}
 		return func(rows int64) *rankSampler { return newZipfSampler(d.ZipfS, rows) }, nil
 	case config.CriteoKaggle:
+		if d.CriteoSkew == config.CriteoSkewPerTable {
+			return func(rows int64) *rankSampler {
+				return newZipfSampler(FitZipfTable(rows, HECAFig1Top, HECAFig1Share), rows)
+			}, nil
+		}
 		return func(rows int64) *rankSampler { return newZipfSampler(CriteoKaggleZipfS, rows) }, nil
 	}
 	p, ok := Localities[d.Locality]
