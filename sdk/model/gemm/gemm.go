@@ -72,6 +72,7 @@ func SgemmThreads(threads int, transA, transB bool, m, n, k int, a []float32, ld
 		return
 	}
 	p := problem{transA: transA, transB: transB, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, k: k, acc: acc}
+	p.directA = direct(m, n, k)
 	if w := workers(threads, m, n, k); w > 1 {
 		p.parallel(m, n, w)
 		return
@@ -88,6 +89,27 @@ func workers(threads, m, n, k int) int {
 	return min(threads, (m+mc-1)/mc)
 }
 
+// directMode, when not zero, overrides direct's choice (tests and
+// benchmarks): 1 packs A, 2 reads it in place.
+var directMode int
+
+// direct chooses to read op(A) in place (problem.directA) where packing it
+// costs more than it saves: packing touches every element of A once per
+// column block, and pays off only when the packed panels are read again for
+// many nr-column panels of B and A is too large to stay in the L2 cache
+// (1 MiB a core here) between them. Below k = 8 packing is cheap and the
+// plain kernel's shorter set-up wins.
+func direct(m, n, k int) bool {
+	switch directMode {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
+	panels := (n + nr - 1) / nr
+	return k >= 8 && (panels <= 2 || m*k <= 1<<16)
+}
+
 // problem is one call's operands.
 type problem struct {
 	transA, transB bool
@@ -95,6 +117,10 @@ type problem struct {
 	lda, ldb, ldc  int
 	k              int
 	acc            bool
+	// directA reads op(A)'s whole mr-row panels in place instead of
+	// packing them. Only which memory the kernel reads changes, never a
+	// chain, so the bits are the same either way.
+	directA bool
 }
 
 // buffers are one goroutine's packed panels, pooled so that a training
@@ -123,7 +149,7 @@ func (p *problem) run(i0, i1, j0, j1 int) {
 			for ic := i0; ic < i1; ic += mc {
 				mcb := min(mc, i1-ic)
 				p.packA(buf.a, ic, mcb, pc, kcb)
-				p.tiles(buf, buf.b, ic, mcb, jc, ncb, kcb, load)
+				p.tiles(buf, buf.b, ic, mcb, jc, ncb, pc, kcb, load)
 			}
 		}
 	}
@@ -150,7 +176,7 @@ func (p *problem) parallel(m, n, w int) {
 					ic := ib * mc
 					mcb := min(mc, m-ic)
 					p.packA(buf.a, ic, mcb, pc, kcb)
-					p.tiles(buf, own.b, ic, mcb, jc, ncb, kcb, load)
+					p.tiles(buf, own.b, ic, mcb, jc, ncb, pc, kcb, load)
 				}
 			}
 			var wg sync.WaitGroup
@@ -167,19 +193,23 @@ func (p *problem) parallel(m, n, w int) {
 	}
 }
 
-// tiles runs the micro-kernel over one packed mcb×kcb block of A and
-// kcb×ncb block of B. A partial edge tile goes through buf.tile, a full
-// mr×nr tile in which only the edge's elements are read and written back.
-func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, kcb int, load bool) {
+// tiles runs the micro-kernel over one mcb×kcb block of op(A) (from row
+// ic, k pc; whole panels read in place when directA, the others packed in
+// buf.a) and a packed kcb×ncb block of op(B) (from column jc). A partial edge tile goes through buf.tile, a full mr×nr tile in
+// which only the edge's elements are read and written back.
+func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, kcb int, load bool) {
 	for jr := 0; jr < ncb; jr += nr {
 		cols := min(nr, ncb-jr)
 		bp := packedB[jr*kcb : (jr+nr)*kcb]
 		for ir := 0; ir < mcb; ir += mr {
 			rows := min(mr, mcb-ir)
-			ap := buf.a[ir*kcb : (ir+mr)*kcb]
+			ap, rs, ks := buf.a[ir*kcb:(ir+mr)*kcb], 1, mr
+			if p.directA && rows == mr {
+				ap, rs, ks = p.panelA(ic+ir, pc)
+			}
 			at := (ic+ir)*p.ldc + jc + jr
 			if rows == mr && cols == nr {
-				kernel(kcb, ap, bp, p.c[at:at+(mr-1)*p.ldc+nr], p.ldc, load)
+				micro(kcb, ap, rs, ks, bp, p.c[at:at+(mr-1)*p.ldc+nr], p.ldc, load)
 				continue
 			}
 			t := buf.tile[:]
@@ -188,12 +218,32 @@ func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, kcb i
 					copy(t[r*nr:r*nr+cols], p.c[at+r*p.ldc:at+r*p.ldc+cols])
 				}
 			}
-			kernel(kcb, ap, bp, t, nr, load)
+			micro(kcb, ap, rs, ks, bp, t, nr, load)
 			for r := range rows {
 				copy(p.c[at+r*p.ldc:at+r*p.ldc+cols], t[r*nr:r*nr+cols])
 			}
 		}
 	}
+}
+
+// panelA is op(A)'s mr rows from row i and k p0 in place: the slice and
+// the strides of a row and of a k step.
+func (p *problem) panelA(i, p0 int) (a []float32, rs, ks int) {
+	if p.transA {
+		return p.a[p0*p.lda+i:], 1, p.lda
+	}
+	return p.a[i*p.lda+p0:], p.lda, 1
+}
+
+// micro runs one register tile on a packed panel of B: the packed kernel
+// when A's panel is packed too, the strided one otherwise (the same
+// chains).
+func micro(k int, a []float32, rs, ks int, b []float32, c []float32, ldc int, load bool) {
+	if rs == 1 && ks == mr {
+		kernel(k, a, b, c, ldc, load)
+		return
+	}
+	kernelS(k, a, rs, ks, b, nr, c, ldc, load)
 }
 
 // packA writes op(A)[i0:i0+rows, p0:p0+kcb] into dst as panels of mr rows,
@@ -202,6 +252,9 @@ func (p *problem) packA(dst []float32, i0, rows, p0, kcb int) {
 	for ir := 0; ir < rows; ir += mr {
 		panel := dst[ir*kcb : (ir+mr)*kcb]
 		n := min(mr, rows-ir)
+		if p.directA && n == mr {
+			continue // read in place by tiles
+		}
 		if n < mr {
 			clear(panel)
 		}

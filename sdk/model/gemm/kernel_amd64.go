@@ -13,6 +13,11 @@ var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func kern6x16(k int, a, b, c *float32, ldc int, load bool)
 
+// kern6x16s is implemented in kernel_amd64.s.
+//
+//go:noescape
+func kern6x16s(k int, a *float32, rs, ks int, b *float32, bs int, c *float32, ldc int, load bool)
+
 // The element-wise passes of vec.go; n is a positive multiple of 8.
 //
 //go:noescape
@@ -35,4 +40,18 @@ func kernel(k int, a, b, c []float32, ldc int, load bool) {
 	_ = b[k*nr-1]
 	_ = c[(mr-1)*ldc+nr-1]
 	kern6x16(k, &a[0], &b[0], &c[0], ldc, load)
+}
+
+// kernelS is kernel with the operands read in place: A's element (r, q) at
+// a[r*rs+q*ks], B's 16 floats of step q at b[q*bs:]; see kernelGoS.
+func kernelS(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, ldc int, load bool) {
+	if !useAsm {
+		kernelGoS(k, a, rs, ks, b, bs, c, ldc, load)
+		return
+	}
+	// The bounds the assembly relies on.
+	_ = a[(mr-1)*rs+(k-1)*ks]
+	_ = b[(k-1)*bs+nr-1]
+	_ = c[(mr-1)*ldc+nr-1]
+	kern6x16s(k, &a[0], rs, ks, &b[0], bs, &c[0], ldc, load)
 }

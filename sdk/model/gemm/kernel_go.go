@@ -7,6 +7,12 @@ import "math"
 // c = fma(a[q*mr+r], b[q*nr+j], c). The assembly kernel computes the same
 // bits.
 func kernelGo(k int, a, b, c []float32, ldc int, load bool) {
+	kernelGoS(k, a, 1, mr, b, nr, c, ldc, load)
+}
+
+// kernelGoS is kernelGo with A's element (r, q) at a[r*rs+q*ks] and B's
+// element (q, j) at b[q*bs+j], the operands read in place.
+func kernelGoS(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, ldc int, load bool) {
 	var acc [mr * nr]float32
 	if load {
 		for r := range mr {
@@ -14,8 +20,9 @@ func kernelGo(k int, a, b, c []float32, ldc int, load bool) {
 		}
 	}
 	for q := range k {
-		bq := b[q*nr : (q+1)*nr]
-		for r, ar := range a[q*mr : (q+1)*mr] {
+		bq := b[q*bs : q*bs+nr]
+		for r := range mr {
+			ar := a[r*rs+q*ks]
 			row := acc[r*nr : (r+1)*nr]
 			for j, bv := range bq {
 				row[j] = FMA32(ar, bv, row[j])

@@ -8,6 +8,10 @@ func kernel(k int, a, b, c []float32, ldc int, load bool) {
 	kernelGo(k, a, b, c, ldc, load)
 }
 
+func kernelS(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, ldc int, load bool) {
+	kernelGoS(k, a, rs, ks, b, bs, c, ldc, load)
+}
+
 func addToAVX(dst, src *float32, n int) { panic("unreachable") }
 func reluAVX(x *float32, n int)         { panic("unreachable") }
 func reluGradAVX(dy, y *float32, n int) { panic("unreachable") }
