@@ -103,7 +103,7 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 		bottom = append(bottom, newLayer(in, out, true, adagrad, cfg.Threads))
 		in = out
 	}
-	inter := dotInteraction{tables: len(setup.Tables), dim: dim}
+	inter := dotInteraction{tables: len(setup.Tables), dim: dim, threads: cfg.Threads}
 	in = inter.width()
 	for i, out := range shape.TopMLP {
 		top = append(top, newLayer(in, out, i < len(shape.TopMLP)-1, adagrad, cfg.Threads))
@@ -183,7 +183,7 @@ func (m *dlrm) workspace(B int) *workspace {
 	}
 	ws.r = make([]float32, B*m.inter.width())
 	ws.ga, ws.gb = make([]float32, B*widest), make([]float32, B*widest)
-	ws.scratch = make([]float32, (m.inter.tables+1)*m.inter.dim)
+	ws.scratch = make([]float32, m.inter.scratchFloats())
 	m.ws = ws
 	return &m.ws
 }

@@ -590,6 +590,9 @@ func TestDeterministicAcrossThreads(t *testing.T) {
 	sh := shape{tables: 4, dim: 64, dense: 96, batch: 256}
 	opts := `{"bottom_mlp": [192, 64], "top_mlp": [160, 1], "optimizer": "adagrad", "learning_rate": 0.01}`
 	tc := newTeacher(sh, rand.New(rand.NewPCG(1, 2)))
+	// Split the interaction across goroutines at this small batch too.
+	defer func(f int64) { parallelFLOPs = f }(parallelFLOPs)
+	parallelFLOPs = 0
 	train := func(procs int, seed uint64, extra ...string) []byte {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		o := opts

@@ -81,12 +81,12 @@ func SgemmThreads(threads int, transA, transB bool, m, n, k int, a []float32, ld
 }
 
 // workers is how many goroutines a product of this size uses: at most one
-// per mc-row block of C.
+// per mr-row panel of C (rowBlock splits the rows).
 func workers(threads, m, n, k int) int {
 	if threads <= 1 || 2*int64(m)*int64(n)*int64(k) < parallelFLOPs {
 		return 1
 	}
-	return min(threads, (m+mc-1)/mc)
+	return min(threads, (m+mr-1)/mr)
 }
 
 // directMode, when not zero, overrides direct's choice (tests and
@@ -155,26 +155,36 @@ func (p *problem) run(i0, i1, j0, j1 int) {
 	}
 }
 
-// parallel computes all of C with w goroutines. Each block of B is packed
-// once and shared; the goroutines take mc-row blocks of C from a counter
-// as they free up, so a core slowed by other work takes fewer blocks
-// instead of holding the rest up. Which goroutine computes a block changes
-// nothing in its bits.
+// parallel computes all of C with w goroutines. For each block of B the
+// goroutines first pack its nr-column panels, taken from a counter, into
+// one shared buffer, and once every panel is packed take row blocks of C
+// from a second counter as they free up: a core slowed by other work packs
+// and computes less instead of holding the rest up, and a goroutine that
+// starts late finds the panels packed. Which goroutine packs a panel or
+// computes a block changes nothing in its bits.
 func (p *problem) parallel(m, n, w int) {
 	own := pool.Get().(*buffers)
 	defer pool.Put(own)
-	blocks := (m + mc - 1) / mc
+	bm := rowBlock(m, w)
+	blocks := (m + bm - 1) / bm
 	for jc := 0; jc < n; jc += nc {
 		ncb := min(nc, n-jc)
+		panels := (ncb + nr - 1) / nr
 		for pc := 0; pc < p.k; pc += kc {
 			kcb := min(kc, p.k-pc)
-			p.packB(own.b, pc, kcb, jc, ncb)
 			load := p.acc || pc > 0
-			var next atomic.Int64
+			var nextPanel, nextBlock atomic.Int64
+			var packed sync.WaitGroup
+			packed.Add(panels)
 			work := func(buf *buffers) {
-				for ib := int(next.Add(1) - 1); ib < blocks; ib = int(next.Add(1) - 1) {
-					ic := ib * mc
-					mcb := min(mc, m-ic)
+				for jp := int(nextPanel.Add(1) - 1); jp < panels; jp = int(nextPanel.Add(1) - 1) {
+					p.packB(own.b[jp*nr*kcb:], pc, kcb, jc+jp*nr, min(nr, ncb-jp*nr))
+					packed.Done()
+				}
+				packed.Wait()
+				for ib := int(nextBlock.Add(1) - 1); ib < blocks; ib = int(nextBlock.Add(1) - 1) {
+					ic := ib * bm
+					mcb := min(bm, m-ic)
 					p.packA(buf.a, ic, mcb, pc, kcb)
 					p.tiles(buf, own.b, ic, mcb, jc, ncb, pc, kcb, load)
 				}
@@ -191,6 +201,18 @@ func (p *problem) parallel(m, n, w int) {
 			wg.Wait()
 		}
 	}
+}
+
+// rowBlock is the parallel path's row block: at most mc rows, a multiple
+// of mr, and as even a split as that allows into a multiple of w blocks
+// when there are few (128 rows on 2 goroutines: 64 and 64, not 96 and 32).
+func rowBlock(m, w int) int {
+	blocks := (m + mc - 1) / mc
+	if blocks < 4*w {
+		blocks = (blocks + w - 1) / w * w
+	}
+	rows := (m + blocks - 1) / blocks
+	return min(mc, (rows+mr-1)/mr*mr)
 }
 
 // tiles runs the micro-kernel over one mcb×kcb block of op(A) (from row
