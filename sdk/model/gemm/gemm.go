@@ -74,7 +74,10 @@ func SgemmThreads(threads int, transA, transB bool, m, n, k int, a []float32, ld
 	p := problem{transA: transA, transB: transB, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, k: k, acc: acc}
 	p.directA = direct(m, n, k)
 	if w := workers(threads, m, n, k); w > 1 {
-		p.parallel(m, n, w)
+		// The goroutines share the problem on the heap; the one-goroutine
+		// path keeps it on the stack, so it allocates nothing.
+		shared := p
+		shared.parallel(m, n, w)
 		return
 	}
 	p.run(0, m, 0, n)

@@ -27,6 +27,12 @@ func addToAVX(dst, src *float32, n int)
 func reluAVX(x *float32, n int)
 
 //go:noescape
+func addScaledAVX(y, x *float32, alpha float32, n int)
+
+//go:noescape
+func dots4x8AVX(v, vt *float32, d int, out *float32)
+
+//go:noescape
 func reluGradAVX(dy, y *float32, n int)
 
 // kernel computes one mr×nr tile of C; see kernelGo for its contract.
