@@ -60,20 +60,44 @@ func Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, 
 // SgemmThreads is Sgemm with at most threads goroutines (1 runs in the
 // caller's). The result is the same for every threads.
 func SgemmThreads(threads int, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+	p := problem{transA: transA, transB: transB, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, k: k, acc: acc}
+	p.solve(threads, m, n)
+}
+
+// SgemmBias computes C = act(bias + op(A)·op(B)) with at most threads
+// goroutines: every element's chain of fused multiply-adds starts from
+// bias[j] (len(bias) ≥ n) instead of +0, and with relu every element < 0
+// is stored as +0. It is a fully connected layer's forward, y = x·Wᵀ + b
+// then ReLU, with the bias and the ReLU done in the kernel's load and
+// store instead of passes over C, and the same bits as copying bias into
+// every row of C, SgemmThreads with acc, then ReLU.
+func SgemmBias(threads int, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias []float32, relu bool, c []float32, ldc int) {
+	p := problem{transA: transA, transB: transB, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, k: k, bias: bias[:n], relu: relu}
+	p.solve(threads, m, n)
+}
+
+// solve runs p on up to threads goroutines.
+func (p problem) solve(threads, m, n int) {
 	if m <= 0 || n <= 0 {
 		return
 	}
-	if k <= 0 {
-		if !acc {
-			for i := range m {
-				clear(c[i*ldc : i*ldc+n])
+	if p.k <= 0 {
+		for i := range m {
+			row := p.c[i*p.ldc : i*p.ldc+n]
+			switch {
+			case p.bias != nil:
+				copy(row, p.bias)
+			case !p.acc:
+				clear(row)
+			}
+			if p.relu {
+				ReLU(row)
 			}
 		}
 		return
 	}
-	p := problem{transA: transA, transB: transB, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, k: k, acc: acc}
-	p.directA = direct(m, n, k)
-	if w := workers(threads, m, n, k); w > 1 {
+	p.directA = direct(m, n, p.k)
+	if w := workers(threads, m, n, p.k); w > 1 {
 		// The goroutines share the problem on the heap; the one-goroutine
 		// path keeps it on the stack, so it allocates nothing.
 		shared := p
@@ -124,6 +148,11 @@ type problem struct {
 	// packing them. Only which memory the kernel reads changes, never a
 	// chain, so the bits are the same either way.
 	directA bool
+	// bias, when not nil, starts column j's chains from bias[j] (the first
+	// k block loads it instead of C); relu stores ReLU of the last k
+	// block's results.
+	bias []float32
+	relu bool
 }
 
 // buffers are one goroutine's packed panels, pooled so that a training
@@ -223,6 +252,17 @@ func rowBlock(m, w int) int {
 // buf.a) and a packed kcb×ncb block of op(B) (from column jc). A partial edge tile goes through buf.tile, a full mr×nr tile in
 // which only the edge's elements are read and written back.
 func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, kcb int, load bool) {
+	flags := 0
+	if load {
+		flags = loadC
+	}
+	bias := p.bias != nil && pc == 0
+	if bias {
+		flags = loadC
+	}
+	if p.relu && pc+kcb == p.k {
+		flags |= storeReLU
+	}
 	for jr := 0; jr < ncb; jr += nr {
 		cols := min(nr, ncb-jr)
 		bp := packedB[jr*kcb : (jr+nr)*kcb]
@@ -234,16 +274,26 @@ func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, k
 			}
 			at := (ic+ir)*p.ldc + jc + jr
 			if rows == mr && cols == nr {
-				micro(kcb, ap, rs, ks, bp, p.c[at:at+(mr-1)*p.ldc+nr], p.ldc, load)
+				c := p.c[at : at+(mr-1)*p.ldc+nr]
+				cin, ldin := c, p.ldc
+				if bias {
+					cin, ldin = p.bias[jc+jr:jc+jr+nr], 0
+				}
+				micro(kcb, ap, rs, ks, bp, c, p.ldc, cin, ldin, flags)
 				continue
 			}
 			t := buf.tile[:]
-			if load {
+			switch {
+			case bias:
+				for r := range rows {
+					copy(t[r*nr:r*nr+cols], p.bias[jc+jr:jc+jr+cols])
+				}
+			case load:
 				for r := range rows {
 					copy(t[r*nr:r*nr+cols], p.c[at+r*p.ldc:at+r*p.ldc+cols])
 				}
 			}
-			micro(kcb, ap, rs, ks, bp, t, nr, load)
+			micro(kcb, ap, rs, ks, bp, t, nr, t, nr, flags)
 			for r := range rows {
 				copy(p.c[at+r*p.ldc:at+r*p.ldc+cols], t[r*nr:r*nr+cols])
 			}
@@ -261,14 +311,14 @@ func (p *problem) panelA(i, p0 int) (a []float32, rs, ks int) {
 }
 
 // micro runs one register tile on a packed panel of B: the packed kernel
-// when A's panel is packed too, the strided one otherwise (the same
-// chains).
-func micro(k int, a []float32, rs, ks int, b []float32, c []float32, ldc int, load bool) {
-	if rs == 1 && ks == mr {
-		kernel(k, a, b, c, ldc, load)
+// when A's panel is packed too and the tile starts from C or +0 with no
+// ReLU, the strided one otherwise (the same chains).
+func micro(k int, a []float32, rs, ks int, b []float32, c []float32, ldc int, cin []float32, ldin int, flags int) {
+	if rs == 1 && ks == mr && flags&storeReLU == 0 && (flags == 0 || ldin == ldc && &cin[0] == &c[0]) {
+		kernel(k, a, b, c, ldc, flags&loadC != 0)
 		return
 	}
-	kernelS(k, a, rs, ks, b, nr, c, ldc, load)
+	kernelS(k, a, rs, ks, b, nr, c, ldc, cin, ldin, flags)
 }
 
 // packA writes op(A)[i0:i0+rows, p0:p0+kcb] into dst as panels of mr rows,

@@ -199,11 +199,59 @@ func TestKernelSMatchesKernelGoS(t *testing.T) {
 			for _, load := range []bool{false, true} {
 				c := fill(rng, mr*20)
 				want := append([]float32(nil), c...)
-				kernelGoS(k, a, rs, ks, b, bs, want, 20, load)
-				kernelS(k, a, rs, ks, b, bs, c, 20, load)
+				flags := 0
+				if load {
+					flags = loadC
+				}
+				kernelGoS(k, a, rs, ks, b, bs, want, 20, want, 20, flags)
+				kernelS(k, a, rs, ks, b, bs, c, 20, c, 20, flags)
 				for i := range c {
 					if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
 						t.Fatalf("k %d strides %v load %v: c[%d] = %g, kernelGoS %g (kernel %s)", k, st, load, i, c[i], want[i], Kernel())
+					}
+				}
+			}
+		}
+	}
+}
+
+// SgemmBias is the bias copied into every row, the accumulating product,
+// then ReLU, bit for bit: with k over one cache block (the bias loaded by
+// the first, ReLU stored by the last), partial edge tiles, A packed and in
+// place, 1 and 3 threads.
+func TestSgemmBiasMatchesCopyProductReLU(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	defer func(m int) { directMode = m }(directMode)
+	shapes := [][3]int{{1, 1, 1}, {7, 17, 5}, {64, 13, 64}, {512, 1, 32}, {97, 33, 300}, {200, 70, 600}, {6, 16, 0}}
+	for mode := range 3 {
+		directMode = mode
+		for _, s := range shapes {
+			m, n, k := s[0], s[1], s[2]
+			for _, tA := range []bool{false, true} {
+				for _, relu := range []bool{false, true} {
+					lda, ldc := k+1, n+3
+					if tA {
+						lda = m + 1
+					}
+					a, b, bias := fill(rng, max(m, k)*lda+1), fill(rng, n*(k+2)+1), fill(rng, n)
+					want := make([]float32, m*ldc)
+					for i := range m {
+						copy(want[i*ldc:i*ldc+n], bias)
+					}
+					SgemmThreads(1, tA, true, m, n, k, a, lda, b, k+2, true, want, ldc)
+					if relu {
+						for i := range m {
+							ReLU(want[i*ldc : i*ldc+n])
+						}
+					}
+					for _, threads := range []int{1, 3} {
+						got := make([]float32, m*ldc)
+						SgemmBias(threads, tA, true, m, n, k, a, lda, b, k+2, bias, relu, got, ldc)
+						for i := range got {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("m n k %v transA %v relu %v threads %d mode %d: c[%d] = %g, want %g", s, tA, relu, threads, mode, i, got[i], want[i])
+							}
+						}
 					}
 				}
 			}

@@ -148,14 +148,21 @@ store:
 	ADDQ R11, BX; \
 	ADDQ R12, DI
 
-// func kern6x16s(k int, a *float32, rs, ks int, b *float32, bs int, c *float32, ldc int, load bool)
+// ReLU on one accumulator at the store: +0 where it is < 0 (Y15 = 0).
+#define RELU(y) \
+	VCMPPS  $1, Y15, y, Y14; \
+	VANDNPS y, Y14, y
+
+// func kern6x16s(k int, a *float32, rs, ks int, b *float32, bs int, c *float32, ldc int, cin *float32, ldin int, flags int)
 //
 // kern6x16 with the operands read in place: A's element (r, q) at
 // a[r*rs+q*ks] and B's 16 floats of step q at b[q*bs:], so an operand
 // stored row-major (either way round for A) needs no packing. The chains
 // are kern6x16's: for q = 0..k-1 in order c[r][j] = fma(A[r][q], B[q][j],
-// c[r][j]), from c's old value when load is true and +0 otherwise.
-TEXT ·kern6x16s(SB), NOSPLIT, $0-65
+// c[r][j]), from cin[r*ldin+j] when flags&1 (C itself, or with ldin 0 a
+// bias row for every r) and +0 otherwise; with flags&2 every element
+// < 0 is stored as +0 (ReLU, a select).
+TEXT ·kern6x16s(SB), NOSPLIT, $0-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ rs+16(FP), R10
@@ -170,25 +177,27 @@ TEXT ·kern6x16s(SB), NOSPLIT, $0-65
 	SHLQ $2, R8
 	LEAQ (R10)(R10*2), BX
 	ADDQ SI, BX
-	MOVBLZX load+64(FP), AX
-	TESTQ AX, AX
+	MOVQ flags+80(FP), AX
+	TESTQ $1, AX
 	JZ   szero
-	MOVQ DX, R9
+	MOVQ cin+64(FP), R9
+	MOVQ ldin+72(FP), R13
+	SHLQ $2, R13
 	VMOVUPS (R9), Y0
 	VMOVUPS 32(R9), Y1
-	ADDQ R8, R9
+	ADDQ R13, R9
 	VMOVUPS (R9), Y2
 	VMOVUPS 32(R9), Y3
-	ADDQ R8, R9
+	ADDQ R13, R9
 	VMOVUPS (R9), Y4
 	VMOVUPS 32(R9), Y5
-	ADDQ R8, R9
+	ADDQ R13, R9
 	VMOVUPS (R9), Y6
 	VMOVUPS 32(R9), Y7
-	ADDQ R8, R9
+	ADDQ R13, R9
 	VMOVUPS (R9), Y8
 	VMOVUPS 32(R9), Y9
-	ADDQ R8, R9
+	ADDQ R13, R9
 	VMOVUPS (R9), Y10
 	VMOVUPS 32(R9), Y11
 	JMP  sloop4
@@ -225,6 +234,23 @@ sloop1:
 	JMP  sloop1
 
 sstore:
+	TESTQ $2, AX
+	JZ   sput
+	VXORPS Y15, Y15, Y15
+	RELU(Y0)
+	RELU(Y1)
+	RELU(Y2)
+	RELU(Y3)
+	RELU(Y4)
+	RELU(Y5)
+	RELU(Y6)
+	RELU(Y7)
+	RELU(Y8)
+	RELU(Y9)
+	RELU(Y10)
+	RELU(Y11)
+
+sput:
 	VMOVUPS Y0, (DX)
 	VMOVUPS Y1, 32(DX)
 	ADDQ R8, DX

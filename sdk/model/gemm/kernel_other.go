@@ -8,8 +8,8 @@ func kernel(k int, a, b, c []float32, ldc int, load bool) {
 	kernelGo(k, a, b, c, ldc, load)
 }
 
-func kernelS(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, ldc int, load bool) {
-	kernelGoS(k, a, rs, ks, b, bs, c, ldc, load)
+func kernelS(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, ldc int, cin []float32, ldin int, flags int) {
+	kernelGoS(k, a, rs, ks, b, bs, c, ldc, cin, ldin, flags)
 }
 
 func addToAVX(dst, src *float32, n int)                { panic("unreachable") }
