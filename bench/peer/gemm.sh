@@ -10,8 +10,14 @@
 #                                          FILTER a preset prefix: small)
 #   FLOWRUN_PEER_INSTALL=1 ...       apt-get install gcc libopenblas-dev first
 #   FLOWRUN_GEMM_BASE=REV ...        also run sdk/model/gemm as of git
-#                                    revision REV, alternated with the
+#                                    revision REV (with this tree's
+#                                    benchmark files), alternated with the
 #                                    others, for a before/after in one run
+#   FLOWRUN_CPU_TIME=1 ...           rates from the thread's CPU time, not
+#                                    wall time (Linux): on a machine shared
+#                                    with other jobs a one-thread product's
+#                                    CPU time is its own work, its wall time
+#                                    mostly the scheduler's share
 #
 # Besides the per-product table it prints per preset the time-weighted
 # ratio: OpenBLAS's time for all the preset's products over sdk/model/gemm's.
@@ -27,9 +33,14 @@ trap 'rm -rf "$tmp"' EXIT
 gcc -O2 -o "$tmp/openblas" bench/peer/sgemm_openblas.c -lopenblas
 go test -c -o "$tmp/gemm.test" ./sdk/model/gemm
 impls=(gemm)
+unit=GFLOP/s
+if [[ ${FLOWRUN_CPU_TIME:-0} == 1 ]]; then
+	unit=cpu-GFLOP/s
+fi
 if [[ -n ${FLOWRUN_GEMM_BASE:-} ]]; then
 	mkdir "$tmp/base"
 	git archive "$FLOWRUN_GEMM_BASE" | tar -x -C "$tmp/base"
+	cp sdk/model/gemm/bench_test.go sdk/model/gemm/cputime*_test.go "$tmp/base/sdk/model/gemm/"
 	(cd "$tmp/base" && go test -c -o "$tmp/base.test" ./sdk/model/gemm)
 	impls=(base gemm)
 fi
@@ -37,7 +48,10 @@ for r in $(seq "$rounds"); do
 	OPENBLAS_NUM_THREADS=1 "$tmp/openblas" 0.2 | grep "^$filter" | sed 's/^/openblas /' >>"$tmp/out"
 	for impl in "${impls[@]}"; do
 		"$tmp/$impl.test" -test.run '^$' -test.bench "DLRM/$filter.*/.*/.*/.*/gemm\$" -test.cpu 1 -test.benchtime 0.2s |
-			awk -v impl="$impl" '/GFLOP/ { n = $1; sub(/^BenchmarkDLRM\//, "", n); sub(/\/gemm$/, "", n); print impl, n, $(NF-1) }' >>"$tmp/out"
+			awk -v impl="$impl" -v unit="$unit" '/GFLOP/ {
+				n = $1; sub(/^BenchmarkDLRM\//, "", n); sub(/\/gemm$/, "", n)
+				for (i = 2; i < NF; i++) if ($(i + 1) == unit) print impl, n, $i
+			}' >>"$tmp/out"
 	done
 	echo "round $r done, load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 done
