@@ -4,7 +4,8 @@
 //
 // Every element of C is one chain of fused multiply-adds (each rounded
 // once, as IEEE 754's fusedMultiplyAdd) over k in ascending order, starting
-// from C's old value when accumulating and from +0 otherwise. Work is split
+// from C's old value when accumulating, from the column's bias in
+// SgemmBias, and from +0 otherwise. Work is split
 // across goroutines only by rows or columns of C, never across k, and the
 // cache blocking only decides when a partial sum passes through memory (a
 // float32 either way), so the result depends on the operands alone: not on
