@@ -45,11 +45,18 @@ func BenchmarkStep(b *testing.B) {
 			a := regiontest.New(b, 1<<28)
 			req := newTeacher(sh, rand.New(rand.NewPCG(1, 2))).batch(sh, rand.New(rand.NewPCG(3, 4))).request(a, true)
 			var flops int64
+			cpu0 := processCPU()
 			for b.Loop() {
 				flops += runStep(b, m, req).FLOPs
 			}
 			b.ReportMetric(float64(flops)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 			b.ReportMetric(float64(flops)/float64(b.N)/1e9, "GFLOP/step")
+			// The process's CPU time per step: with -cpu 1 the step's own
+			// work even when other jobs share the cores; with more, the
+			// work of all its goroutines (what parallelism costs).
+			if cpu := processCPU() - cpu0; cpu > 0 {
+				b.ReportMetric(cpu*1e3/float64(b.N), "cpu-ms/step")
+			}
 		})
 	}
 }

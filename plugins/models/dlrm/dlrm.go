@@ -51,6 +51,7 @@ type dlrm struct {
 	bottom []*layer
 	inter  dotInteraction
 	top    []*layer
+	all    []*layer // bottom then top, made once (layers)
 	ws     workspace
 }
 
@@ -104,7 +105,7 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 		bottom = append(bottom, newLayer(in, out, true, adagrad, cfg.Threads))
 		in = out
 	}
-	inter := dotInteraction{tables: len(setup.Tables), dim: dim}
+	inter := dotInteraction{tables: len(setup.Tables), dim: dim, threads: cfg.Threads}
 	in = inter.width()
 	for i, out := range shape.TopMLP {
 		top = append(top, newLayer(in, out, i < len(shape.TopMLP)-1, adagrad, cfg.Threads))
@@ -117,16 +118,15 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 	m.cfg, m.shape = cfg, shape
 	m.dense = setup.DenseFeatures
 	m.bottom, m.inter, m.top = bottom, inter, top
+	m.all = append(append([]*layer(nil), bottom...), top...)
 	m.ws = workspace{}
 	m.Configured(setup)
 	return nil
 }
 
 // layers lists every layer in canonical order: bottom first to last, then
-// top first to last.
-func (m *dlrm) layers() []*layer {
-	return append(append(make([]*layer, 0, len(m.bottom)+len(m.top)), m.bottom...), m.top...)
-}
+// top first to last; a step allocates nothing for it.
+func (m *dlrm) layers() []*layer { return m.all }
 
 // seedDomain keeps this model's stream apart from other plugins' streams
 // of the same seed (a kernel initialising rows from it, say).
@@ -163,7 +163,7 @@ type workspace struct {
 	r           []float32
 	// ga and gb take turns holding the gradient flowing down the MLPs.
 	ga, gb  []float32
-	scratch []float32 // the interaction's per-sample vector gradients
+	scratch []float32 // the interaction's per-goroutine vectors and gradients
 }
 
 func (m *dlrm) workspace(B int) *workspace {
@@ -184,7 +184,7 @@ func (m *dlrm) workspace(B int) *workspace {
 	}
 	ws.r = make([]float32, B*m.inter.width())
 	ws.ga, ws.gb = make([]float32, B*widest), make([]float32, B*widest)
-	ws.scratch = make([]float32, (m.inter.tables+1)*m.inter.dim)
+	ws.scratch = make([]float32, m.inter.scratchFloats())
 	m.ws = ws
 	return &m.ws
 }
@@ -224,7 +224,7 @@ func (m *dlrm) forward(s *step, ws *workspace) []float32 {
 		l.forward(B, x, ws.bottom[i])
 		x = ws.bottom[i]
 	}
-	m.inter.forward(B, x, s.Pooled, ws.r)
+	m.inter.forward(B, x, s.Pooled, ws.r, ws.scratch)
 	h := ws.r
 	for i, l := range m.top {
 		l.forward(B, h, ws.top[i])

@@ -591,6 +591,9 @@ func TestDeterministicAcrossThreads(t *testing.T) {
 	sh := shape{tables: 4, dim: 64, dense: 96, batch: 256}
 	opts := `{"bottom_mlp": [192, 64], "top_mlp": [160, 1], "optimizer": "adagrad", "learning_rate": 0.01}`
 	tc := newTeacher(sh, rand.New(rand.NewPCG(1, 2)))
+	// Split the interaction across goroutines at this small batch too.
+	defer func(f int64) { parallelFLOPs = f }(parallelFLOPs)
+	parallelFLOPs = 0
 	train := func(procs int, seed uint64, extra ...string) []byte {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 		o := opts
@@ -697,5 +700,71 @@ func TestBatchSizes(t *testing.T) {
 	want := runStep(t, fresh, sb.request(a, true))
 	if got.Loss != want.Loss || got.FLOPs != want.FLOPs || !bytes.Equal(digest(t, m), digest(t, fresh)) {
 		t.Fatalf("batch 3 after batch 5: %+v, fresh: %+v (or the digests differ)", got, want)
+	}
+}
+
+// dot is the interaction's dot product spelled out: the sum in index
+// order, each product rounded to float32 (no FMA).
+func dot(a, b []float32) float32 {
+	var acc float32
+	for k, v := range a {
+		acc += float32(v * b[k])
+	}
+	return acc
+}
+
+// The blocked forward (4 vectors i by 8 vectors j at a time) gives every
+// pair the scalar dot's bits, for table counts below, at and past a block.
+func TestInteractionForwardMatchesScalarDots(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	defer func(f int64) { parallelFLOPs = f }(parallelFLOPs)
+	for _, T := range []int{1, 2, 3, 7, 8, 9, 12, 17} {
+		for _, d := range []int{1, 3, 16} {
+			const B = 70
+			it := dotInteraction{tables: T, dim: d, threads: 2}
+			x, pooled := make([]float32, B*d), make([]float32, T*B*d)
+			for i := range x {
+				x[i] = rng.Float32()*2 - 1
+			}
+			for i := range pooled {
+				pooled[i] = rng.Float32()*2 - 1
+			}
+			for _, flops := range []int64{1 << 62, 0} { // one goroutine, then two
+				parallelFLOPs = flops
+				r := make([]float32, B*it.width())
+				it.forward(B, x, pooled, r, make([]float32, it.scratchFloats()))
+				for s := range B {
+					row := r[s*it.width() : (s+1)*it.width()]
+					k := d
+					for i := 1; i <= T; i++ {
+						for j := range i {
+							want := dot(it.vec(B, s, i, x, pooled), it.vec(B, s, j, x, pooled))
+							if math.Float32bits(row[k]) != math.Float32bits(want) {
+								t.Fatalf("T %d d %d sample %d pair (%d, %d): %g, want %g", T, d, s, i, j, row[k], want)
+							}
+							k++
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// On one thread a training step allocates only what it returns: the
+// StepResult and the request's view (sdk/model). Activations, gradients,
+// packed panels and the interaction's scratch are kept between steps.
+func TestStepAllocatesOnlyItsResult(t *testing.T) {
+	for _, name := range []string{"small", "scratchpipe"} {
+		sh := shape{tables: 8, dim: 16, dense: 13, batch: 512}
+		if name == "scratchpipe" {
+			sh.dim = 128
+		}
+		m := configured(t, sh, 1, `{"preset": "`+name+`", "threads": 1}`)
+		req := newTeacher(sh, rand.New(rand.NewPCG(1, 2))).batch(sh, rand.New(rand.NewPCG(3, 4))).request(regiontest.New(t, 1<<27), true)
+		runStep(t, m, req) // the workspace is made on the first step
+		if n := testing.AllocsPerRun(3, func() { runStep(t, m, req) }); n > 2 {
+			t.Errorf("%s: %v allocations per step, want at most 2", name, n)
+		}
 	}
 }

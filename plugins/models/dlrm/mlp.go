@@ -41,17 +41,13 @@ func newLayer(in, out int, relu, adagrad bool, threads int) *layer {
 	return l
 }
 
-// forward writes y [B][out] = act(x [B][in] · Wᵀ + b). Each row of y starts
-// as b and the product is added to it, so b comes first in every sum.
+// forward writes y [B][out] = act(x [B][in] · Wᵀ + b). Every element's
+// chain of fused multiply-adds starts from its bias, so b comes first in
+// every sum; gemm.SgemmBias loads b into the kernel's accumulators and
+// applies the ReLU as it stores them, with the bits of copying b into each
+// row, accumulating the product and a ReLU pass.
 func (l *layer) forward(B int, x, y []float32) {
-	y = y[:B*l.out]
-	for s := range B {
-		copy(y[s*l.out:(s+1)*l.out], l.b)
-	}
-	l.sgemm(false, true, B, l.out, l.in, x, l.in, l.w, l.in, true, y, l.out)
-	if l.relu {
-		gemm.ReLU(y)
-	}
+	gemm.SgemmBias(l.goroutines(), false, true, B, l.out, l.in, x, l.in, l.w, l.in, l.b, l.relu, y[:B*l.out], l.out)
 }
 
 // forwardFLOPs counts the product (a multiply and an add per term), the
@@ -98,11 +94,15 @@ func (l *layer) backwardFLOPs(B int, withDX bool) int64 {
 
 // sgemm runs one product on the layer's goroutine budget.
 func (l *layer) sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
-	threads := l.threads
-	if threads == 0 {
-		threads = runtime.GOMAXPROCS(0)
+	gemm.SgemmThreads(l.goroutines(), transA, transB, m, n, k, a, lda, b, ldb, acc, c, ldc)
+}
+
+// goroutines is the layer's goroutine budget: threads, or GOMAXPROCS.
+func (l *layer) goroutines() int {
+	if l.threads == 0 {
+		return runtime.GOMAXPROCS(0)
 	}
-	gemm.SgemmThreads(threads, transA, transB, m, n, k, a, lda, b, ldb, acc, c, ldc)
+	return l.threads
 }
 
 // params is the number of parameters (weights and biases).

@@ -77,10 +77,14 @@ func BenchmarkDLRM(b *testing.B) {
 			flops := 2 * float64(p.m) * float64(p.n) * float64(p.k)
 			name := fmt.Sprintf("%s/%d-%d/%s/m%d_n%d_k%d", l.model, l.in, l.out, p.name, p.m, p.n, p.k)
 			b.Run(name+"/gemm", func(b *testing.B) {
+				cpu := startThreadCPU()
 				for b.Loop() {
 					Sgemm(p.transA, p.transB, p.m, p.n, p.k, a, p.lda, bm, p.ldb, false, c, p.n)
 				}
 				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+				if s := cpu(); s > 0 {
+					b.ReportMetric(flops*float64(b.N)/s/1e9, "cpu-GFLOP/s")
+				}
 			})
 			b.Run(name+"/gonum", func(b *testing.B) {
 				A := blas32.General{Rows: ar, Cols: ac, Stride: ac, Data: a}

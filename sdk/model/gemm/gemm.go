@@ -4,7 +4,8 @@
 //
 // Every element of C is one chain of fused multiply-adds (each rounded
 // once, as IEEE 754's fusedMultiplyAdd) over k in ascending order, starting
-// from C's old value when accumulating and from +0 otherwise. Work is split
+// from C's old value when accumulating, from the column's bias in
+// SgemmBias, and from +0 otherwise. Work is split
 // across goroutines only by rows or columns of C, never across k, and the
 // cache blocking only decides when a partial sum passes through memory (a
 // float32 either way), so the result depends on the operands alone: not on
@@ -60,32 +61,81 @@ func Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, 
 // SgemmThreads is Sgemm with at most threads goroutines (1 runs in the
 // caller's). The result is the same for every threads.
 func SgemmThreads(threads int, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
+	p := problem{transA: transA, transB: transB, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, k: k, acc: acc}
+	p.solve(threads, m, n)
+}
+
+// SgemmBias computes C = act(bias + op(A)·op(B)) with at most threads
+// goroutines: every element's chain of fused multiply-adds starts from
+// bias[j] (len(bias) ≥ n) instead of +0, and with relu every element < 0
+// is stored as +0. It is a fully connected layer's forward, y = x·Wᵀ + b
+// then ReLU, with the bias and the ReLU done in the kernel's load and
+// store instead of passes over C, and the same bits as copying bias into
+// every row of C, SgemmThreads with acc, then ReLU.
+func SgemmBias(threads int, transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, bias []float32, relu bool, c []float32, ldc int) {
+	p := problem{transA: transA, transB: transB, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, k: k, bias: bias[:n], relu: relu}
+	p.solve(threads, m, n)
+}
+
+// solve runs p on up to threads goroutines.
+func (p problem) solve(threads, m, n int) {
 	if m <= 0 || n <= 0 {
 		return
 	}
-	if k <= 0 {
-		if !acc {
-			for i := range m {
-				clear(c[i*ldc : i*ldc+n])
+	if p.k <= 0 {
+		for i := range m {
+			row := p.c[i*p.ldc : i*p.ldc+n]
+			switch {
+			case p.bias != nil:
+				copy(row, p.bias)
+			case !p.acc:
+				clear(row)
+			}
+			if p.relu {
+				ReLU(row)
 			}
 		}
 		return
 	}
-	p := problem{transA: transA, transB: transB, a: a, lda: lda, b: b, ldb: ldb, c: c, ldc: ldc, k: k, acc: acc}
-	if w := workers(threads, m, n, k); w > 1 {
-		p.parallel(m, n, w)
+	p.directA = direct(m, n, p.k)
+	if w := workers(threads, m, n, p.k); w > 1 {
+		// The goroutines share the problem on the heap; the one-goroutine
+		// path keeps it on the stack, so it allocates nothing.
+		shared := p
+		shared.parallel(m, n, w)
 		return
 	}
 	p.run(0, m, 0, n)
 }
 
 // workers is how many goroutines a product of this size uses: at most one
-// per mc-row block of C.
+// per mr-row panel of C (rowBlock splits the rows).
 func workers(threads, m, n, k int) int {
 	if threads <= 1 || 2*int64(m)*int64(n)*int64(k) < parallelFLOPs {
 		return 1
 	}
-	return min(threads, (m+mc-1)/mc)
+	return min(threads, (m+mr-1)/mr)
+}
+
+// directMode, when not zero, overrides direct's choice (tests and
+// benchmarks): 1 packs A, 2 reads it in place.
+var directMode int
+
+// direct chooses to read op(A) in place (problem.directA) where packing it
+// costs more than it saves: packing touches every element of A once per
+// column block, and pays off only when the packed panels are read again for
+// many nr-column panels of B and A is too large to stay in the L2 cache
+// (1 MiB a core here) between them. Below k = 8 packing is cheap and the
+// plain kernel's shorter set-up wins.
+func direct(m, n, k int) bool {
+	switch directMode {
+	case 1:
+		return false
+	case 2:
+		return true
+	}
+	panels := (n + nr - 1) / nr
+	return k >= 8 && (panels <= 2 || m*k <= 1<<16)
 }
 
 // problem is one call's operands.
@@ -95,6 +145,15 @@ type problem struct {
 	lda, ldb, ldc  int
 	k              int
 	acc            bool
+	// directA reads op(A)'s whole mr-row panels in place instead of
+	// packing them. Only which memory the kernel reads changes, never a
+	// chain, so the bits are the same either way.
+	directA bool
+	// bias, when not nil, starts column j's chains from bias[j] (the first
+	// k block loads it instead of C); relu stores ReLU of the last k
+	// block's results.
+	bias []float32
+	relu bool
 }
 
 // buffers are one goroutine's packed panels, pooled so that a training
@@ -123,34 +182,44 @@ func (p *problem) run(i0, i1, j0, j1 int) {
 			for ic := i0; ic < i1; ic += mc {
 				mcb := min(mc, i1-ic)
 				p.packA(buf.a, ic, mcb, pc, kcb)
-				p.tiles(buf, buf.b, ic, mcb, jc, ncb, kcb, load)
+				p.tiles(buf, buf.b, ic, mcb, jc, ncb, pc, kcb, load)
 			}
 		}
 	}
 }
 
-// parallel computes all of C with w goroutines. Each block of B is packed
-// once and shared; the goroutines take mc-row blocks of C from a counter
-// as they free up, so a core slowed by other work takes fewer blocks
-// instead of holding the rest up. Which goroutine computes a block changes
-// nothing in its bits.
+// parallel computes all of C with w goroutines. For each block of B the
+// goroutines first pack its nr-column panels, taken from a counter, into
+// one shared buffer, and once every panel is packed take row blocks of C
+// from a second counter as they free up: a core slowed by other work packs
+// and computes less instead of holding the rest up, and a goroutine that
+// starts late finds the panels packed. Which goroutine packs a panel or
+// computes a block changes nothing in its bits.
 func (p *problem) parallel(m, n, w int) {
 	own := pool.Get().(*buffers)
 	defer pool.Put(own)
-	blocks := (m + mc - 1) / mc
+	bm := rowBlock(m, w)
+	blocks := (m + bm - 1) / bm
 	for jc := 0; jc < n; jc += nc {
 		ncb := min(nc, n-jc)
+		panels := (ncb + nr - 1) / nr
 		for pc := 0; pc < p.k; pc += kc {
 			kcb := min(kc, p.k-pc)
-			p.packB(own.b, pc, kcb, jc, ncb)
 			load := p.acc || pc > 0
-			var next atomic.Int64
+			var nextPanel, nextBlock atomic.Int64
+			var packed sync.WaitGroup
+			packed.Add(panels)
 			work := func(buf *buffers) {
-				for ib := int(next.Add(1) - 1); ib < blocks; ib = int(next.Add(1) - 1) {
-					ic := ib * mc
-					mcb := min(mc, m-ic)
+				for jp := int(nextPanel.Add(1) - 1); jp < panels; jp = int(nextPanel.Add(1) - 1) {
+					p.packB(own.b[jp*nr*kcb:], pc, kcb, jc+jp*nr, min(nr, ncb-jp*nr))
+					packed.Done()
+				}
+				packed.Wait()
+				for ib := int(nextBlock.Add(1) - 1); ib < blocks; ib = int(nextBlock.Add(1) - 1) {
+					ic := ib * bm
+					mcb := min(bm, m-ic)
 					p.packA(buf.a, ic, mcb, pc, kcb)
-					p.tiles(buf, own.b, ic, mcb, jc, ncb, kcb, load)
+					p.tiles(buf, own.b, ic, mcb, jc, ncb, pc, kcb, load)
 				}
 			}
 			var wg sync.WaitGroup
@@ -167,33 +236,90 @@ func (p *problem) parallel(m, n, w int) {
 	}
 }
 
-// tiles runs the micro-kernel over one packed mcb×kcb block of A and
-// kcb×ncb block of B. A partial edge tile goes through buf.tile, a full
-// mr×nr tile in which only the edge's elements are read and written back.
-func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, kcb int, load bool) {
+// rowBlock is the parallel path's row block: at most mc rows, a multiple
+// of mr, and as even a split as that allows into a multiple of w blocks
+// when there are few (128 rows on 2 goroutines: 64 and 64, not 96 and 32).
+func rowBlock(m, w int) int {
+	blocks := (m + mc - 1) / mc
+	if blocks < 4*w {
+		blocks = (blocks + w - 1) / w * w
+	}
+	rows := (m + blocks - 1) / blocks
+	return min(mc, (rows+mr-1)/mr*mr)
+}
+
+// tiles runs the micro-kernel over one mcb×kcb block of op(A) (from row
+// ic, k pc; whole panels read in place when directA, the others packed in
+// buf.a) and a packed kcb×ncb block of op(B) (from column jc). A partial edge tile goes through buf.tile, a full mr×nr tile in
+// which only the edge's elements are read and written back.
+func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, kcb int, load bool) {
+	flags := 0
+	if load {
+		flags = loadC
+	}
+	bias := p.bias != nil && pc == 0
+	if bias {
+		flags = loadC
+	}
+	if p.relu && pc+kcb == p.k {
+		flags |= storeReLU
+	}
 	for jr := 0; jr < ncb; jr += nr {
 		cols := min(nr, ncb-jr)
 		bp := packedB[jr*kcb : (jr+nr)*kcb]
 		for ir := 0; ir < mcb; ir += mr {
 			rows := min(mr, mcb-ir)
-			ap := buf.a[ir*kcb : (ir+mr)*kcb]
+			ap, rs, ks := buf.a[ir*kcb:(ir+mr)*kcb], 1, mr
+			if p.directA && rows == mr {
+				ap, rs, ks = p.panelA(ic+ir, pc)
+			}
 			at := (ic+ir)*p.ldc + jc + jr
 			if rows == mr && cols == nr {
-				kernel(kcb, ap, bp, p.c[at:at+(mr-1)*p.ldc+nr], p.ldc, load)
+				c := p.c[at : at+(mr-1)*p.ldc+nr]
+				cin, ldin := c, p.ldc
+				if bias {
+					cin, ldin = p.bias[jc+jr:jc+jr+nr], 0
+				}
+				micro(kcb, ap, rs, ks, bp, c, p.ldc, cin, ldin, flags)
 				continue
 			}
 			t := buf.tile[:]
-			if load {
+			switch {
+			case bias:
+				for r := range rows {
+					copy(t[r*nr:r*nr+cols], p.bias[jc+jr:jc+jr+cols])
+				}
+			case load:
 				for r := range rows {
 					copy(t[r*nr:r*nr+cols], p.c[at+r*p.ldc:at+r*p.ldc+cols])
 				}
 			}
-			kernel(kcb, ap, bp, t, nr, load)
+			micro(kcb, ap, rs, ks, bp, t, nr, t, nr, flags)
 			for r := range rows {
 				copy(p.c[at+r*p.ldc:at+r*p.ldc+cols], t[r*nr:r*nr+cols])
 			}
 		}
 	}
+}
+
+// panelA is op(A)'s mr rows from row i and k p0 in place: the slice and
+// the strides of a row and of a k step.
+func (p *problem) panelA(i, p0 int) (a []float32, rs, ks int) {
+	if p.transA {
+		return p.a[p0*p.lda+i:], 1, p.lda
+	}
+	return p.a[i*p.lda+p0:], p.lda, 1
+}
+
+// micro runs one register tile on a packed panel of B: the packed kernel
+// when A's panel is packed too and the tile starts from C or +0 with no
+// ReLU, the strided one otherwise (the same chains).
+func micro(k int, a []float32, rs, ks int, b []float32, c []float32, ldc int, cin []float32, ldin int, flags int) {
+	if rs == 1 && ks == mr && flags&storeReLU == 0 && (flags == 0 || ldin == ldc && &cin[0] == &c[0]) {
+		kernel(k, a, b, c, ldc, flags&loadC != 0)
+		return
+	}
+	kernelS(k, a, rs, ks, b, nr, c, ldc, cin, ldin, flags)
 }
 
 // packA writes op(A)[i0:i0+rows, p0:p0+kcb] into dst as panels of mr rows,
@@ -202,6 +328,9 @@ func (p *problem) packA(dst []float32, i0, rows, p0, kcb int) {
 	for ir := 0; ir < rows; ir += mr {
 		panel := dst[ir*kcb : (ir+mr)*kcb]
 		n := min(mr, rows-ir)
+		if p.directA && n == mr {
+			continue // read in place by tiles
+		}
 		if n < mr {
 			clear(panel)
 		}

@@ -83,9 +83,20 @@ func isFinite(f float32) bool {
 
 func TestSgemmMatchesContractBitForBit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	// {200, 70, 300} is large enough for threads 3 to run three row blocks.
-	// {200, 70, 300} is large enough for 3 threads to share its row blocks.
-	shapes := [][3]int{{1, 1, 1}, {6, 16, 4}, {7, 17, 5}, {13, 64, 512}, {100, 33, 300}, {97, 1030, 9}, {5, 3, 0}, {200, 70, 300}}
+	// {200, 70, 300} is large enough for 3 threads to share its row blocks;
+	// the thin ones are DLRM's logit layer, its widths 13, 16 and 32 and a
+	// k of 1.
+	shapes := [][3]int{{1, 1, 1}, {6, 16, 4}, {7, 17, 5}, {13, 64, 512}, {100, 33, 300}, {97, 1030, 9}, {5, 3, 0}, {200, 70, 300},
+		{64, 1, 32}, {1, 32, 300}, {64, 32, 1}, {16, 32, 300}, {64, 13, 64}, {12, 48, 7}, {30, 16, 13}}
+	defer func(m int) { directMode = m }(directMode)
+	for mode := range 3 {
+		directMode = mode
+		testShapes(t, rng, shapes)
+	}
+}
+
+func testShapes(t *testing.T, rng *rand.Rand, shapes [][3]int) {
+	t.Helper()
 	for _, s := range shapes {
 		m, n, k := s[0], s[1], s[2]
 		for _, tA := range []bool{false, true} {
@@ -107,8 +118,8 @@ func TestSgemmMatchesContractBitForBit(t *testing.T) {
 						SgemmThreads(threads, tA, tB, m, n, k, a, lda, b, ldb, acc, got, ldc)
 						for i := range got {
 							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-								t.Fatalf("m n k %v transA %v transB %v acc %v threads %d: c[%d] = %g, want %g (kernel %s)",
-									s, tA, tB, acc, threads, i, got[i], want[i], Kernel())
+								t.Fatalf("m n k %v transA %v transB %v acc %v threads %d mode %d: c[%d] = %g, want %g (kernel %s)",
+									s, tA, tB, acc, threads, directMode, i, got[i], want[i], Kernel())
 							}
 						}
 					}
@@ -171,6 +182,77 @@ func TestKernelGoMatchesKernel(t *testing.T) {
 			for i := range c {
 				if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
 					t.Fatalf("k %d load %v: c[%d] = %g, kernelGo %g (kernel %s)", k, load, i, c[i], want[i], Kernel())
+				}
+			}
+		}
+	}
+}
+
+// The strided kernel reads A in place either way round and B at any row
+// stride; the Go form is the contract.
+func TestKernelSMatchesKernelGoS(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, k := range []int{1, 3, 4, 9, 300} {
+		for _, st := range [][3]int{{1, mr, nr}, {k + 3, 1, nr}, {1, 7, 21}, {k, 1, 16}} {
+			rs, ks, bs := st[0], st[1], st[2]
+			a, b := fill(rng, (mr-1)*rs+(k-1)*ks+1), fill(rng, (k-1)*bs+nr)
+			for _, load := range []bool{false, true} {
+				c := fill(rng, mr*20)
+				want := append([]float32(nil), c...)
+				flags := 0
+				if load {
+					flags = loadC
+				}
+				kernelGoS(k, a, rs, ks, b, bs, want, 20, want, 20, flags)
+				kernelS(k, a, rs, ks, b, bs, c, 20, c, 20, flags)
+				for i := range c {
+					if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("k %d strides %v load %v: c[%d] = %g, kernelGoS %g (kernel %s)", k, st, load, i, c[i], want[i], Kernel())
+					}
+				}
+			}
+		}
+	}
+}
+
+// SgemmBias is the bias copied into every row, the accumulating product,
+// then ReLU, bit for bit: with k over one cache block (the bias loaded by
+// the first, ReLU stored by the last), partial edge tiles, A packed and in
+// place, 1 and 3 threads.
+func TestSgemmBiasMatchesCopyProductReLU(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	defer func(m int) { directMode = m }(directMode)
+	shapes := [][3]int{{1, 1, 1}, {7, 17, 5}, {64, 13, 64}, {512, 1, 32}, {97, 33, 300}, {200, 70, 600}, {6, 16, 0}}
+	for mode := range 3 {
+		directMode = mode
+		for _, s := range shapes {
+			m, n, k := s[0], s[1], s[2]
+			for _, tA := range []bool{false, true} {
+				for _, relu := range []bool{false, true} {
+					lda, ldc := k+1, n+3
+					if tA {
+						lda = m + 1
+					}
+					a, b, bias := fill(rng, max(m, k)*lda+1), fill(rng, n*(k+2)+1), fill(rng, n)
+					want := make([]float32, m*ldc)
+					for i := range m {
+						copy(want[i*ldc:i*ldc+n], bias)
+					}
+					SgemmThreads(1, tA, true, m, n, k, a, lda, b, k+2, true, want, ldc)
+					if relu {
+						for i := range m {
+							ReLU(want[i*ldc : i*ldc+n])
+						}
+					}
+					for _, threads := range []int{1, 3} {
+						got := make([]float32, m*ldc)
+						SgemmBias(threads, tA, true, m, n, k, a, lda, b, k+2, bias, relu, got, ldc)
+						for i := range got {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("m n k %v transA %v relu %v threads %d mode %d: c[%d] = %g, want %g", s, tA, relu, threads, mode, i, got[i], want[i])
+							}
+						}
+					}
 				}
 			}
 		}

@@ -13,6 +13,11 @@ var useAsm = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 //go:noescape
 func kern6x16(k int, a, b, c *float32, ldc int, load bool)
 
+// kern6x16s is implemented in kernel_amd64.s.
+//
+//go:noescape
+func kern6x16s(k int, a *float32, rs, ks int, b *float32, bs int, c *float32, ldc int, cin *float32, ldin int, flags int)
+
 // The element-wise passes of vec.go; n is a positive multiple of 8.
 //
 //go:noescape
@@ -20,6 +25,12 @@ func addToAVX(dst, src *float32, n int)
 
 //go:noescape
 func reluAVX(x *float32, n int)
+
+//go:noescape
+func addScaledAVX(y, x *float32, alpha float32, n int)
+
+//go:noescape
+func dots4x8AVX(v, vt *float32, d int, out *float32)
 
 //go:noescape
 func reluGradAVX(dy, y *float32, n int)
@@ -35,4 +46,25 @@ func kernel(k int, a, b, c []float32, ldc int, load bool) {
 	_ = b[k*nr-1]
 	_ = c[(mr-1)*ldc+nr-1]
 	kern6x16(k, &a[0], &b[0], &c[0], ldc, load)
+}
+
+// kernelS is kernel with the operands read in place: A's element (r, q)
+// at a[r*rs+q*ks], B's 16 floats of step q at b[q*bs:]; the chains start
+// from cin[r*ldin+j] (flags&loadC; ldin 0 repeats one bias row) and the
+// store applies ReLU with flags&storeReLU. See kernelGoS.
+func kernelS(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, ldc int, cin []float32, ldin int, flags int) {
+	if !useAsm {
+		kernelGoS(k, a, rs, ks, b, bs, c, ldc, cin, ldin, flags)
+		return
+	}
+	// The bounds the assembly relies on.
+	_ = a[(mr-1)*rs+(k-1)*ks]
+	_ = b[(k-1)*bs+nr-1]
+	_ = c[(mr-1)*ldc+nr-1]
+	in := &c[0]
+	if flags&loadC != 0 {
+		_ = cin[(mr-1)*ldin+nr-1]
+		in = &cin[0]
+	}
+	kern6x16s(k, &a[0], rs, ks, &b[0], bs, &c[0], ldc, in, ldin, flags)
 }

@@ -7,18 +7,46 @@ import "math"
 // c = fma(a[q*mr+r], b[q*nr+j], c). The assembly kernel computes the same
 // bits.
 func kernelGo(k int, a, b, c []float32, ldc int, load bool) {
-	var acc [mr * nr]float32
+	flags := 0
 	if load {
+		flags = loadC
+	}
+	kernelGoS(k, a, 1, mr, b, nr, c, ldc, c, ldc, flags)
+}
+
+// The flags of the strided kernel: start the chains from cin instead of
+// +0; store ReLU of the result.
+const (
+	loadC     = 1
+	storeReLU = 2
+)
+
+// kernelGoS is kernelGo with A's element (r, q) at a[r*rs+q*ks] and B's
+// element (q, j) at b[q*bs+j], the operands read in place; the chains
+// start from cin[r*ldin+j] when flags&loadC (ldin 0: one bias row for
+// every r) and from +0 otherwise, and with flags&storeReLU every result
+// < 0 is stored as +0.
+func kernelGoS(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, ldc int, cin []float32, ldin int, flags int) {
+	var acc [mr * nr]float32
+	if flags&loadC != 0 {
 		for r := range mr {
-			copy(acc[r*nr:(r+1)*nr], c[r*ldc:r*ldc+nr])
+			copy(acc[r*nr:(r+1)*nr], cin[r*ldin:r*ldin+nr])
 		}
 	}
 	for q := range k {
-		bq := b[q*nr : (q+1)*nr]
-		for r, ar := range a[q*mr : (q+1)*mr] {
+		bq := b[q*bs : q*bs+nr]
+		for r := range mr {
+			ar := a[r*rs+q*ks]
 			row := acc[r*nr : (r+1)*nr]
 			for j, bv := range bq {
 				row[j] = FMA32(ar, bv, row[j])
+			}
+		}
+	}
+	if flags&storeReLU != 0 {
+		for i, v := range acc {
+			if v < 0 {
+				acc[i] = 0
 			}
 		}
 	}

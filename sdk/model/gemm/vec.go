@@ -17,6 +17,45 @@ func AddTo(dst, src []float32) {
 	}
 }
 
+// AddScaled adds alpha·x to y element by element (len(x) ≤ len(y)), each
+// product rounded to float32 before its add (no fused multiply-add): the
+// dot interaction's gradient, y[k] += float32(alpha*x[k]).
+func AddScaled(y []float32, alpha float32, x []float32) {
+	y = y[:len(x)]
+	n := asmPrefix(len(x))
+	if n > 0 {
+		addScaledAVX(&y[0], &x[0], alpha, n)
+	}
+	for i := n; i < len(x); i++ {
+		y[i] += float32(alpha * x[i])
+	}
+}
+
+// Dots4x8 writes out[r*8+l] (r < 4, l < 8), the dot product of v's row r
+// (v is 4 rows of d floats) with vt's column l (vt is d rows of 8): the
+// sum over k in ascending order, from +0, of each product rounded to
+// float32, no fused multiply-add, as the scalar loop
+// `acc += float32(v[r*d+k] * vt[k*8+l])` computes it. The 32 sums are
+// independent lanes, so the AVX2 loop gives the scalar loop's bits; with
+// vt a block of vectors laid out side by side it is a block of a dot
+// interaction's Gram matrix.
+func Dots4x8(out, v, vt []float32, d int) {
+	out, v, vt = out[:32], v[:4*d], vt[:8*d]
+	if useAsm && d > 0 {
+		dots4x8AVX(&v[0], &vt[0], d, &out[0])
+		return
+	}
+	for r := range 4 {
+		for l := range 8 {
+			var acc float32
+			for k := range d {
+				acc += float32(v[r*d+k] * vt[k*8+l])
+			}
+			out[r*8+l] = acc
+		}
+	}
+}
+
 // ReLU sets every x[i] < 0 to +0, leaving NaN and -0 as they are.
 func ReLU(x []float32) {
 	n := asmPrefix(len(x))

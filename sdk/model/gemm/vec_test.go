@@ -59,5 +59,34 @@ func TestElementwiseMatchScalarLoops(t *testing.T) {
 			want[i] += y[i]
 		}
 		sameBits(t, "AddTo", got, want)
+
+		for _, alpha := range []float32{0.37, -3, 0, float32(math.Inf(1))} {
+			got, want = append([]float32(nil), x...), append([]float32(nil), x...)
+			AddScaled(got, alpha, y)
+			for i := range want {
+				want[i] += float32(alpha * y[i])
+			}
+			sameBits(t, "AddScaled", got, want)
+		}
+	}
+}
+
+func TestDots4x8MatchesScalarLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, d := range []int{0, 1, 5, 16, 128} {
+		v, vt := specials(rng, 4*d), specials(rng, 8*d)
+		want := make([]float32, 32)
+		for r := range 4 {
+			for l := range 8 {
+				var acc float32
+				for k := range d {
+					acc += float32(v[r*d+k] * vt[k*8+l])
+				}
+				want[r*8+l] = acc
+			}
+		}
+		got := fill(rng, 32)
+		Dots4x8(got, v, vt, d)
+		sameBits(t, "Dots4x8", got, want)
 	}
 }
