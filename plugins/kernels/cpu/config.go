@@ -2,7 +2,6 @@ package cpu
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/plugin"
@@ -10,8 +9,8 @@ import (
 
 // Config is the CPU kernel's options.
 type Config struct {
-	// Workers bounds how many tables are processed at once. 0 means
-	// GOMAXPROCS; 1 runs the tables one after another. The result does not
+	// Workers bounds how many tables are processed at once. 0 means the
+	// CPUs available (plugin.Parallelism); 1 runs the tables one after another. The result does not
 	// depend on it: each table is computed by one goroutine in a fixed
 	// order.
 	Workers int `json:"workers"`
@@ -75,7 +74,7 @@ func (c Config) coalescer() bagPooler {
 
 func (c Config) workers() int {
 	if c.Workers == 0 {
-		return runtime.GOMAXPROCS(0)
+		return plugin.Parallelism()
 	}
 	return c.Workers
 }
@@ -85,7 +84,7 @@ func fields() []plugin.Field {
 		Name:        "workers",
 		Type:        "int",
 		Default:     "0",
-		Description: "tables processed in parallel (0: GOMAXPROCS); results are identical for any value",
+		Description: "tables processed in parallel (0: the CPUs available, at most GOMAXPROCS); results are identical for any value",
 	}, {
 		Name:        "impl",
 		Type:        "string",

@@ -107,7 +107,7 @@ func (c Config) Validate() error {
 		bad("epsilon: must be a positive number, got %v", c.Epsilon)
 	}
 	if c.Threads < 0 {
-		bad("threads: must be ≥ 0 (0 = GOMAXPROCS), got %d", c.Threads)
+		bad("threads: must be ≥ 0 (0 = the CPUs available), got %d", c.Threads)
 	}
 	return errors.Join(errs...)
 }
@@ -134,6 +134,6 @@ func fields() []plugin.Field {
 		{Name: "optimizer", Type: "string", Default: defaultOptimizer, Description: "dense optimizer: sgd or adagrad"},
 		{Name: "learning_rate", Type: "float", Default: fmt.Sprint(defaultLearningRate), Description: "dense optimizer step size"},
 		{Name: "epsilon", Type: "float", Default: fmt.Sprint(defaultEpsilon), Description: "Adagrad's ε: w -= lr·g/(sqrt(G)+ε)"},
-		{Name: "threads", Type: "int", Default: "0", Description: "goroutines per matrix product, 0 = GOMAXPROCS; the result is the same for every value"},
+		{Name: "threads", Type: "int", Default: "0", Description: "goroutines per matrix product, 0 = the CPUs available (at most GOMAXPROCS); the result is the same for every value"},
 	}
 }

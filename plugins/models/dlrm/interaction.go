@@ -1,11 +1,11 @@
 package dlrm
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 
 	"github.com/flowrun/flowrun/sdk/model/gemm"
+	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // dotInteraction is DLRM's feature interaction. Per sample it takes T+1
@@ -35,7 +35,7 @@ var parallelFLOPs int64 = 1 << 22
 func (it dotInteraction) goroutines(B int, flops int64) int {
 	threads := it.threads
 	if threads == 0 {
-		threads = runtime.GOMAXPROCS(0)
+		threads = plugin.Parallelism()
 	}
 	if flops < parallelFLOPs {
 		return 1
@@ -174,7 +174,7 @@ func (it dotInteraction) backward(B int, x, pooled, dr, dx, pooledGrad, scratch 
 func (it dotInteraction) scratchFloats() int {
 	threads := it.threads
 	if threads == 0 {
-		threads = runtime.GOMAXPROCS(0)
+		threads = plugin.Parallelism()
 	}
 	return max(1, threads) * it.scratchPer()
 }

@@ -2,9 +2,9 @@ package dlrm
 
 import (
 	"math"
-	"runtime"
 
 	"github.com/flowrun/flowrun/sdk/model/gemm"
+	"github.com/flowrun/flowrun/sdk/plugin"
 )
 
 // layer is one fully connected layer, y = x·Wᵀ + b, with a ReLU after it
@@ -97,10 +97,11 @@ func (l *layer) sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b 
 	gemm.SgemmThreads(l.goroutines(), transA, transB, m, n, k, a, lda, b, ldb, acc, c, ldc)
 }
 
-// goroutines is the layer's goroutine budget: threads, or GOMAXPROCS.
+// goroutines is the layer's goroutine budget: threads, or the CPUs
+// available (plugin.Parallelism).
 func (l *layer) goroutines() int {
 	if l.threads == 0 {
-		return runtime.GOMAXPROCS(0)
+		return plugin.Parallelism()
 	}
 	return l.threads
 }

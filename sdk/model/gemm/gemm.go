@@ -48,14 +48,24 @@ func Kernel() string {
 	return "go"
 }
 
+// DefaultThreads is Sgemm's goroutine budget: the CPUs this process may
+// run on, at most GOMAXPROCS (sdk/plugin.Parallelism's rule, repeated here
+// because this package imports only the standard library). A process that
+// raises GOMAXPROCS above its cores (flowrun run does, a P per stage)
+// would otherwise split each product into more goroutines than the cores
+// can run at once.
+func DefaultThreads() int {
+	return max(1, min(runtime.NumCPU(), runtime.GOMAXPROCS(0)))
+}
+
 // Sgemm computes C = op(A)·op(B), or C += op(A)·op(B) when acc is true,
 // where op(A) is m×k and op(B) is k×n. A is stored row-major with row
 // stride lda: m×k when transA is false, k×m when it is true; likewise B is
 // k×n (transB false) or n×k (transB true) with stride ldb, and C is m×n
 // with stride ldc. Large products are split by row blocks of C across up
-// to GOMAXPROCS goroutines.
+// to DefaultThreads goroutines.
 func Sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, acc bool, c []float32, ldc int) {
-	SgemmThreads(runtime.GOMAXPROCS(0), transA, transB, m, n, k, a, lda, b, ldb, acc, c, ldc)
+	SgemmThreads(DefaultThreads(), transA, transB, m, n, k, a, lda, b, ldb, acc, c, ldc)
 }
 
 // SgemmThreads is Sgemm with at most threads goroutines (1 runs in the
