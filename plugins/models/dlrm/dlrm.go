@@ -52,7 +52,10 @@ type dlrm struct {
 	inter  dotInteraction
 	top    []*layer
 	all    []*layer // bottom then top, made once (layers)
-	ws     workspace
+	// shapesOf is the last step's Layers (shapes), kept for the next
+	// step of the same batch size.
+	shapesOf []device.Layer
+	ws       workspace
 }
 
 // New returns the DLRM model.
@@ -119,6 +122,7 @@ func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 	m.dense = setup.DenseFeatures
 	m.bottom, m.inter, m.top = bottom, inter, top
 	m.all = append(append([]*layer(nil), bottom...), top...)
+	m.shapesOf = nil
 	m.ws = workspace{}
 	m.Configured(setup)
 	return nil
@@ -264,12 +268,17 @@ func (m *dlrm) backward(s *step, ws *workspace) {
 // shapes is the forward pass's matrix products for B samples, bottom MLP
 // then top MLP (the interaction's dots have no weights of the model's, so
 // they are no layer): model.StepResult.Layers, for a device that prices a
-// systolic array's tiling.
+// systolic array's tiling. The slice is kept for the next step of the
+// same batch size (callers only read it), so a step allocates none.
 func (m *dlrm) shapes(B int) []device.Layer {
+	if len(m.shapesOf) > 0 && m.shapesOf[0].M == int64(B) {
+		return m.shapesOf
+	}
 	out := make([]device.Layer, 0, len(m.bottom)+len(m.top))
 	for _, l := range m.layers() {
 		out = append(out, device.Layer{M: int64(B), K: int64(l.in), N: int64(l.out)})
 	}
+	m.shapesOf = out
 	return out
 }
 
