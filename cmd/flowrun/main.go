@@ -84,6 +84,7 @@ A newcomer's guide: docs/guide.md; every graph key: docs/graph-reference.md.`,
 	root.AddCommand(newRunCmd(), newValidateCmd(), newPluginsCmd(), newVersionCmd())
 	root.AddCommand(newGenCmd(), newConvertCmd())
 	root.AddCommand(newBenchCmd(), newReportCmd(), newSearchCmd(), newReplayCmd())
+	root.AddCommand(newShardCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	commandsOnly(root)
 	return root

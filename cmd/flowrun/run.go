@@ -277,6 +277,11 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 
 	defer bar.Finish()
 	defer stageProcs(len(g.Nodes))()
+	shards, err := startShards(ctx, cfg, f, conn, runID, log)
+	if err != nil {
+		return nil, err
+	}
+	defer shards.stop()
 	rec, err := f.record.start(g, path, f.sets, &ckpt, f.ckpt.dir != "", f.quiet)
 	if err != nil {
 		return nil, err
@@ -288,6 +293,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		Graph: g, Stages: stages(), Plugins: locatedOpener{host, cfg}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
 		CheckHazards: hazards, Modeled: f.modeled, Checkpoint: ckpt, Record: f.recorder,
+		Tables: shards.tables(),
 	})
 	if rerr := rec.finish(res, err, bar); rerr != nil && err == nil {
 		return nil, rerr

@@ -96,18 +96,30 @@ func (t *Tables) StagingStats() StagingStats {
 	return StagingStats{Fetched: s.fetched, Returned: s.returned, Staged: st}
 }
 
+// Moved is what a batch's TouchBatch moved to and from the remote: rows
+// fetched and sent back (each with its ID on the wire).
+type Moved struct {
+	Fetched, Returned int64 // rows
+	RowBytes          int64 // bytes of one row on the wire: its ID and Stride float32s
+}
+
+// In is the bytes that came in (fetched rows), Out those that went out
+// (the fetched rows' IDs, the rows sent back).
+func (m Moved) In() int64  { return m.Fetched * (m.RowBytes - 8) }
+func (m Moved) Out() int64 { return m.Fetched*8 + m.Returned*m.RowBytes }
+
 // TouchBatch touches the IDs of the batch in buffer buf, ids[t] table t's.
-// On plain tables it is TouchTables. On a staging table it first leases
-// the rows already staged, then ends the lease of the batch that used buf
-// before (it has left the graph), returns the rows no lease holds, and
-// fetches the batch's rows that are not staged.
-func (t *Tables) TouchBatch(buf string, ids [][]int64) error {
+// On plain tables it is TouchTables and moves nothing. On a staging table
+// it first leases the rows already staged, then ends the lease of the
+// batch that used buf before (it has left the graph), returns the rows no
+// lease holds, and fetches the batch's rows that are not staged.
+func (t *Tables) TouchBatch(buf string, ids [][]int64) (Moved, error) {
 	s := t.stage
 	if s == nil {
-		return t.TouchTables(ids)
+		return Moved{}, t.TouchTables(ids)
 	}
 	if len(ids) > t.Len() {
-		return fmt.Errorf("host tables: IDs for %d tables, there are %d", len(ids), t.Len())
+		return Moved{}, fmt.Errorf("host tables: IDs for %d tables, there are %d", len(ids), t.Len())
 	}
 	lease := make([][]int64, t.Len())
 	for tab, tids := range ids {
@@ -115,7 +127,7 @@ func (t *Tables) TouchBatch(buf string, ids [][]int64) error {
 		slices.Sort(d)
 		d = slices.Compact(d)
 		if len(d) > 0 && (d[0] < 0 || d[len(d)-1] >= t.rows[tab]) {
-			return fmt.Errorf("host table %d: row outside [0, %d) in batch", tab, t.rows[tab])
+			return Moved{}, fmt.Errorf("host table %d: row outside [0, %d) in batch", tab, t.rows[tab])
 		}
 		lease[tab] = d
 	}
@@ -134,14 +146,15 @@ func (t *Tables) TouchBatch(buf string, ids [][]int64) error {
 	}
 	old := s.leases[buf]
 	delete(s.leases, buf)
+	f0, r0 := s.fetched, s.returned
 	if err := t.release(old); err != nil {
-		return err
+		return Moved{}, err
 	}
 	if err := t.fetch(missing); err != nil {
-		return err
+		return Moved{}, err
 	}
 	s.leases[buf] = lease
-	return nil
+	return Moved{Fetched: s.fetched - f0, Returned: s.returned - r0, RowBytes: 8 + 4*int64(t.Stride)}, nil
 }
 
 // release ends a lease (nil: none) and sends back every row no lease
@@ -326,3 +339,6 @@ func (t *Tables) DigestErr(dense []byte) (string, error) {
 
 // errNotStaged is a read of a staging table's row that no batch staged.
 var errNotStaged = errors.New("read of a sharded table's row that is not staged (only the rows of batches in flight are)")
+
+// Seed is the seed rows are initialised from.
+func (t *Tables) Seed() uint64 { return t.seed }

@@ -73,6 +73,9 @@ type Options struct {
 	// Record, when set, gets every batch's lookups and plan decisions
 	// (record.go): flowrun run --record, flowrun replay's check.
 	Record Recorder
+	// Tables, when set, is handed the host tables once made, before any
+	// stage: sharded tables (framework/shard) make them a staging table.
+	Tables func(*batch.Tables) error
 }
 
 // StageError is a stage failing on a batch.

@@ -64,26 +64,55 @@ func (c *Client) Traffic(i int) *Traffic { return &c.traffic[i] }
 
 // request sends req to shard i and checks the reply's status; an error
 // names the shard.
+//
+// A shard that does not answer within the timeout is asked whether it is
+// still there: NATS answers "no responders" at once for a shard whose
+// process is gone (its subscription went with its connection), and the
+// call fails naming it. A shard that is there but busy (a loaded
+// machine) is asked again: every request is idempotent (a fetch reads, a
+// return writes the same values, a scan reads), and the shard answers in
+// arrival order. A shard busy past patience fails the call too.
 func (c *Client) request(i int, req []byte) (*dec, error) {
 	subj := Subject(c.run, i)
 	t := &c.traffic[i]
-	t.Requests.Add(1)
-	t.Sent.Add(int64(len(req)))
-	m, err := c.nc.Request(subj, req, c.timeout)
-	switch {
-	case errors.Is(err, nats.ErrNoResponders):
-		return nil, fmt.Errorf("table shard %d of %d (%s) is not running", i, c.of, subj)
-	case errors.Is(err, nats.ErrTimeout):
-		return nil, fmt.Errorf("table shard %d of %d (%s) did not answer within %v", i, c.of, subj, c.timeout)
-	case err != nil:
-		return nil, fmt.Errorf("table shard %d of %d (%s): %w", i, c.of, subj, err)
+	fail := func(err error) error { return fmt.Errorf("table shard %d of %d (%s): %w", i, c.of, subj, err) }
+	deadline := time.Now().Add(patience * c.timeout)
+	for {
+		t.Requests.Add(1)
+		t.Sent.Add(int64(len(req)))
+		m, err := c.nc.Request(subj, req, c.timeout)
+		if errors.Is(err, nats.ErrTimeout) {
+			if c.gone(subj) {
+				return nil, fail(fmt.Errorf("no answer within %v and no one listens: the shard is gone", c.timeout))
+			}
+			if time.Now().Before(deadline) {
+				continue
+			}
+			return nil, fail(fmt.Errorf("no answer within %v", patience*c.timeout))
+		}
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
+			return nil, fail(errors.New("not running (no one listens)"))
+		case err != nil:
+			return nil, fail(err)
+		}
+		t.Received.Add(int64(len(m.Data)))
+		d, err := status(m.Data)
+		if err != nil {
+			return nil, fail(err)
+		}
+		return d, nil
 	}
-	t.Received.Add(int64(len(m.Data)))
-	d, err := status(m.Data)
-	if err != nil {
-		return nil, fmt.Errorf("table shard %d of %d (%s): %w", i, c.of, subj, err)
-	}
-	return d, nil
+}
+
+// patience is how many timeouts a shard that is still there may take to
+// answer one request.
+const patience = 30
+
+// gone reports whether no one listens on subj any more.
+func (c *Client) gone(subj string) bool {
+	_, err := c.nc.Request(subj, []byte{opPing}, c.timeout/4)
+	return errors.Is(err, nats.ErrNoResponders)
 }
 
 // Wait pings every shard until all answer or ctx ends: shards started
@@ -106,6 +135,15 @@ func (c *Client) Wait(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// Done tells every shard the run is over: they drop its tables (and a
+// `flowrun shard` process leaves). Shards that are gone are not waited for.
+func (c *Client) Done() error {
+	return c.each(func(i int) error {
+		_, err := c.request(i, []byte{opDone})
+		return err
+	})
 }
 
 // Configure has every shard create its tables: rows[t] rows of table t,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/nats-io/nats.go"
@@ -19,8 +20,13 @@ import (
 // with the returned value.
 type Service struct {
 	Index, Of int
+	// Once makes Serve return when the run it served says it is done
+	// (flowrun shard: a shard process leaves with its run).
+	Once bool
 
 	mu     sync.Mutex
+	run    string // the run that configured the tables
+	done   chan struct{}
 	tables *batch.Tables
 	conf   []byte    // the configure request that made tables
 	sorted [][]int64 // [table]: touched rows ascending, for a scan in progress
@@ -32,15 +38,20 @@ func NewService(index, of int) (*Service, error) {
 	if of < 1 || index < 0 || index >= of {
 		return nil, fmt.Errorf("shard: index %d of %d: need 0 ≤ index < of", index, of)
 	}
-	return &Service{Index: index, Of: of}, nil
+	return &Service{Index: index, Of: of, done: make(chan struct{}, 1)}, nil
 }
 
-// Serve answers run's requests for this shard on nc until ctx ends, then
-// closes the tables.
+// Serve answers run's requests for this shard on nc until ctx ends (or,
+// with Once, its run is done), then closes the tables. An empty run
+// serves the first run that configures the shard, and only that one.
 func (s *Service) Serve(ctx context.Context, nc *nats.Conn, run string) error {
 	s.maxOut = int(nc.MaxPayload()) - overhead
-	sub, err := nc.Subscribe(Subject(run, s.Index), func(m *nats.Msg) {
-		_ = m.Respond(s.Handle(m.Data))
+	subj := Subject(run, s.Index)
+	if run == "" {
+		subj = Subject("*", s.Index)
+	}
+	sub, err := nc.Subscribe(subj, func(m *nats.Msg) {
+		_ = m.Respond(s.handleFrom(runOf(m.Subject), m.Data))
 	})
 	if err != nil {
 		return fmt.Errorf("shard %d: subscribe: %w", s.Index, err)
@@ -48,7 +59,10 @@ func (s *Service) Serve(ctx context.Context, nc *nats.Conn, run string) error {
 	if err := nc.Flush(); err != nil {
 		return fmt.Errorf("shard %d: subscribe: %w", s.Index, err)
 	}
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case <-s.done:
+	}
 	_ = sub.Unsubscribe()
 	s.Close()
 	return nil
@@ -58,6 +72,11 @@ func (s *Service) Serve(ctx context.Context, nc *nats.Conn, run string) error {
 func (s *Service) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closeTables()
+}
+
+// closeTables removes the tables, under s.mu.
+func (s *Service) closeTables() {
 	if s.tables != nil {
 		s.tables.Close()
 		s.tables = nil
@@ -71,12 +90,27 @@ func (s *Service) Tables() *batch.Tables {
 	return s.tables
 }
 
-// Handle answers one request.
-func (s *Service) Handle(req []byte) []byte {
+// runOf is the run in a shard subject, flowrun.<run>.shard.<i>.
+func runOf(subject string) string {
+	s := strings.TrimPrefix(subject, "flowrun.")
+	if i := strings.LastIndex(s, ".shard."); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// Handle answers one request of a run.
+func (s *Service) Handle(req []byte) []byte { return s.handleFrom("", req) }
+
+// handleFrom answers one request of run: a shard serves one run.
+func (s *Service) handleFrom(run string, req []byte) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(req) == 0 {
 		return replyErr(errors.New("empty request"))
+	}
+	if s.run != "" && run != s.run {
+		return replyErr(fmt.Errorf("shard %d serves run %s, not %s", s.Index, s.run, run))
 	}
 	d := &dec{b: req[1:]}
 	out := &enc{b: []byte{statusOK}}
@@ -86,7 +120,18 @@ func (s *Service) Handle(req []byte) []byte {
 		out.u32(uint32(s.Index))
 		out.u32(uint32(s.Of))
 	case op == opConfigure:
-		err = s.configure(req, d)
+		if err = s.configure(req, d); err == nil {
+			s.run = run
+		}
+	case op == opDone:
+		s.closeTables()
+		s.run = ""
+		if s.Once {
+			select {
+			case s.done <- struct{}{}:
+			default:
+			}
+		}
 	case s.tables == nil:
 		err = fmt.Errorf("shard %d: not configured", s.Index)
 	case op == opFetch:

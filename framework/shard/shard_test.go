@@ -106,7 +106,7 @@ func train(t *testing.T, plain, staged *batch.Tables, batches int, rng *rand.Ran
 		if err := plain.TouchTables(ids); err != nil {
 			t.Fatal(err)
 		}
-		if err := staged.TouchBatch(string(rune('a'+b%3)), ids); err != nil {
+		if _, err := staged.TouchBatch(string(rune('a'+b%3)), ids); err != nil {
 			t.Fatal(err)
 		}
 		for tab, tids := range ids {
@@ -207,13 +207,13 @@ func TestKilledShardFailsNamingIt(t *testing.T) {
 	cl := startCluster(t, "kill", 3, 0)
 	staged, _ := stagingTables(t, cl, "kill")
 	ids := [][]int64{{1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 2, 3, 4, 5, 6, 7, 8, 9}}
-	if err := staged.TouchBatch("a", ids); err != nil {
+	if _, err := staged.TouchBatch("a", ids); err != nil {
 		t.Fatal(err)
 	}
 	cl.stops[1]()
 	start := time.Now()
 	next := [][]int64{{11, 12, 13, 14, 15, 16, 17, 18, 19}, {11, 12, 13, 14, 15, 16, 17, 18, 19}, {11, 12, 13, 14, 15, 16, 17, 18, 19}}
-	err := staged.TouchBatch("b", next)
+	_, err := staged.TouchBatch("b", next)
 	if err == nil {
 		t.Fatal("a batch with rows of a stopped shard succeeded")
 	}

@@ -19,6 +19,7 @@ const (
 	opCount                     // () → T×u64 rows the shard holds
 	opScan                      // table u32, after i64, limit u32 → n u32, n×i64, n rows
 	opPing                      // () → index u32, of u32
+	opDone                      // () → (): the run is over, drop its tables
 
 	statusOK  byte = 0
 	statusErr byte = 1
