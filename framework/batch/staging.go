@@ -342,3 +342,38 @@ var errNotStaged = errors.New("read of a sharded table's row that is not staged 
 
 // Seed is the seed rows are initialised from.
 func (t *Tables) Seed() uint64 { return t.seed }
+
+// Part is part Index of Of of row-partitioned tables: the rows r with
+// r mod Of = Index, stored as local rows r / Of (framework/shard's
+// table shards). The zero Part is the whole table.
+type Part struct{ Index, Of int64 }
+
+// global is local row id's row in the whole table.
+func (p Part) global(id int64) int64 {
+	if p.Of <= 1 {
+		return id
+	}
+	return id*p.Of + p.Index
+}
+
+// NewPartTables creates part p of the FP32 tables NewTablesRows(seed,
+// rows, dim, stride) would make: table t has the local rows 0 to
+// ⌈(rows[t] − p.Index) / p.Of⌉ − 1 (at least one), and local row l holds,
+// from its first touch, the initial value of row l·Of + Index of the
+// whole table. So a part's index and regions are 1/Of of the table's,
+// and its rows are exactly the whole table's.
+func NewPartTables(seed uint64, rows []int64, dim, stride int, p Part) (*Tables, error) {
+	if p.Of < 1 || p.Index < 0 || p.Index >= p.Of {
+		return nil, fmt.Errorf("host tables: part %d of %d", p.Index, p.Of)
+	}
+	local := make([]int64, len(rows))
+	for i, r := range rows {
+		local[i] = max(1, (r-p.Index+p.Of-1)/p.Of)
+	}
+	t, err := NewTablesRows(seed, local, dim, stride)
+	if err != nil {
+		return nil, err
+	}
+	t.part = p
+	return t, nil
+}

@@ -92,6 +92,9 @@ type Tables struct {
 	// stage makes the tables a staging table over remote rows
 	// (staging.go); nil for tables that own their rows.
 	stage *staging
+	// part makes the tables one part of row-partitioned tables
+	// (NewPartTables); the zero part is the whole table.
+	part Part
 }
 
 // virtualTable is one table's touch state.

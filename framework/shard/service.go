@@ -28,6 +28,7 @@ type Service struct {
 	run    string // the run that configured the tables
 	done   chan struct{}
 	tables *batch.Tables
+	rows   []int64   // [table]: the whole table's rows
 	conf   []byte    // the configure request that made tables
 	sorted [][]int64 // [table]: touched rows ascending, for a scan in progress
 	maxOut int       // bytes a reply may take
@@ -169,15 +170,16 @@ func (s *Service) configure(req []byte, d *dec) error {
 	if d.err != nil {
 		return d.err
 	}
-	t, err := batch.NewTablesRows(seed, rows, dim, stride)
+	t, err := batch.NewPartTables(seed, rows, dim, stride, batch.Part{Index: int64(s.Index), Of: int64(s.Of)})
 	if err != nil {
 		return err
 	}
-	s.tables, s.conf, s.sorted = t, slices.Clone(req), make([][]int64, n)
+	s.tables, s.rows, s.conf, s.sorted = t, rows, slices.Clone(req), make([][]int64, n)
 	return nil
 }
 
-// readIDs reads per-table ID lists, checking they are this shard's rows.
+// readIDs reads per-table ID lists, checking they are this shard's rows,
+// as local rows.
 func (s *Service) readIDs(d *dec) ([][]int64, error) {
 	n := int(d.u32())
 	if n > s.tables.Len() {
@@ -186,13 +188,23 @@ func (s *Service) readIDs(d *dec) ([][]int64, error) {
 	ids := make([][]int64, n)
 	for t := range ids {
 		ids[t] = d.ids(int(d.u32()))
-		for _, id := range ids[t] {
-			if id < 0 || id >= s.tables.RowsOf(t) || Owner(t, id, s.Of) != s.Index {
-				return nil, fmt.Errorf("table %d row %d is not this shard's", t, id)
+		for i, id := range ids[t] {
+			l, err := s.local(t, id)
+			if err != nil {
+				return nil, err
 			}
+			ids[t][i] = l
 		}
 	}
 	return ids, d.err
+}
+
+// local is row id of table t as this shard stores it.
+func (s *Service) local(t int, id int64) (int64, error) {
+	if id < 0 || id >= s.rows[t] || Owner(t, id, s.Of) != s.Index {
+		return 0, fmt.Errorf("table %d row %d is not this shard's", t, id)
+	}
+	return id / int64(s.Of), nil
 }
 
 // fetch answers the rows asked for, initialising those never touched.
@@ -222,13 +234,14 @@ func (s *Service) put(d *dec) error {
 	for t := range n {
 		ids := d.ids(int(d.u32()))
 		for _, id := range ids {
-			if id < 0 || id >= s.tables.RowsOf(t) || Owner(t, id, s.Of) != s.Index {
-				return fmt.Errorf("table %d row %d is not this shard's", t, id)
+			l, err := s.local(t, id)
+			if err != nil {
+				return err
 			}
 			if d.floats(row); d.err != nil {
 				return d.err
 			}
-			copy(s.tables.Row(t, id), row)
+			copy(s.tables.Row(t, l), row)
 		}
 	}
 	return nil
@@ -245,13 +258,21 @@ func (s *Service) scan(d *dec, out *enc) error {
 	if after < 0 || s.sorted[t] == nil {
 		s.sorted[t] = s.tables.TouchedIDs(t)
 	}
-	ids := s.sorted[t]
-	i, _ := slices.BinarySearch(ids, after+1)
+	// Local rows ascend as their rows do (row = local·Of + Index).
+	ids, of, idx := s.sorted[t], int64(s.Of), int64(s.Index)
+	i, _ := slices.BinarySearchFunc(ids, after, func(l, after int64) int {
+		if l*of+idx <= after {
+			return -1
+		}
+		return 1
+	})
 	limit = min(limit, max(1, s.maxOut/(8+4*s.tables.Stride)), len(ids)-i)
 	out.u32(uint32(limit))
-	out.ids(ids[i : i+limit])
-	for _, id := range ids[i : i+limit] {
-		out.floats(s.tables.Row(t, id))
+	for _, l := range ids[i : i+limit] {
+		out.u64(uint64(l*of + idx))
+	}
+	for _, l := range ids[i : i+limit] {
+		out.floats(s.tables.Row(t, l))
 	}
 	return nil
 }
