@@ -305,6 +305,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		return nil, checkpointFailure(openFailure(err, path, f.sets), path, f.sets)
 	}
 	res.File = path
+	shards.report(res)
 	if res.Dataset, err = datasetUse(cfg.Dataset); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/bus"
 	"github.com/flowrun/flowrun/framework/config"
+	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/shard"
 )
 
@@ -84,6 +85,7 @@ type shardSet struct {
 	client *shard.Client
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	log    *slog.Logger
 }
 
 // startShards prepares the graph's shards (nil when it has none): with an
@@ -95,14 +97,14 @@ func startShards(ctx context.Context, cfg *config.Config, f runFlags, conn *bus.
 	if sc == nil {
 		return nil, nil
 	}
-	if f.ckpt.dir != "" {
-		return nil, usageError{errors.New("shards: checkpoints of sharded tables are not supported yet; drop --checkpoint-dir/--resume")}
+	if f.ckpt.every != 0 || f.ckpt.dir != "" || f.ckpt.resume != "" || f.ckpt.save != "" {
+		return nil, usageError{errors.New("shards: checkpoints and saved models of sharded tables are not supported yet; drop --checkpoint-every, --checkpoint-dir, --resume and --save-model")}
 	}
 	client, err := shard.NewClient(conn.NATS(), runID, sc.Count, sc.Timeout())
 	if err != nil {
 		return nil, err
 	}
-	s := &shardSet{client: client, cancel: func() {}}
+	s := &shardSet{client: client, cancel: func() {}, log: log}
 	if f.nats == "" && cfg.NATS.URL == "" {
 		sctx, cancel := context.WithCancel(context.Background())
 		s.cancel = cancel
@@ -147,11 +149,34 @@ func (s *shardSet) tables() func(*batch.Tables) error {
 	return s.attach
 }
 
+// report puts what crossed to and from each shard into results.json's
+// metrics.extra: shard.I.requests, shard.I.sent_bytes (requests) and
+// shard.I.received_bytes (replies), the run's totals.
+func (s *shardSet) report(res *results.Results) {
+	if s == nil || res == nil {
+		return
+	}
+	if res.Metrics.Extra == nil {
+		res.Metrics.Extra = map[string]float64{}
+	}
+	for i := range s.client.Shards() {
+		tr, key := s.client.Traffic(i), fmt.Sprintf("shard.%d.", i)
+		res.Metrics.Extra[key+"requests"] = float64(tr.Requests.Load())
+		res.Metrics.Extra[key+"sent_bytes"] = float64(tr.Sent.Load())
+		res.Metrics.Extra[key+"received_bytes"] = float64(tr.Received.Load())
+	}
+}
+
 // stop tells the shards the run is over (a `flowrun shard` process
 // leaves) and ends those this process serves.
 func (s *shardSet) stop() {
 	if s == nil {
 		return
+	}
+	for i := range s.client.Shards() {
+		tr := s.client.Traffic(i)
+		s.log.Info("table shard traffic", "shard", i, "requests", tr.Requests.Load(),
+			"sent_bytes", tr.Sent.Load(), "received_bytes", tr.Received.Load())
 	}
 	_ = s.client.Done()
 	s.cancel()

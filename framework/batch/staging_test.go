@@ -105,3 +105,38 @@ func mustDigest(t *testing.T, st *Tables) string {
 	}
 	return d
 }
+
+// Rows written outside any lease (Storage's flush of every cached row)
+// go back once maxLoose are waiting: they are never all staged at once.
+func TestStagingSendsLooseWritesInBounds(t *testing.T) {
+	remote, err := NewTablesRows(5, []int64{200000}, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remote.Close()
+	want, err := NewTablesRows(5, []int64{200000}, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer want.Close()
+	st, err := NewTablesRows(5, []int64{200000}, 4, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Stage(memRemote{remote}); err != nil {
+		t.Fatal(err)
+	}
+	row := []float32{1, 2, 3, 4}
+	for id := range int64(3*maxLoose + 7) {
+		row[0] = float32(id)
+		st.WriteRow(0, id*2, row, 0)
+		want.WriteRow(0, id*2, row, 0)
+		if n := st.TouchedRows(0); n > maxLoose {
+			t.Fatalf("%d rows staged after %d writes, bound %d", n, id+1, maxLoose)
+		}
+	}
+	if got := mustDigest(t, st); got != want.Digest(nil) {
+		t.Errorf("digest %s, one process %s", got, want.Digest(nil))
+	}
+}
