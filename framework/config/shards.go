@@ -32,8 +32,10 @@ type Shards struct {
 	// the memory split); with nats.url (or --nats) it waits for Count
 	// `flowrun shard` processes on that server.
 	Count int `mapstructure:"count"`
-	// TimeoutMs is how long a shard may take to answer one request
-	// before the run fails naming it, in milliseconds (0: 1000).
+	// TimeoutMs paces the wait for a shard's reply, in milliseconds (0:
+	// 1000): the shard is asked every quarter of it whether it is still
+	// there (one that is gone fails the run naming it), and one that is
+	// there may take up to 30 times it.
 	TimeoutMs int `mapstructure:"timeout_ms"`
 	// WaitS is how long flowrun run waits, at the start, for external
 	// shards to answer, in seconds (0: 30).

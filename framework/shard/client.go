@@ -65,43 +65,55 @@ func (c *Client) Traffic(i int) *Traffic { return &c.traffic[i] }
 // request sends req to shard i and checks the reply's status; an error
 // names the shard.
 //
-// A shard that does not answer within the timeout is asked whether it is
-// still there: NATS answers "no responders" at once for a shard whose
-// process is gone (its subscription went with its connection), and the
-// call fails naming it. A shard that is there but busy (a loaded
-// machine) is asked again: every request is idempotent (a fetch reads, a
-// return writes the same values, a scan reads), and the shard answers in
-// arrival order. A shard busy past patience fails the call too.
+// While the reply is awaited, the shard is asked every quarter of the
+// timeout whether it is still there: NATS answers "no responders" at
+// once for a shard whose process is gone (its subscription went with its
+// connection), and the call fails naming it, so a shard killed with a
+// request in flight fails the call within about a quarter of the
+// timeout. A shard that is there but busy (a loaded machine) is waited
+// for, up to patience timeouts; the request is sent once.
 func (c *Client) request(i int, req []byte) (*dec, error) {
 	subj := Subject(c.run, i)
 	t := &c.traffic[i]
 	fail := func(err error) error { return fmt.Errorf("table shard %d of %d (%s): %w", i, c.of, subj, err) }
-	deadline := time.Now().Add(patience * c.timeout)
+	t.Requests.Add(1)
+	t.Sent.Add(int64(len(req)))
+	type reply struct {
+		m   *nats.Msg
+		err error
+	}
+	// Buffered: a request abandoned for a gone shard ends on its own
+	// (its timeout) without anyone to hand its reply to.
+	ch := make(chan reply, 1)
+	go func() {
+		m, err := c.nc.Request(subj, req, patience*c.timeout)
+		ch <- reply{m, err}
+	}()
+	tick := time.NewTicker(c.timeout / 4)
+	defer tick.Stop()
 	for {
-		t.Requests.Add(1)
-		t.Sent.Add(int64(len(req)))
-		m, err := c.nc.Request(subj, req, c.timeout)
-		if errors.Is(err, nats.ErrTimeout) {
+		select {
+		case <-tick.C:
 			if c.gone(subj) {
-				return nil, fail(fmt.Errorf("no answer within %v and no one listens: the shard is gone", c.timeout))
+				return nil, fail(errors.New("no answer, and no one listens any more: the shard is gone"))
 			}
-			if time.Now().Before(deadline) {
-				continue
+			continue
+		case r := <-ch:
+			switch {
+			case errors.Is(r.err, nats.ErrNoResponders):
+				return nil, fail(errors.New("not running (no one listens)"))
+			case errors.Is(r.err, nats.ErrTimeout):
+				return nil, fail(fmt.Errorf("no answer within %v", patience*c.timeout))
+			case r.err != nil:
+				return nil, fail(r.err)
 			}
-			return nil, fail(fmt.Errorf("no answer within %v", patience*c.timeout))
+			t.Received.Add(int64(len(r.m.Data)))
+			d, err := status(r.m.Data)
+			if err != nil {
+				return nil, fail(err)
+			}
+			return d, nil
 		}
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
-			return nil, fail(errors.New("not running (no one listens)"))
-		case err != nil:
-			return nil, fail(err)
-		}
-		t.Received.Add(int64(len(m.Data)))
-		d, err := status(m.Data)
-		if err != nil {
-			return nil, fail(err)
-		}
-		return d, nil
 	}
 }
 

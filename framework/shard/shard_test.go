@@ -4,6 +4,7 @@ import (
 	"context"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,7 +64,12 @@ func startCluster(t *testing.T, run string, n int, maxPayload int32) *cluster {
 
 func stagingTables(t *testing.T, cl *cluster, run string) (*batch.Tables, *shard.Client) {
 	t.Helper()
-	c, err := shard.NewClient(cl.nc, run, len(cl.shards), 0)
+	return stagingTablesTimeout(t, cl, run, 0)
+}
+
+func stagingTablesTimeout(t *testing.T, cl *cluster, run string, timeout time.Duration) (*batch.Tables, *shard.Client) {
+	t.Helper()
+	c, err := shard.NewClient(cl.nc, run, len(cl.shards), timeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,5 +231,55 @@ func TestKilledShardFailsNamingIt(t *testing.T) {
 	}
 	if _, err := staged.DigestErr(nil); err == nil {
 		t.Error("a digest with a shard gone succeeded")
+	}
+}
+
+// A shard that dies with a request in flight fails the call within about
+// a quarter of the timeout of its death; one that is only slow (answers
+// after more than the timeout) is waited for.
+func TestInFlightDeathAndSlowShard(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	cl := startCluster(t, "slow", 2, 0)
+	cl.stops[1]() // shard 1 is served by hand, below
+	svc, err := shard.NewService(1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	var delay atomic.Int64
+	slow, err := cl.nc.Subscribe(shard.Subject("slow", 1), func(m *nats.Msg) {
+		time.Sleep(time.Duration(delay.Load()))
+		_ = m.Respond(svc.Handle(m.Data))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staged, _ := stagingTablesTimeout(t, cl, "slow", timeout)
+	ids := func(from int64) [][]int64 { return [][]int64{{from, from + 1, from + 2, from + 3}, nil, nil} }
+
+	// Slow: the answer comes after 1.5 timeouts.
+	delay.Store(int64(timeout * 3 / 2))
+	if _, err := staged.TouchBatch("a", ids(10)); err != nil {
+		t.Fatalf("a slow shard failed the batch: %v", err)
+	}
+	_ = slow.Unsubscribe()
+
+	// Dead mid-request: it takes the request, never answers, and leaves.
+	died := make(chan time.Time, 1)
+	dead, err := cl.nc.Subscribe(shard.Subject("slow", 1), func(*nats.Msg) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(timeout / 2)
+		_ = dead.Unsubscribe()
+		died <- time.Now()
+	}()
+	_, err = staged.TouchBatch("b", ids(20))
+	if err == nil || !strings.Contains(err.Error(), "table shard 1 of 2") || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("a shard gone mid-request: %v", err)
+	}
+	if d := time.Since(<-died); d > timeout {
+		t.Errorf("failed %v after the shard left, want within the %v timeout", d, timeout)
 	}
 }
