@@ -24,6 +24,7 @@ import (
 	"github.com/flowrun/flowrun/plugins/caches/static"
 	"github.com/flowrun/flowrun/plugins/devices/cpudram"
 	"github.com/flowrun/flowrun/plugins/devices/hbm"
+	"github.com/flowrun/flowrun/plugins/devices/network"
 	"github.com/flowrun/flowrun/plugins/devices/nmpdimm"
 	"github.com/flowrun/flowrun/plugins/devices/nvmessd"
 	"github.com/flowrun/flowrun/plugins/devices/rpaccel"
@@ -84,6 +85,7 @@ func builtins() pluginhost.Builtins {
 			"hbm":      hbm.New,
 			"nmp-dimm": nmpdimm.New,
 			"nvme-ssd": nvmessd.New,
+			"network":  network.New,
 			"rpaccel":  rpaccel.New,
 		},
 	}

@@ -90,6 +90,7 @@ A newcomer's guide: docs/guide.md; every graph key: docs/graph-reference.md.`,
 	root.AddCommand(newGenCmd(), newConvertCmd())
 	root.AddCommand(newBenchCmd(), newReportCmd(), newSearchCmd(), newReplayCmd())
 	root.AddCommand(newWorkerCmd())
+	root.AddCommand(newShardCmd())
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	commandsOnly(root)
 	return root

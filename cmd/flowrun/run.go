@@ -291,6 +291,11 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 
 	defer bar.Finish()
 	defer stageProcs(len(g.Nodes))()
+	shards, err := startShards(ctx, cfg, f, conn, runID, log)
+	if err != nil {
+		return nil, err
+	}
+	defer shards.stop()
 	rec, err := f.record.start(g, path, f.sets, &ckpt, f.ckpt.dir != "", f.quiet)
 	if err != nil {
 		return nil, err
@@ -302,6 +307,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		Graph: g, Stages: stages(), Plugins: locatedOpener{host, cfg}, Bus: conn,
 		TracerProvider: tel.TracerProvider(), Logger: log, Progress: bar.Update, RunID: runID,
 		CheckHazards: hazards, Modeled: f.modeled, Checkpoint: ckpt, Record: f.recorder, WorkerHint: hint,
+		Tables: shards.tables(),
 	})
 	if rerr := rec.finish(res, err, bar); rerr != nil && err == nil {
 		return nil, rerr
@@ -313,6 +319,7 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		return nil, checkpointFailure(openFailure(err, path, f.sets), path, f.sets)
 	}
 	res.File = path
+	shards.report(res)
 	if res.Dataset, err = datasetUse(cfg.Dataset); err != nil {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ func (t *Tables) touchMany(table int, ids []int64) error {
 				vt.index[id] = int32(p + 1)
 			}
 			row := vt.data[p*s : (p+1)*s]
-			InitRow(row[:t.Dim], t.seed, table, id, t.scale)
+			InitRow(row[:t.Dim], t.seed, table, t.part.global(id), t.scale)
 			clear(row[t.Dim:]) // optimizer state starts at zero
 		}
 		// The bit is set after the row is written: a goroutine that sees

@@ -237,6 +237,10 @@ func (t *Tables) ReadRow(table int, row int64, dst []float32) {
 // rounding, keyed by (seed, table, row, seq, element); its state is copied.
 func (t *Tables) WriteRow(table int, row int64, src []float32, seq uint64) {
 	vt := t.tables[table]
+	if t.stage != nil {
+		t.writeStaged(table, row, src[:t.Stride])
+		return
+	}
 	if vt.low == nil {
 		copy(t.Row(table, row), src)
 		return
@@ -283,6 +287,10 @@ func (t *Tables) MarkWritten(table int, rows []int64) {
 // it, since the cache's FP32 copy is the trained model's row.
 func (t *Tables) FlushRow(table int, row int64, src []float32) {
 	lt := t.tables[table].low
+	if t.stage != nil {
+		t.writeStaged(table, row, src[:t.Stride])
+		return
+	}
 	if lt == nil {
 		copy(t.Row(table, row), src)
 		return

@@ -89,6 +89,12 @@ type Tables struct {
 	trimAt    int64
 	sinceTrim atomic.Int64
 	trims     atomic.Int64
+	// stage makes the tables a staging table over remote rows
+	// (staging.go); nil for tables that own their rows.
+	stage *staging
+	// part makes the tables one part of row-partitioned tables
+	// (NewPartTables); the zero part is the whole table.
+	part Part
 }
 
 // virtualTable is one table's touch state.
@@ -267,6 +273,9 @@ func (t *Tables) Len() int { return len(t.regions) }
 // load stage touches each batch's IDs as soon as it has filled them.
 func (t *Tables) Touch(table int, ids []int64) error {
 	vt := t.tables[table]
+	if t.stage != nil {
+		return fmt.Errorf("host table %d: a sharded table is touched by the batch (TouchBatch)", table)
+	}
 	if t.prec.Dir != "" {
 		t.noteTouched(int64(len(ids)) * max(t.rowBytes(table), 1<<pageShift))
 	}
@@ -434,6 +443,9 @@ func (t *Tables) Row(table int, row int64) []float32 {
 		panic(fmt.Sprintf("host table %d is stored at %v: read it with ReadRow, write it with WriteRow", table, t.tables[table].low.prec))
 	}
 	if !t.Touched(table, row) {
+		if t.stage != nil {
+			panic(fmt.Errorf("host table %d row %d: %w", table, row, errNotStaged))
+		}
 		if err := t.touchSlow(table, row); err != nil {
 			panic(err)
 		}

@@ -51,6 +51,9 @@ type Config struct {
 	Tracing Tracing `mapstructure:"tracing"`
 	// NATS says which server joins the stages.
 	NATS NATS `mapstructure:"nats"`
+	// Shards, when set, partitions the host tables over table-shard
+	// processes (shards.go).
+	Shards *Shards `mapstructure:"shards"`
 	// Serving, when set, replays queries under a Poisson load on the
 	// modeled clock (serving.go, docs/serving.md).
 	Serving *Serving `mapstructure:"serving"`

@@ -86,6 +86,7 @@ func (c *Config) Validate() error {
 	}
 	errs := validateTree(reflect.ValueOf(c).Elem(), "", true)
 	errs = append(errs, c.validateAcross()...)
+	errs = append(errs, c.validateShards()...)
 	return errors.Join(errs...)
 }
 

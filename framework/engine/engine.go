@@ -80,6 +80,9 @@ type Options struct {
 	// WorkerHint, when set, is the command line that starts worker NAME
 	// of this run, for the error of a worker that never joined.
 	WorkerHint func(worker, runID string) string
+	// Tables, when set, is handed the host tables once made, before any
+	// stage: sharded tables (framework/shard) make them a staging table.
+	Tables func(*batch.Tables) error
 }
 
 // StageError is a stage failing on a batch.

@@ -158,6 +158,11 @@ func (r *run) build(ctx context.Context) error {
 	if r.tables, err = r.shape.NewTables(); err != nil {
 		return err
 	}
+	if f := r.opts.Tables; f != nil {
+		if err := f(r.tables); err != nil {
+			return err
+		}
+	}
 	if r.storage, err = newStorage(g, r.shape); err != nil {
 		return err
 	}
@@ -388,7 +393,10 @@ func (r *run) finish(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("model digest: %w", err)
 	}
-	base := r.tables.Digest(dense)
+	base, err := r.tables.DigestErr(dense)
+	if err != nil {
+		return "", err
+	}
 	if err := r.saveModel(ctx, base); err != nil { // models_checkpoint.go
 		return "", err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/serving"
 	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/sdk/device"
 )
 
 type loader struct {
@@ -28,6 +29,10 @@ type loader struct {
 	pacer  *serving.Pacer
 	pacing serving.Pacing
 	warmup uint64
+	// link charges the shard traffic of sharded host tables (graph key
+	// shards.link), named linkName; nil charges nothing.
+	link     device.Device
+	linkName string
 }
 
 func newLoader(set stage.Settings, cfg *Config) (*loader, error) {
@@ -44,6 +49,12 @@ func newLoader(set stage.Settings, cfg *Config) (*loader, error) {
 	}
 	if cfg.Eval {
 		l.eval = uint64(d.EvalBatches)
+	}
+	if sh := set.Graph.Shards; sh != nil && sh.Link != "" {
+		if l.link, err = set.Device("shards::link", sh.Link); err != nil {
+			return nil, err
+		}
+		l.linkName = sh.Link
 	}
 	if cfg.Arrival == ArrivalPoisson {
 		l.pacing = serving.Pacing{QPS: cfg.QPS, Seed: set.Graph.Serving.SeedOr(set.Graph.Seed), SLAMs: cfg.SLAMs}
@@ -112,8 +123,12 @@ func (l *loader) Next(ctx context.Context, b *batch.Batch) error {
 		return fmt.Errorf("load: %w", err)
 	}
 	if l.tables != nil {
-		if err := l.tables.TouchTables(perTable); err != nil {
+		moved, err := l.tables.TouchBatch(b.Buffer, perTable)
+		if err != nil {
 			return fmt.Errorf("load: %w", err)
+		}
+		if err := l.chargeLink(ctx, b, moved); err != nil {
+			return err
 		}
 	}
 	Samples.Set(b, int64(len(a.Labels)))
@@ -121,6 +136,23 @@ func (l *loader) Next(ctx context.Context, b *batch.Batch) error {
 	unique, lookups := l.dsf.count(perTable, !b.Eval)
 	DSFUnique.Set(b, unique)
 	DSFLookups.Set(b, lookups)
+	return nil
+}
+
+// chargeLink charges the rows a sharded table moved for the batch on the
+// link (modeled): fetched rows in, their IDs and the rows sent back out,
+// the two directions of a full-duplex link at once.
+func (l *loader) chargeLink(ctx context.Context, b *batch.Batch, m batch.Moved) error {
+	if l.link == nil || m.Fetched+m.Returned == 0 {
+		return nil
+	}
+	ns, err := stage.ChargeConcurrent(ctx, b, l.linkName, l.link,
+		device.Op{Name: "shard-fetch", Kind: device.Transfer, Bytes: m.In()},
+		device.Op{Name: "shard-return", Kind: device.Transfer, Bytes: m.Out()})
+	if err != nil {
+		return fmt.Errorf("load: shard traffic on %s: %w", l.linkName, err)
+	}
+	batch.ModeledNs.Set(b, ns)
 	return nil
 }
 
