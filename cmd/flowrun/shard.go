@@ -90,7 +90,7 @@ type shardSet struct {
 
 // startShards prepares the graph's shards (nil when it has none): with an
 // embedded server it serves them in this process (the same digest, not
-// the memory split: docs/scale-out-shards.md); with an external one it
+// the memory split: docs/scale-out.md#sharded-host-tables); with an external one it
 // waits until shards.count `flowrun shard` processes answer.
 func startShards(ctx context.Context, cfg *config.Config, f runFlags, conn *bus.Conn, runID string, log *slog.Logger) (*shardSet, error) {
 	sc := cfg.Shards

@@ -23,7 +23,7 @@ func (s *Shards) Wait() time.Duration {
 }
 
 // Shards partitions the host tables row-wise over table-shard processes
-// (framework/shard, docs/scale-out-shards.md): each owns its rows' values
+// (framework/shard, docs/scale-out.md#sharded-host-tables): each owns its rows' values
 // and optimizer state, and the running process stages only the rows of
 // the batches in flight. Absent, the host tables are the process's own.
 type Shards struct {
