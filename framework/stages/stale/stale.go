@@ -26,6 +26,7 @@ package stale
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -61,7 +62,27 @@ func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	if c.Staleness > 0 {
 		set.Metrics.Set(MetricStaleness, float64(c.Staleness))
 	}
+	if c.Staleness > 0 {
+		return &checkpointed{&stager{set: set, cfg: c}}, nil
+	}
 	return &stager{set: set, cfg: c}, nil
+}
+
+// checkpointed is the stage with staleness 1: it also saves its window in
+// a checkpoint (the previous batch's rows, live and as read, not yet
+// restored at the boundary), so that a resumed run goes on as the
+// uninterrupted one. Staleness 0 keeps no state.
+type checkpointed struct{ *stager }
+
+// Checkpoint implements stage.Checkpointer.
+func (s *checkpointed) Checkpoint(context.Context) ([]byte, error) { return json.Marshal(&s.win) }
+
+// Restore implements stage.Checkpointer.
+func (s *checkpointed) Restore(_ context.Context, state []byte) error {
+	if err := json.Unmarshal(state, &s.win); err != nil {
+		return fmt.Errorf("stale: %w", err)
+	}
+	return nil
 }
 
 func (s *stager) Process(_ context.Context, b *batch.Batch) error {

@@ -1,6 +1,8 @@
 package train
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -83,4 +85,22 @@ func (t *trainer) staleRow(r *staleness.Row) []float32 {
 		return t.set.Storage.Row(r.Table, r.Slot)
 	}
 	return t.set.Tables.Row(r.Table, r.ID)
+}
+
+// staleTrainer is train with staleness: 1: a trainer that also saves its
+// window in a checkpoint, so that a resumed run reads the same rows stale
+// (at a batch boundary every row is live; what is lost without it is the
+// previous batch's values before its update). Staleness 0 is the plain
+// trainer, whose checkpoints hold no state of train.
+type staleTrainer struct{ *trainer }
+
+// Checkpoint implements stage.Checkpointer.
+func (t staleTrainer) Checkpoint(context.Context) ([]byte, error) { return json.Marshal(&t.stale) }
+
+// Restore implements stage.Checkpointer.
+func (t staleTrainer) Restore(_ context.Context, state []byte) error {
+	if err := json.Unmarshal(state, &t.stale); err != nil {
+		return fmt.Errorf("train: %w", err)
+	}
+	return nil
 }

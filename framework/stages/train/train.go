@@ -382,5 +382,8 @@ func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	if err := t.checkStaleness(); err != nil {
 		return nil, err
 	}
+	if c.Staleness > 0 {
+		return staleTrainer{t}, nil
+	}
 	return t, nil
 }

@@ -17,6 +17,8 @@
 package staleness
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/flowrun/flowrun/framework/batch"
@@ -40,11 +42,11 @@ const (
 // for its host table), its live value when the batch was prepared, and,
 // when the batch read it stale, the old value it read.
 type Row struct {
-	Table int
-	ID    int64
-	Slot  int64
-	Live  []float32
-	Old   []float32 // nil: read live
+	Table int       `json:"table"`
+	ID    int64     `json:"id"`
+	Slot  int64     `json:"slot"`
+	Live  []float32 `json:"live"`
+	Old   []float32 `json:"old,omitempty"` // nil: read live
 }
 
 // Locate returns the float32s where r's value is now.
@@ -131,4 +133,29 @@ func Restore(rows []Row, at Locate) {
 			v[j] = r.Live[j] + (v[j] - r.Old[j])
 		}
 	}
+}
+
+// state is a Window as a checkpoint saves it (encoding/json writes a
+// float32 so that it reads back the same bits).
+type state struct {
+	Prev  []Row `json:"prev"`
+	Rows  int64 `json:"rows"`
+	Stale int64 `json:"stale"`
+}
+
+// MarshalJSON saves the window: a run resumed from a checkpoint then
+// reads the same rows stale as the uninterrupted run (the stages'
+// stage.Checkpointer).
+func (w *Window) MarshalJSON() ([]byte, error) {
+	return json.Marshal(state{Prev: w.prev, Rows: w.rows, Stale: w.stale})
+}
+
+// UnmarshalJSON restores a window MarshalJSON saved.
+func (w *Window) UnmarshalJSON(b []byte) error {
+	var s state
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("staleness window: %w", err)
+	}
+	w.prev, w.rows, w.stale = s.Prev, s.Rows, s.Stale
+	return nil
 }
