@@ -51,6 +51,11 @@ func ckptCases() []ckptCase {
 		// heca.yaml is exact too; its reference here is itself, uninterrupted.
 		{"heca", "heca.yaml", nil, "heca.yaml", false},
 		{"heca-pipelined", "heca-pipelined.yaml", nil, dlrm, false},
+		// Bounded staleness keeps the previous batch's rows across a
+		// boundary (train's and the stale stage's window); train's
+		// pipelined ends with the stale stage's digest.
+		{"heca-stale-pipelined", "heca-stale-pipelined.yaml", nil, "heca-stale.yaml", false},
+		{"heca-stale", "heca-stale.yaml", nil, "heca-stale.yaml", false},
 		// Inference: the filter stage's NDCG sums are stage state.
 		{"inference", "demo-inference.yaml", nil, "demo-inference.yaml", false},
 		{"tensorcasting", tc, nil, tc, false},

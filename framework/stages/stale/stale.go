@@ -17,56 +17,44 @@
 // one the stale state gave. Rows b-1 did not update are read live.
 //
 // The stage needs train(b-1) finished before it prepares b: a sequential
-// graph (pipeline: sequential). Pipelined, the two would race; what a
-// pipelined staleness needs from train is in the README.
+// graph (pipeline: sequential). Pipelined, the two would race; there
+// train's own staleness option does the same (the README). The
+// arithmetic both share is framework/stages/internal/staleness.
 //
 // The package imports no other stage kind, the graph or the engine.
 package stale
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
-	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/framework/stages/internal/staleness"
 )
 
 // MetricStaleness and MetricStaleShare are the metrics (results.json
 // metrics.extra) a run with staleness > 0 reports: its staleness, which
 // marks it inexact, and the share of distinct rows read stale.
 const (
-	MetricStaleness  = results.MetricStaleness
-	MetricStaleShare = results.MetricStaleShare
+	MetricStaleness  = staleness.MetricStaleness
+	MetricStaleShare = staleness.MetricStaleShare
 )
 
 type stager struct {
 	set stage.Settings
 	cfg *Config
-	// prev is batch b-1's distinct rows as the stage prepared them.
-	prev []kept
-	// rows and stale count the training batches' distinct rows and
-	// those read stale, for MetricStaleShare.
-	rows, stale int64
-}
-
-// kept is one distinct row of a batch: where it was (slot, -1 for the
-// host table), its live value when the batch was prepared, and, when the
-// batch read it stale, the old value it read.
-type kept struct {
-	table int
-	row   int64
-	slot  int64
-	live  []float32
-	old   []float32 // nil: read live
+	// win is batch b-1's distinct rows as the stage prepared them, and
+	// the counts behind MetricStaleShare.
+	win staleness.Window
 }
 
 func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	if c.Staleness > 0 && set.Graph.Pipeline != config.Sequential {
-		return nil, fmt.Errorf("staleness %d needs pipeline: sequential: the stage prepares batch b once b-1 has trained, and pipelined the two would race (a pipelined staleness is train's to do, stages/stale/README.md)", c.Staleness)
+		return nil, fmt.Errorf("staleness %d needs pipeline: sequential: the stage prepares batch b once b-1 has trained, and pipelined the two would race (pipelined, set train's staleness instead, stages/stale/README.md)", c.Staleness)
 	}
 	if c.Source == SourceStorage && set.Storage == nil {
 		return nil, errors.New("source: storage needs the run's Storage")
@@ -74,7 +62,27 @@ func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	if c.Staleness > 0 {
 		set.Metrics.Set(MetricStaleness, float64(c.Staleness))
 	}
+	if c.Staleness > 0 {
+		return &checkpointed{&stager{set: set, cfg: c}}, nil
+	}
 	return &stager{set: set, cfg: c}, nil
+}
+
+// checkpointed is the stage with staleness 1: it also saves its window in
+// a checkpoint (the previous batch's rows, live and as read, not yet
+// restored at the boundary), so that a resumed run goes on as the
+// uninterrupted one. Staleness 0 keeps no state.
+type checkpointed struct{ *stager }
+
+// Checkpoint implements stage.Checkpointer.
+func (s *checkpointed) Checkpoint(context.Context) ([]byte, error) { return json.Marshal(&s.win) }
+
+// Restore implements stage.Checkpointer.
+func (s *checkpointed) Restore(_ context.Context, state []byte) error {
+	if err := json.Unmarshal(state, &s.win); err != nil {
+		return fmt.Errorf("stale: %w", err)
+	}
+	return nil
 }
 
 func (s *stager) Process(_ context.Context, b *batch.Batch) error {
@@ -86,45 +94,24 @@ func (s *stager) Process(_ context.Context, b *batch.Batch) error {
 		return err
 	}
 	now := make(map[[2]int64]int64, len(rows))
-	for _, k := range rows {
-		now[[2]int64{int64(k.table), k.row}] = k.slot
+	for _, r := range rows {
+		now[[2]int64{int64(r.Table), r.ID}] = r.Slot
 	}
-	// The live value of every row b-1 trained, and its value before.
-	before := make(map[[2]int64][]float32, len(s.prev))
-	for _, k := range s.prev {
-		row := s.locate(k.table, k.row, k.slot, now)
-		if k.old != nil {
-			for i := range row {
-				row[i] = k.live[i] + (row[i] - k.old[i])
-			}
-		}
-		before[[2]int64{int64(k.table), k.row}] = k.live
-	}
-	s.prev = s.prev[:0]
+	// The live value of every row b-1 trained.
+	staleness.Restore(s.win.Prev(), func(r *staleness.Row) []float32 { return s.locate(r, now) })
 	if b.Eval { // held-out batches are scored on the live rows
+		s.win.Forget()
 		return nil
 	}
-	var stale int64
-	for _, k := range rows {
-		row := s.locate(k.table, k.row, k.slot, nil)
-		k.live = slices.Clone(row)
-		if old, ok := before[[2]int64{int64(k.table), k.row}]; ok {
-			k.old = old
-			copy(row, old)
-			stale++
-		}
-		s.prev = append(s.prev, k)
-	}
+	stale := s.win.Swap(rows, func(r *staleness.Row) []float32 { return s.locate(r, nil) })
 	StaleRows.Set(b, stale)
-	s.rows += int64(len(rows))
-	s.stale += stale
-	s.set.Metrics.Set(MetricStaleShare, float64(s.stale)/float64(max(s.rows, 1)))
+	s.set.Metrics.Set(MetricStaleShare, s.win.Share())
 	return nil
 }
 
 // distinct lists b's distinct rows per table in first-occurrence order,
 // each with its slot (-1 without Storage or for a bypass).
-func (s *stager) distinct(b *batch.Batch) ([]kept, error) {
+func (s *stager) distinct(b *batch.Batch) ([]staleness.Row, error) {
 	ids, err := batch.IDs.View(b)
 	if err != nil {
 		return nil, err
@@ -139,55 +126,29 @@ func (s *stager) distinct(b *batch.Batch) ([]kept, error) {
 			return nil, err
 		}
 	}
-	l := s.set.Layout
-	B := int64(l.BatchSize)
-	var out []kept
-	for t, start := range l.IndexStart()[:l.Tables] {
-		off := offsets[int64(t)*(B+1) : int64(t+1)*(B+1)]
-		seen := map[int64]bool{}
-		for p := start + off[0]; p < start+off[B]; p++ {
-			if seen[ids[p]] {
-				continue
-			}
-			seen[ids[p]] = true
-			k := kept{table: t, row: ids[p], slot: -1}
-			if slots != nil {
-				k.slot = slots[p]
-			}
-			out = append(out, k)
-		}
-	}
-	return out, nil
+	return staleness.Distinct(s.set.Layout, ids, offsets, slots), nil
 }
 
 // locate returns where a row's authoritative value is now: the slot it
 // was in if Storage still holds it there, else the slot the batch being
 // prepared (now) placed it in, else its host table row (a bypassed row,
 // or one evicted and written back since).
-func (s *stager) locate(table int, row, slot int64, now map[[2]int64]int64) []float32 {
+func (s *stager) locate(r *staleness.Row, now map[[2]int64]int64) []float32 {
 	st := s.set.Storage
-	if st != nil && slot >= 0 && st.RowOf(table, slot) == row {
-		return st.Row(table, slot)
+	if st != nil && r.Slot >= 0 && st.RowOf(r.Table, r.Slot) == r.ID {
+		return st.Row(r.Table, r.Slot)
 	}
-	if at, ok := now[[2]int64{int64(table), row}]; ok && st != nil && at >= 0 && st.RowOf(table, at) == row {
-		return st.Row(table, at)
+	if at, ok := now[[2]int64{int64(r.Table), r.ID}]; ok && st != nil && at >= 0 && st.RowOf(r.Table, at) == r.ID {
+		return st.Row(r.Table, at)
 	}
-	return s.set.Tables.Row(table, row)
+	return s.set.Tables.Row(r.Table, r.ID)
 }
 
 // Finish gives the rows the last training batch read stale their live
 // value, before Storage goes back to the host tables and the digest is
 // taken (a run whose last batches are held-out ones did it already).
 func (s *stager) Finish(context.Context) error {
-	for _, k := range s.prev {
-		if k.old == nil {
-			continue
-		}
-		row := s.locate(k.table, k.row, k.slot, nil)
-		for i := range row {
-			row[i] = k.live[i] + (row[i] - k.old[i])
-		}
-	}
-	s.prev = nil
+	staleness.Restore(s.win.Prev(), func(r *staleness.Row) []float32 { return s.locate(r, nil) })
+	s.win.Forget()
 	return nil
 }

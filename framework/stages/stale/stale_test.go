@@ -1,12 +1,14 @@
 package stale_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/flowrun/flowrun/framework/engine"
+	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/stages/collect"
@@ -124,6 +126,91 @@ func TestStalenessOneIsDeterministic(t *testing.T) {
 				t.Errorf("metrics %v: want staleness 1 and a stale row share in (0, 1)", x)
 			}
 		})
+	}
+}
+
+// Train's own staleness: 1 in a pipelined graph (heca-stale-pipelined.yaml)
+// ends with the same digest as the stale stage in a sequential one
+// (heca-stale.yaml) on the same data and cache, for nats.credits 0 and 1
+// (windows 3/2 and 6/4, what each needs), under the strict hazard
+// checker, and reads the same share of rows stale: the rows a batch reads
+// depend on the batches, not on the timing. Its staleness 0 is exact.
+func TestTrainStalenessPipelinedMatchesStaleStage(t *testing.T) {
+	t.Parallel()
+	for _, c := range combos {
+		t.Run(fmt.Sprintf("%s/seed=%d/cache=%s/%s", c.locality, c.seed, c.cacheSize, c.optimizer), func(t *testing.T) {
+			t.Parallel()
+			sets := workload(c.locality, c.seed, c.batches, c.cacheSize, c.optimizer)
+			want := run(t, graphs+"heca-stale.yaml", engine.HazardsStrict, sets...)
+			for _, credits := range []struct{ credits, past, future int }{{0, 3, 2}, {1, 6, 4}} {
+				got := run(t, graphs+"heca-stale-pipelined.yaml", engine.HazardsStrict, append(sets,
+					fmt.Sprintf("nats.credits=%d", credits.credits), fmt.Sprintf("stages.plan.past_window=%d", credits.past),
+					fmt.Sprintf("stages.plan.future_window=%d", credits.future))...)
+				if got.Digest != want.Digest {
+					t.Errorf("credits %d: train's staleness 1 pipelined: digest %s, want the stale stage's %s", credits.credits, got.Digest, want.Digest)
+				}
+				g, w := got.Metrics.Extra, want.Metrics.Extra
+				if g[stale.MetricStaleness] != 1 || g[stale.MetricStaleShare] != w[stale.MetricStaleShare] {
+					t.Errorf("credits %d: metrics %v, want staleness 1 and the stale stage's share %v", credits.credits, g, w[stale.MetricStaleShare])
+				}
+			}
+			exact := run(t, graphs+"no-cache.yaml", engine.HazardsOff, sets...)
+			s0 := run(t, graphs+"heca-stale-pipelined.yaml", engine.HazardsStrict, append(sets, "stages.train.staleness=0")...)
+			if s0.Digest != exact.Digest {
+				t.Errorf("train's staleness 0 pipelined: digest %s, want no-cache's %s", s0.Digest, exact.Digest)
+			}
+			if _, ok := s0.Metrics.Extra[stale.MetricStaleness]; ok {
+				t.Errorf("staleness 0 marked the run inexact: %v", s0.Metrics.Extra)
+			}
+		})
+	}
+}
+
+// Train's staleness 1 with every row in its host table (no-cache.yaml,
+// pipelined, credits 2) ends with the stale stage's digest too, and so
+// does it with no held-out batch (nothing left to restore at the end).
+func TestTrainStalenessOnHostTables(t *testing.T) {
+	t.Parallel()
+	for _, eval := range []string{"2", "0"} {
+		sets := append(workload("zipf", 4, 10, "300", "adagrad"), "dataset.eval_batches="+eval)
+		want := run(t, graphs+"heca-stale.yaml", engine.HazardsOff, sets...)
+		got := run(t, graphs+"no-cache.yaml", engine.HazardsOff, append(sets, "stages.train.staleness=1")...)
+		if got.Digest != want.Digest {
+			t.Errorf("eval batches %s: train's staleness 1 on the host tables: digest %s, want the stale stage's %s", eval, got.Digest, want.Digest)
+		}
+	}
+}
+
+// The strict hazard checker accepts the declared staleness (the runs
+// above) and still flags anything older: a policy that claims windows it
+// does not hold makes collect read a row a batch still in flight has yet
+// to write, and the run stops at that read, staleness 1 or not.
+func TestTrainStalenessHazardsStillFire(t *testing.T) {
+	t.Parallel()
+	sets := append(workload("low", 5, 30, "1536", "sgd"), "cache.plugin=builtin:overclaiming-scratchpipe", "cache.options=null",
+		"cache.options.past_window=0", "cache.options.future_window=0")
+	_, err := stagetest.RunGraph(t, kinds(t), graphs+"heca-stale-pipelined.yaml", engine.HazardsStrict, sets...)
+	var h *hazard.Hazard
+	if !errors.As(err, &h) || h.Writer >= h.Seq {
+		t.Fatalf("err = %v, want a hazard naming an earlier writer", err)
+	}
+	t.Logf("flagged: %v", err)
+}
+
+// Train's staleness takes 0 or 1 and FP32 host tables only.
+func TestTrainStalenessRefused(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		sets []string
+		want string
+	}{
+		{[]string{"stages.train.staleness=2"}, "staleness"},
+		{[]string{"stages.train.staleness=1", "embedding.precision=fp16"}, "FP32 host tables"},
+	} {
+		_, err := stagetest.RunGraph(t, kinds(t), graphs+"no-cache.yaml", engine.HazardsOff, append(workload("zipf", 1, 3, "300", "sgd"), c.sets...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want one naming %q", c.sets, err, c.want)
+		}
 	}
 }
 

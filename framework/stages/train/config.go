@@ -7,6 +7,7 @@ import (
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/framework/stages/internal/staleness"
 	"github.com/flowrun/flowrun/sdk/kernel"
 )
 
@@ -37,6 +38,12 @@ type Config struct {
 	// casted gather-reduce, or expand-coalesce as a separate kernel call
 	// before the update); empty charges it with the update to HostDevice.
 	BackwardDevice string `mapstructure:"backward_device"`
+	// Staleness is HECA's bounded staleness (Sec. 4.3), done by train
+	// itself so that it holds in a pipelined graph: 0, exact (the
+	// default), or 1, batch b trains on each row batch b-1 updated as it
+	// was before that update, and b's update still lands on the live row
+	// (stale.go).
+	Staleness int `mapstructure:"staleness"`
 }
 
 // Validate checks the options.
@@ -50,6 +57,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Source != SourceHost && c.Source != SourceStorage {
 		errs = append(errs, config.At("source", fmt.Errorf("must be %s or %s, got %q", SourceHost, SourceStorage, c.Source)))
+	}
+	if c.Staleness != 0 && c.Staleness != 1 {
+		errs = append(errs, config.At("staleness", fmt.Errorf("must be 0 (exact) or 1 (a batch reads rows one update old), got %d", c.Staleness)))
 	}
 	switch c.Backward {
 	case BackwardCoalesce:
@@ -74,7 +84,8 @@ const (
 
 // BatchFields is what train reads beyond the loaded batch: with source:
 // storage the plan's slots (the rows' places in Storage), with backward:
-// cast the cast stage's arrays.
+// cast the cast stage's arrays; with staleness 1 it also writes the stat
+// stale_rows.
 func (c *Config) BatchFields() stage.Fields {
 	var f stage.Fields
 	if c.Source == SourceStorage {
@@ -82,6 +93,9 @@ func (c *Config) BatchFields() stage.Fields {
 	}
 	if c.Backward == BackwardCast {
 		f.Consumes = append(f.Consumes, batch.CastSrc, batch.CastDst, batch.CastRows)
+	}
+	if c.Staleness > 0 {
+		f.Produces = append(f.Produces, staleness.StaleRows)
 	}
 	return f
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/flowrun/flowrun/framework/batch"
 	"github.com/flowrun/flowrun/framework/hazard"
 	"github.com/flowrun/flowrun/framework/stage"
+	"github.com/flowrun/flowrun/framework/stages/internal/staleness"
 	"github.com/flowrun/flowrun/sdk/device"
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/model"
@@ -56,6 +57,10 @@ type trainer struct {
 	castGradsAt int64
 	// back is where coalescing is charged: BackwardDevice, else host.
 	back device.Device
+
+	// stale is, with staleness: 1, the previous training batch's rows
+	// and their values before its update (stale.go).
+	stale staleness.Window
 }
 
 func newTrainer(set stage.Settings, cfg *Config) (*trainer, error) {
@@ -112,6 +117,9 @@ type pass struct {
 	// to the compute device.
 	ops, backOps, gpuOps []device.Op
 	clock                time.Time
+	// stale is, with staleness: 1, the batch's rows as swapStale left
+	// them.
+	stale []staleness.Row
 }
 
 // lap adds the wall time since the last lap to the primitive's stat.
@@ -133,6 +141,7 @@ func (t *trainer) Process(ctx context.Context, b *batch.Batch) error {
 	if err := t.backward(ctx, p); err != nil {
 		return err
 	}
+	t.unswapStale(p.stale)
 	if !b.Eval {
 		p.gpuOps = append(p.gpuOps,
 			// The training framework's fixed cost per step, priced by the
@@ -184,10 +193,15 @@ func (t *trainer) begin(ctx context.Context, b *batch.Batch) (*pass, error) {
 		if err := t.checkHazards(b); err != nil {
 			return nil, err
 		}
+		if p.stale, err = t.swapStale(b); err != nil {
+			return nil, err
+		}
 		if p.pl, err = t.place(b, p.bags); err != nil {
 			return nil, err
 		}
 		p.bags, p.tables = p.pl.bags, p.pl.tables
+	} else if p.stale, err = t.swapStale(b); err != nil {
+		return nil, err
 	} else if t.lowPrecision() {
 		if t.cfg.Backward == BackwardCast {
 			// The casted index names host rows, not the staged copies.
@@ -361,5 +375,15 @@ func create(_ context.Context, set stage.Settings, c *Config) (any, error) {
 	if c.Source == SourceStorage && set.Storage == nil {
 		return nil, errors.New("train with source: storage needs the run's Storage (and collect and insert upstream)")
 	}
-	return newTrainer(set, c)
+	t, err := newTrainer(set, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.checkStaleness(); err != nil {
+		return nil, err
+	}
+	if c.Staleness > 0 {
+		return staleTrainer{t}, nil
+	}
+	return t, nil
 }
