@@ -26,7 +26,7 @@ func (r *run) assemble(digest string) (*results.Results, error) {
 	}
 	res.Primitives = r.primitives(makespan)
 	res.HostRSSPeakBytes, res.Memory = memory(r.tables, r.storage, storageDevice(r.opts.Graph), r.pool)
-	res.MemoryCompression = compression(r.tables, cfg.Embedding)
+	res.MemoryCompression = compression(r.tables, cfg.Embedding, r.cacheMemory)
 	res.Placement = r.placementResults() // placed.go
 	return res, nil
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/flowrun/flowrun/framework/results"
 	"github.com/flowrun/flowrun/framework/stage"
 	"github.com/flowrun/flowrun/framework/telemetry"
+	"github.com/flowrun/flowrun/sdk/cache"
 	"github.com/flowrun/flowrun/sdk/region"
 )
 
@@ -155,6 +156,9 @@ type run struct {
 	// profileRows are the distinct rows per table of the cache's warm-up
 	// profile (nil when it asked for none), for results' cache section.
 	profileRows []int64
+	// cacheMemory is the cache's memory per table as its policy declared
+	// it (Needs.Memory; nil: undeclared), for memory_compression's Eq. 2.
+	cacheMemory []cache.TableMemory
 	tables      *batch.Tables
 	models      []*namedModel // the graph's named models (models.go)
 	storage     *batch.Storage

@@ -13,6 +13,8 @@ import (
 	"github.com/flowrun/flowrun/framework/config"
 	"github.com/flowrun/flowrun/framework/graph"
 	"github.com/flowrun/flowrun/framework/results"
+	"github.com/flowrun/flowrun/sdk/cache"
+	"github.com/flowrun/flowrun/sdk/kernel/quant"
 )
 
 // memory measures where a run's memory went, at its end. Every region
@@ -58,13 +60,45 @@ func memory(tables *batch.Tables, storage *batch.Storage, storageDevice string, 
 }
 
 // compression is the host tables' memory compression (Eq. 2–3, counted
-// and measured), nil when they are all FP32 or cannot be measured.
-func compression(tables *batch.Tables, e config.Embedding) *results.MemoryCompression {
+// and measured), nil when they are all FP32 or cannot be measured; with
+// the cache's memory its policy declared (mem, one per table), Eq. 2 with
+// the cache's terms too.
+func compression(tables *batch.Tables, e config.Embedding, mem []cache.TableMemory) *results.MemoryCompression {
 	c, ok, err := tables.Compression()
 	if !ok || err != nil {
 		return nil
 	}
-	return &results.MemoryCompression{Precision: e.Precision, Storage: e.Storage, Eq3: c.Eq3, Counted: c.Counted, Measured: c.Measured}
+	mc := &results.MemoryCompression{Precision: e.Precision, Storage: e.Storage, Eq3: c.Eq3, Counted: c.Counted, Measured: c.Measured}
+	if len(mem) == tables.Len() {
+		rows := make([]int64, tables.Len())
+		precs := make([]quant.Precision, tables.Len())
+		for t := range rows {
+			rows[t], precs[t] = tables.RowsOf(t), tables.PrecisionOf(t)
+		}
+		mc.Eq2, mc.CacheBytes = eq2(rows, precs, tables.Dim, mem)
+	}
+	return mc
+}
+
+// eq2 is the mixed-precision paper's Eq. 2 over tables of the given rows,
+// each stored at its precision beside a cache of memory mem[t]:
+// (M_Tlowprec + M_C + M_tags + M_cnt) / M_TFP32, with M_Tlowprec by Eq. 3
+// (quant.RowBits, as Eq3's TablesFactor) and the cache's terms in bytes
+// as the policy declares them (TableMemory.Bytes); it also returns those
+// bytes. Appendix A's Table 11 is this at D = 128 with builtin:mpcache's
+// declaration (memory_test.go).
+func eq2(rows []int64, precs []quant.Precision, dim int, mem []cache.TableMemory) (factor float64, cacheBytes int64) {
+	var num, den float64
+	for t, n := range rows {
+		b := mem[t].Bytes(n)
+		cacheBytes += b
+		num += float64(n)*float64(quant.RowBits(precs[t], dim)) + 8*float64(b)
+		den += float64(n) * 32 * float64(dim)
+	}
+	if den == 0 {
+		return 1, cacheBytes
+	}
+	return num / den, cacheBytes
 }
 
 // childrenPeakRSS sums the peak resident sets of this process's live

@@ -189,6 +189,7 @@ func (r *run) buildPlugins(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.cacheMemory = needs.Memory
 	release, err := withProfile(needs, g.Config, cacheOpts, &r.profileRows)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package pluginhost_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -158,7 +159,7 @@ func TestCacheKeepsItsNeeds(t *testing.T) {
 	if _, ok := c.(cache.Declarer); !ok {
 		t.Fatal("a declaring policy lost its Needs in the host's wrapper")
 	}
-	if got, err := cache.NeedsOf(ctx, c, plugin.Setup{}); err != nil || got != want {
+	if got, err := cache.NeedsOf(ctx, c, plugin.Setup{}); err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("NeedsOf = %+v, %v; want %+v", got, err, want)
 	}
 	if ended := rec.Ended(); len(ended) != 1 || ended[0].Name() != "cache/declares.Needs" {

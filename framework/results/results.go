@@ -227,10 +227,9 @@ type Memory struct {
 }
 
 // MemoryCompression is the mixed-precision paper's memory compression
-// factor of the host tables (Eq. 2 with Eq. 3, no cache): their embedding
-// values' bytes over the same values in FP32. Optimizer state is left out,
-// as the paper's factor leaves it out. A cache's own terms (Eq. 2's M_C,
-// M_tags, M_cnt) are the cache policy's to add.
+// factor of the host tables (Eq. 2 with Eq. 3): their embedding values'
+// bytes over the same values in FP32, without the cache (Eq3) and with it
+// (Eq2). Optimizer state is left out, as the paper's factor leaves it out.
 type MemoryCompression struct {
 	// Precision and Storage echo embedding.precision and .storage.
 	Precision string `json:"precision"`
@@ -238,6 +237,13 @@ type MemoryCompression struct {
 	// Eq3 is Eq. 2–3 over every row of every table (sdk/kernel/quant
 	// TablesFactor); tables under lowprec_min_rows count as FP32.
 	Eq3 float64 `json:"eq3"`
+	// Eq2 is Eq. 2 with the cache's terms: Eq3's numerator plus the
+	// cache's memory as its policy declares it (sdk/cache
+	// Needs.Memory: M_C, M_tags, M_cnt), over the same FP32 bytes. Absent
+	// when the policy declares none.
+	Eq2 float64 `json:"eq2,omitempty"`
+	// CacheBytes is that cache memory, in bytes (with Eq2).
+	CacheBytes int64 `json:"cache_bytes,omitempty"`
 	// Counted is the touched rows' value bytes over their FP32 bytes.
 	Counted float64 `json:"counted"`
 	// Measured is the value regions' allocated blocks over the touched

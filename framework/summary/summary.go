@@ -281,6 +281,10 @@ func writeMemory(w io.Writer, line lineFunc, r *results.Results) {
 	if c := r.MemoryCompression; c != nil {
 		line("compression", "host tables %s %s: %.4f of FP32 by Eq. 2–3, %.4f counted, %.4f measured (embedding values; optimizer state apart)",
 			c.Precision, c.Storage, c.Eq3, c.Counted, c.Measured)
+		if c.Eq2 > 0 {
+			line("", "with the cache: %.4f of FP32 by Eq. 2 (%.2f×; the cache %s: FP32 rows, tags, counts as its policy declares)",
+				c.Eq2, 1/c.Eq2, BytesIEC(c.CacheBytes))
+		}
 	}
 }
 

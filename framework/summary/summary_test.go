@@ -298,4 +298,14 @@ func TestSummaryCompression(t *testing.T) {
 	if !strings.Contains(b.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, b.String())
 	}
+	if strings.Contains(b.String(), "with the cache") {
+		t.Errorf("a run whose policy declares no cache memory shows an Eq. 2 line:\n%s", b.String())
+	}
+	r.MemoryCompression.Eq2, r.MemoryCompression.CacheBytes = 0.3238, 3<<20
+	b.Reset()
+	Write(&b, r)
+	want = "\n             with the cache: 0.3238 of FP32 by Eq. 2 (3.09×; the cache 3.0 MiB: FP32 rows, tags, counts as its policy declares)\n"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, b.String())
+	}
 }

@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/flowrun/flowrun/sdk/cache"
@@ -101,7 +102,7 @@ func TestThrowawayPolicy(t *testing.T) {
 
 	c := connect(t, newFIFO())
 	setup := plugin.Setup{Tables: []plugin.Table{{Rows: 10, Dim: 4}}, Options: json.RawMessage(`{"capacity": 4, "profile_batches": 3}`)}
-	if n, err := cache.NeedsOf(context.Background(), c, setup); err != nil || n != (cache.Needs{ProfileBatches: 3}) {
+	if n, err := cache.NeedsOf(context.Background(), c, setup); err != nil || !reflect.DeepEqual(n, cache.Needs{ProfileBatches: 3}) {
 		t.Fatalf("Needs over gRPC = %+v, %v; want ProfileBatches 3", n, err)
 	}
 	setup.Options = json.RawMessage(`{"capacity": 4, "profile_batches": -1}`)
@@ -119,7 +120,7 @@ func TestThrowawayPolicy(t *testing.T) {
 func TestNeedsOfAPolicyThatDeclaresNothing(t *testing.T) {
 	c := connect(t, &cachetest.Mock{})
 	n, err := cache.NeedsOf(context.Background(), c, plugin.Setup{Options: json.RawMessage(`{"capacity": 4}`)})
-	if err != nil || n != (cache.Needs{}) {
+	if err != nil || !reflect.DeepEqual(n, cache.Needs{}) {
 		t.Fatalf("Needs = %+v, %v; want the zero Needs", n, err)
 	}
 }

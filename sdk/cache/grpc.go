@@ -113,7 +113,20 @@ func needsFromPB(n *pb.CacheNeeds) Needs {
 		Future:         int(n.GetFuture()),
 		NeverBypasses:  n.GetNeverBypasses(),
 		ProfileBatches: int(n.GetProfileBatches()),
+		Memory:         memoryFromPB(n.GetMemory()),
 	}
+}
+
+// memoryFromPB is Needs.Memory from the wire: nil when none was sent.
+func memoryFromPB(ms []*pb.CacheMemory) []TableMemory {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]TableMemory, len(ms))
+	for i, m := range ms {
+		out[i] = TableMemory{CachedRows: m.GetCachedRows(), CachedRowBytes: m.GetCachedRowBytes(), RowBytes: m.GetRowBytes()}
+	}
+	return out
 }
 
 func needsToPB(n Needs) *pb.CacheNeeds {
@@ -123,7 +136,19 @@ func needsToPB(n Needs) *pb.CacheNeeds {
 		Future:         int64(n.Future),
 		NeverBypasses:  n.NeverBypasses,
 		ProfileBatches: int64(n.ProfileBatches),
+		Memory:         memoryToPB(n.Memory),
 	}
+}
+
+func memoryToPB(ms []TableMemory) []*pb.CacheMemory {
+	if len(ms) == 0 {
+		return nil
+	}
+	out := make([]*pb.CacheMemory, len(ms))
+	for i, m := range ms {
+		out[i] = &pb.CacheMemory{CachedRows: m.CachedRows, CachedRowBytes: m.CachedRowBytes, RowBytes: m.RowBytes}
+	}
+	return out
 }
 
 func windowsToPB(ws []Window) []*pb.Window {

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -24,7 +25,7 @@ func (oldStub) Needs(context.Context, *pb.ConfigureRequest, ...grpc.CallOption) 
 func TestNeedsOfAnOldPluginIsZero(t *testing.T) {
 	c := &client{rpc.BaseClient[pb.CacheClient]{Stub: oldStub{}}}
 	n, err := c.Needs(context.Background(), plugin.Setup{})
-	if err != nil || n != (Needs{}) {
+	if err != nil || !reflect.DeepEqual(n, Needs{}) {
 		t.Fatalf("Needs of a plugin answering Unimplemented = %+v, %v; want the zero Needs", n, err)
 	}
 }

@@ -129,10 +129,11 @@ func (d *declaring) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, e
 }
 
 func TestNeedsCrossTheWire(t *testing.T) {
-	impl := &declaring{needs: cache.Needs{HoldsWindows: true, Past: 4, Future: 3, NeverBypasses: true, ProfileBatches: 16}}
+	impl := &declaring{needs: cache.Needs{HoldsWindows: true, Past: 4, Future: 3, NeverBypasses: true, ProfileBatches: 16,
+		Memory: []cache.TableMemory{{CachedRows: 3, CachedRowBytes: 4*4 + 4, RowBytes: 4}, {CachedRows: 0, CachedRowBytes: 0}}}}
 	setup := plugin.Setup{RunID: "r", Seed: 3, Tables: []plugin.Table{{Rows: 10, Dim: 4}}, BatchSize: 8, Lookups: 2, Options: []byte(`{"capacity":4}`)}
 	n, err := cache.NeedsOf(context.Background(), connect(t, impl), setup)
-	if err != nil || n != impl.needs {
+	if err != nil || !reflect.DeepEqual(n, impl.needs) {
 		t.Fatalf("Needs = %+v, %v; want %+v", n, err, impl.needs)
 	}
 	if !reflect.DeepEqual(impl.got, setup) {
@@ -150,7 +151,7 @@ func TestNeedsFieldErrorCrossesTheWire(t *testing.T) {
 
 func TestNeedsZeroWhenUndeclared(t *testing.T) {
 	n, err := cache.NeedsOf(context.Background(), connect(t, &cachetest.Mock{}), plugin.Setup{})
-	if err != nil || n != (cache.Needs{}) {
+	if err != nil || !reflect.DeepEqual(n, cache.Needs{}) {
 		t.Fatalf("Needs of a policy that declares none = %+v, %v; want the zero Needs", n, err)
 	}
 }

@@ -32,6 +32,36 @@ type Needs struct {
 	// the first ProfileBatches training batches (a static top-N cache's
 	// warm-up profile), handed over in Options.Frequencies.
 	ProfileBatches int `json:"profile_batches,omitempty"`
+	// Memory, when the policy declares it, is its cache's memory per table
+	// of the setup (one entry per setup.Tables, in order), for the
+	// mixed-precision paper's Eq. 2: the cache terms M_C + M_tags + M_cnt
+	// beside the host tables' own bytes (results.json's
+	// memory_compression.eq2). Nil: not declared, and the host reports no
+	// Eq. 2 figure. A policy declares what its design costs (the paper's
+	// arrays), not its Go heap.
+	Memory []TableMemory `json:"memory,omitempty"`
+}
+
+// TableMemory is one table's cache memory as a policy declares it in
+// Needs.Memory: CachedRows rows of CachedRowBytes each, and RowBytes for
+// every embedding row of the table, cached or not.
+type TableMemory struct {
+	// CachedRows is how many of the table's rows the cache holds at most
+	// (its geometry, not a run's occupancy).
+	CachedRows int64 `json:"cached_rows"`
+	// CachedRowBytes is what one cached row costs: its values as the cache
+	// stores them (4·dim for FP32, Eq. 2's M_C) and the policy's own
+	// per-row bookkeeping (a 4-byte tag, M_tags).
+	CachedRowBytes int64 `json:"cached_row_bytes"`
+	// RowBytes is the policy's bookkeeping per embedding row of the table
+	// (LFU's 4-byte access count, M_cnt; 0 when it keeps none).
+	RowBytes int64 `json:"row_bytes,omitempty"`
+}
+
+// Bytes is the table's cache memory for a table of rows embedding rows:
+// CachedRows·CachedRowBytes + rows·RowBytes.
+func (m TableMemory) Bytes(rows int64) int64 {
+	return m.CachedRows*m.CachedRowBytes + rows*m.RowBytes
 }
 
 // Declarer is the optional interface of a policy that declares its Needs.

@@ -107,6 +107,20 @@ func (c Config) fraction(maxRows int64) float64 {
 	return c.Fraction
 }
 
+// geometries builds each of setup's tables from its sets and ways under
+// the options (geometry), as Configure and Needs both size them.
+func geometries[T any](c Config, setup plugin.Setup, build func(t, sets, ways int) T) ([]T, error) {
+	var maxRows int64
+	for _, tab := range setup.Tables {
+		maxRows = max(maxRows, tab.Rows)
+	}
+	f := c.fraction(maxRows)
+	return plankit.PerTable(c.Capacity, setup.Tables, func(t int, slots int32) T {
+		sets, ways := c.geometry(setup.Tables[t].Rows, slots, f)
+		return build(t, sets, ways)
+	})
+}
+
 // geometry is one table's sets and ways, caching the share f of its rows
 // (0: as many slots as it has). A table whose slots are fewer than α is
 // one set of that many ways; a table of at most MinRows rows, or with no

@@ -56,11 +56,35 @@ func (p *Policy) Info(context.Context) (plugin.Info, error) {
 		fields()), nil
 }
 
-// Needs checks the options and declares nothing: the policy holds no
+// Needs checks the options and declares the cache's memory per table
+// (Eq. 2's cache terms, memory): nothing else, as the policy holds no
 // window (sequential graphs only) and may bypass.
 func (p *Policy) Needs(_ context.Context, setup plugin.Setup) (cache.Needs, error) {
 	cfg := defaultConfig()
-	return cache.Needs{}, plankit.Decode(setup, &cfg)
+	if err := plankit.Decode(setup, &cfg); err != nil {
+		return cache.Needs{}, err
+	}
+	mem, err := geometries(cfg, setup, func(t, sets, ways int) cache.TableMemory {
+		return memory(cfg, setup.Tables[t], sets, ways)
+	})
+	return cache.Needs{Memory: mem}, err
+}
+
+// memory is Eq. 2's cache terms for a table of sets × ways FP32 rows of
+// tab.Dim values: per cached row its values (M_C, 4·D bytes) and an INT32
+// tag (M_tags); under LFU an INT32 access count per embedding row (M_cnt).
+// These are the paper's arrays (Appendix A), not this Go policy's maps;
+// LRU's clock per resident row is not in Eq. 2 and is not counted (README).
+// A table without sets keeps neither tags nor counts.
+func memory(cfg Config, tab plugin.Table, sets, ways int) cache.TableMemory {
+	if sets == 0 {
+		return cache.TableMemory{}
+	}
+	m := cache.TableMemory{CachedRows: int64(sets) * int64(ways), CachedRowBytes: 4*int64(tab.Dim) + 4}
+	if cfg.Replacement == LFU {
+		m.RowBytes = 4
+	}
+	return m
 }
 
 func (p *Policy) Configure(_ context.Context, setup plugin.Setup) error {
@@ -68,14 +92,7 @@ func (p *Policy) Configure(_ context.Context, setup plugin.Setup) error {
 	if err := plankit.Decode(setup, &cfg); err != nil {
 		return err
 	}
-	var maxRows int64
-	for _, tab := range setup.Tables {
-		maxRows = max(maxRows, tab.Rows)
-	}
-	f := cfg.fraction(maxRows)
-	tables, err := plankit.PerTable(cfg.Capacity, setup.Tables, func(t int, slots int32) *table {
-		return newTable(cfg.geometry(setup.Tables[t].Rows, slots, f))
-	})
+	tables, err := geometries(cfg, setup, func(_, sets, ways int) *table { return newTable(sets, ways) })
 	if err != nil {
 		return err
 	}

@@ -222,15 +222,24 @@ func checkPlan(t *testing.T, i int, ids []int64, before map[int64]bool, ref *alg
 	}
 }
 
-// Bad options are refused with their key; Needs declares nothing (no
-// window held, bypasses allowed).
+// Bad options are refused with their key; Needs declares no window held
+// and bypasses allowed, and each table's memory for Eq. 2 (one table of
+// 1000 rows at dim 4: a cached row is 4 FP32 values and a tag, 20 bytes;
+// LFU's count is 4 bytes per embedding row, LRU keeps none; a table at or
+// under min_rows has no cache and no counts).
 func TestOptions(t *testing.T) {
 	reftest.CheckConfigure(t, newMP, mpcache.Name,
 		`{"capacity":0}`, `{"capacity":8,"ways":3}`, `{"capacity":8,"ways":64}`,
 		`{"capacity":8,"replacement":"fifo"}`, `{"capacity":8,"lru_clock":"wall"}`,
 		`{"capacity":8,"fraction":1.5}`, `{"capacity":8,"hash":"crc"}`, `{"capacity":8,"min_rows":-1}`,
 		`{"capacity":8,"colour":"red"}`, `{"capacity":8,"per_table":true,"fraction":0.1}`)
-	reftest.CheckNeeds(t, newMP, map[string]cache.Needs{`{"capacity":8}`: {}, `{"capacity":8,"past":3,"future":2}`: {}},
+	reftest.CheckNeeds(t, newMP, map[string]cache.Needs{
+		`{"capacity":8}`:                            {Memory: []cache.TableMemory{{CachedRows: 8, CachedRowBytes: 20, RowBytes: 4}}},
+		`{"capacity":8,"past":3,"future":2}`:        {Memory: []cache.TableMemory{{CachedRows: 8, CachedRowBytes: 20, RowBytes: 4}}},
+		`{"capacity":8,"replacement":"lru"}`:        {Memory: []cache.TableMemory{{CachedRows: 8, CachedRowBytes: 20}}},
+		`{"capacity":1000,"fraction":0.1,"ways":4}`: {Memory: []cache.TableMemory{{CachedRows: 100, CachedRowBytes: 20, RowBytes: 4}}},
+		`{"capacity":8,"min_rows":1000}`:            {Memory: []cache.TableMemory{{}}},
+	},
 		map[string]string{`{"capacity":8,"ways":5}`: "ways", `{"capacity":8,"fraction":-1}`: "fraction"})
 }
 

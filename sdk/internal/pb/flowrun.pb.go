@@ -890,8 +890,11 @@ type CacheNeeds struct {
 	Future         int64                  `protobuf:"varint,3,opt,name=future,proto3" json:"future,omitempty"`
 	NeverBypasses  bool                   `protobuf:"varint,4,opt,name=never_bypasses,json=neverBypasses,proto3" json:"never_bypasses,omitempty"`
 	ProfileBatches int64                  `protobuf:"varint,5,opt,name=profile_batches,json=profileBatches,proto3" json:"profile_batches,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// memory is sdk/cache.Needs.Memory, one per table (added compatibly: an
+	// old policy leaves it empty, which is "not declared").
+	Memory        []*CacheMemory `protobuf:"bytes,6,rep,name=memory,proto3" json:"memory,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CacheNeeds) Reset() {
@@ -959,6 +962,74 @@ func (x *CacheNeeds) GetProfileBatches() int64 {
 	return 0
 }
 
+func (x *CacheNeeds) GetMemory() []*CacheMemory {
+	if x != nil {
+		return x.Memory
+	}
+	return nil
+}
+
+// CacheMemory is sdk/cache.TableMemory: one table's cache memory (Eq. 2).
+type CacheMemory struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	CachedRows     int64                  `protobuf:"varint,1,opt,name=cached_rows,json=cachedRows,proto3" json:"cached_rows,omitempty"`
+	CachedRowBytes int64                  `protobuf:"varint,2,opt,name=cached_row_bytes,json=cachedRowBytes,proto3" json:"cached_row_bytes,omitempty"`
+	RowBytes       int64                  `protobuf:"varint,3,opt,name=row_bytes,json=rowBytes,proto3" json:"row_bytes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CacheMemory) Reset() {
+	*x = CacheMemory{}
+	mi := &file_flowrun_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CacheMemory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CacheMemory) ProtoMessage() {}
+
+func (x *CacheMemory) ProtoReflect() protoreflect.Message {
+	mi := &file_flowrun_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CacheMemory.ProtoReflect.Descriptor instead.
+func (*CacheMemory) Descriptor() ([]byte, []int) {
+	return file_flowrun_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CacheMemory) GetCachedRows() int64 {
+	if x != nil {
+		return x.CachedRows
+	}
+	return 0
+}
+
+func (x *CacheMemory) GetCachedRowBytes() int64 {
+	if x != nil {
+		return x.CachedRowBytes
+	}
+	return 0
+}
+
+func (x *CacheMemory) GetRowBytes() int64 {
+	if x != nil {
+		return x.RowBytes
+	}
+	return 0
+}
+
 // CacheSnapshot is a policy's opaque state (sdk/cache.Snapshotter): in
 // snapshot, or, when the host sends one too large for a message, in the
 // region ref names.
@@ -972,7 +1043,7 @@ type CacheSnapshot struct {
 
 func (x *CacheSnapshot) Reset() {
 	*x = CacheSnapshot{}
-	mi := &file_flowrun_proto_msgTypes[13]
+	mi := &file_flowrun_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1055,7 @@ func (x *CacheSnapshot) String() string {
 func (*CacheSnapshot) ProtoMessage() {}
 
 func (x *CacheSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[13]
+	mi := &file_flowrun_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1068,7 @@ func (x *CacheSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CacheSnapshot.ProtoReflect.Descriptor instead.
 func (*CacheSnapshot) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{13}
+	return file_flowrun_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CacheSnapshot) GetSnapshot() []byte {
@@ -1030,7 +1101,7 @@ type KernelTable struct {
 
 func (x *KernelTable) Reset() {
 	*x = KernelTable{}
-	mi := &file_flowrun_proto_msgTypes[14]
+	mi := &file_flowrun_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1113,7 @@ func (x *KernelTable) String() string {
 func (*KernelTable) ProtoMessage() {}
 
 func (x *KernelTable) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[14]
+	mi := &file_flowrun_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1126,7 @@ func (x *KernelTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelTable.ProtoReflect.Descriptor instead.
 func (*KernelTable) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{14}
+	return file_flowrun_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *KernelTable) GetData() *Ref {
@@ -1105,7 +1176,7 @@ type Bags struct {
 
 func (x *Bags) Reset() {
 	*x = Bags{}
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1188,7 @@ func (x *Bags) String() string {
 func (*Bags) ProtoMessage() {}
 
 func (x *Bags) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[15]
+	mi := &file_flowrun_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1201,7 @@ func (x *Bags) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Bags.ProtoReflect.Descriptor instead.
 func (*Bags) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{15}
+	return file_flowrun_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Bags) GetBatch() int64 {
@@ -1173,7 +1244,7 @@ type GatherReduceRequest struct {
 
 func (x *GatherReduceRequest) Reset() {
 	*x = GatherReduceRequest{}
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1256,7 @@ func (x *GatherReduceRequest) String() string {
 func (*GatherReduceRequest) ProtoMessage() {}
 
 func (x *GatherReduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[16]
+	mi := &file_flowrun_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1269,7 @@ func (x *GatherReduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatherReduceRequest.ProtoReflect.Descriptor instead.
 func (*GatherReduceRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{16}
+	return file_flowrun_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GatherReduceRequest) GetTables() []*KernelTable {
@@ -1244,7 +1315,7 @@ type ScatterRequest struct {
 
 func (x *ScatterRequest) Reset() {
 	*x = ScatterRequest{}
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1327,7 @@ func (x *ScatterRequest) String() string {
 func (*ScatterRequest) ProtoMessage() {}
 
 func (x *ScatterRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[17]
+	mi := &file_flowrun_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1340,7 @@ func (x *ScatterRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScatterRequest.ProtoReflect.Descriptor instead.
 func (*ScatterRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{17}
+	return file_flowrun_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ScatterRequest) GetTables() []*KernelTable {
@@ -1336,7 +1407,7 @@ type Coalesced struct {
 
 func (x *Coalesced) Reset() {
 	*x = Coalesced{}
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1419,7 @@ func (x *Coalesced) String() string {
 func (*Coalesced) ProtoMessage() {}
 
 func (x *Coalesced) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[18]
+	mi := &file_flowrun_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1432,7 @@ func (x *Coalesced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Coalesced.ProtoReflect.Descriptor instead.
 func (*Coalesced) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{18}
+	return file_flowrun_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Coalesced) GetRows() *Ref {
@@ -1412,7 +1483,7 @@ type ExpandCoalesceRequest struct {
 
 func (x *ExpandCoalesceRequest) Reset() {
 	*x = ExpandCoalesceRequest{}
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1495,7 @@ func (x *ExpandCoalesceRequest) String() string {
 func (*ExpandCoalesceRequest) ProtoMessage() {}
 
 func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[19]
+	mi := &file_flowrun_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1508,7 @@ func (x *ExpandCoalesceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExpandCoalesceRequest.ProtoReflect.Descriptor instead.
 func (*ExpandCoalesceRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{19}
+	return file_flowrun_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExpandCoalesceRequest) GetTables() []*KernelTable {
@@ -1485,7 +1556,7 @@ type CoalesceResult struct {
 
 func (x *CoalesceResult) Reset() {
 	*x = CoalesceResult{}
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1568,7 @@ func (x *CoalesceResult) String() string {
 func (*CoalesceResult) ProtoMessage() {}
 
 func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[20]
+	mi := &file_flowrun_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1581,7 @@ func (x *CoalesceResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoalesceResult.ProtoReflect.Descriptor instead.
 func (*CoalesceResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{20}
+	return file_flowrun_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CoalesceResult) GetResult() *KernelResult {
@@ -1540,7 +1611,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1623,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[21]
+	mi := &file_flowrun_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1636,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{21}
+	return file_flowrun_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ApplyRequest) GetTables() []*KernelTable {
@@ -1614,7 +1685,7 @@ type KernelResult struct {
 
 func (x *KernelResult) Reset() {
 	*x = KernelResult{}
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1626,7 +1697,7 @@ func (x *KernelResult) String() string {
 func (*KernelResult) ProtoMessage() {}
 
 func (x *KernelResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[22]
+	mi := &file_flowrun_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1639,7 +1710,7 @@ func (x *KernelResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelResult.ProtoReflect.Descriptor instead.
 func (*KernelResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{22}
+	return file_flowrun_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *KernelResult) GetBytesRead() int64 {
@@ -1679,7 +1750,7 @@ type LowTable struct {
 
 func (x *LowTable) Reset() {
 	*x = LowTable{}
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1762,7 @@ func (x *LowTable) String() string {
 func (*LowTable) ProtoMessage() {}
 
 func (x *LowTable) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[23]
+	mi := &file_flowrun_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1775,7 @@ func (x *LowTable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LowTable.ProtoReflect.Descriptor instead.
 func (*LowTable) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{23}
+	return file_flowrun_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *LowTable) GetValues() *Ref {
@@ -1773,7 +1844,7 @@ type ConvertRequest struct {
 
 func (x *ConvertRequest) Reset() {
 	*x = ConvertRequest{}
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +1856,7 @@ func (x *ConvertRequest) String() string {
 func (*ConvertRequest) ProtoMessage() {}
 
 func (x *ConvertRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[24]
+	mi := &file_flowrun_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +1869,7 @@ func (x *ConvertRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConvertRequest.ProtoReflect.Descriptor instead.
 func (*ConvertRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{24}
+	return file_flowrun_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ConvertRequest) GetTables() []*LowTable {
@@ -1880,7 +1951,7 @@ type StepRequest struct {
 
 func (x *StepRequest) Reset() {
 	*x = StepRequest{}
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1892,7 +1963,7 @@ func (x *StepRequest) String() string {
 func (*StepRequest) ProtoMessage() {}
 
 func (x *StepRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[25]
+	mi := &file_flowrun_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1905,7 +1976,7 @@ func (x *StepRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRequest.ProtoReflect.Descriptor instead.
 func (*StepRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{25}
+	return file_flowrun_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StepRequest) GetSeq() uint64 {
@@ -1977,7 +2048,7 @@ type StepResult struct {
 
 func (x *StepResult) Reset() {
 	*x = StepResult{}
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2060,7 @@ func (x *StepResult) String() string {
 func (*StepResult) ProtoMessage() {}
 
 func (x *StepResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[26]
+	mi := &file_flowrun_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2073,7 @@ func (x *StepResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepResult.ProtoReflect.Descriptor instead.
 func (*StepResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{26}
+	return file_flowrun_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StepResult) GetLoss() float64 {
@@ -2035,7 +2106,7 @@ type DigestResult struct {
 
 func (x *DigestResult) Reset() {
 	*x = DigestResult{}
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2047,7 +2118,7 @@ func (x *DigestResult) String() string {
 func (*DigestResult) ProtoMessage() {}
 
 func (x *DigestResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[27]
+	mi := &file_flowrun_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2060,7 +2131,7 @@ func (x *DigestResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DigestResult.ProtoReflect.Descriptor instead.
 func (*DigestResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{27}
+	return file_flowrun_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DigestResult) GetDigest() []byte {
@@ -2082,7 +2153,7 @@ type ModelState struct {
 
 func (x *ModelState) Reset() {
 	*x = ModelState{}
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2094,7 +2165,7 @@ func (x *ModelState) String() string {
 func (*ModelState) ProtoMessage() {}
 
 func (x *ModelState) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[28]
+	mi := &file_flowrun_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2107,7 +2178,7 @@ func (x *ModelState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelState.ProtoReflect.Descriptor instead.
 func (*ModelState) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{28}
+	return file_flowrun_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ModelState) GetState() []byte {
@@ -2140,7 +2211,7 @@ type Op struct {
 
 func (x *Op) Reset() {
 	*x = Op{}
-	mi := &file_flowrun_proto_msgTypes[29]
+	mi := &file_flowrun_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2152,7 +2223,7 @@ func (x *Op) String() string {
 func (*Op) ProtoMessage() {}
 
 func (x *Op) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[29]
+	mi := &file_flowrun_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2165,7 +2236,7 @@ func (x *Op) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Op.ProtoReflect.Descriptor instead.
 func (*Op) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{29}
+	return file_flowrun_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Op) GetName() string {
@@ -2221,7 +2292,7 @@ type Layer struct {
 
 func (x *Layer) Reset() {
 	*x = Layer{}
-	mi := &file_flowrun_proto_msgTypes[30]
+	mi := &file_flowrun_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2233,7 +2304,7 @@ func (x *Layer) String() string {
 func (*Layer) ProtoMessage() {}
 
 func (x *Layer) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[30]
+	mi := &file_flowrun_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2246,7 +2317,7 @@ func (x *Layer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Layer.ProtoReflect.Descriptor instead.
 func (*Layer) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{30}
+	return file_flowrun_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Layer) GetM() int64 {
@@ -2287,7 +2358,7 @@ type DeviceProfile struct {
 
 func (x *DeviceProfile) Reset() {
 	*x = DeviceProfile{}
-	mi := &file_flowrun_proto_msgTypes[31]
+	mi := &file_flowrun_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2299,7 +2370,7 @@ func (x *DeviceProfile) String() string {
 func (*DeviceProfile) ProtoMessage() {}
 
 func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[31]
+	mi := &file_flowrun_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2312,7 +2383,7 @@ func (x *DeviceProfile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceProfile.ProtoReflect.Descriptor instead.
 func (*DeviceProfile) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{31}
+	return file_flowrun_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DeviceProfile) GetName() string {
@@ -2388,7 +2459,7 @@ type CostRequest struct {
 
 func (x *CostRequest) Reset() {
 	*x = CostRequest{}
-	mi := &file_flowrun_proto_msgTypes[32]
+	mi := &file_flowrun_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2400,7 +2471,7 @@ func (x *CostRequest) String() string {
 func (*CostRequest) ProtoMessage() {}
 
 func (x *CostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[32]
+	mi := &file_flowrun_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2413,7 +2484,7 @@ func (x *CostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostRequest.ProtoReflect.Descriptor instead.
 func (*CostRequest) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{32}
+	return file_flowrun_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CostRequest) GetSeq() uint64 {
@@ -2439,7 +2510,7 @@ type CostResult struct {
 
 func (x *CostResult) Reset() {
 	*x = CostResult{}
-	mi := &file_flowrun_proto_msgTypes[33]
+	mi := &file_flowrun_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2451,7 +2522,7 @@ func (x *CostResult) String() string {
 func (*CostResult) ProtoMessage() {}
 
 func (x *CostResult) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[33]
+	mi := &file_flowrun_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2464,7 +2535,7 @@ func (x *CostResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostResult.ProtoReflect.Descriptor instead.
 func (*CostResult) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{33}
+	return file_flowrun_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CostResult) GetModeledNs() []int64 {
@@ -2483,7 +2554,7 @@ type CostModelParams struct {
 
 func (x *CostModelParams) Reset() {
 	*x = CostModelParams{}
-	mi := &file_flowrun_proto_msgTypes[34]
+	mi := &file_flowrun_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2495,7 +2566,7 @@ func (x *CostModelParams) String() string {
 func (*CostModelParams) ProtoMessage() {}
 
 func (x *CostModelParams) ProtoReflect() protoreflect.Message {
-	mi := &file_flowrun_proto_msgTypes[34]
+	mi := &file_flowrun_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2508,7 +2579,7 @@ func (x *CostModelParams) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CostModelParams.ProtoReflect.Descriptor instead.
 func (*CostModelParams) Descriptor() ([]byte, []int) {
-	return file_flowrun_proto_rawDescGZIP(), []int{34}
+	return file_flowrun_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CostModelParams) GetJson() []byte {
@@ -2586,14 +2657,20 @@ const file_flowrun_proto_rawDesc = "" +
 	"\n" +
 	"PlanResult\x12.\n" +
 	"\x06tables\x18\x01 \x03(\v2\x16.flowrun.v1.TableStatsR\x06tables\x12\x18\n" +
-	"\avictims\x18\x02 \x01(\x03R\avictims\"\xad\x01\n" +
+	"\avictims\x18\x02 \x01(\x03R\avictims\"\xde\x01\n" +
 	"\n" +
 	"CacheNeeds\x12#\n" +
 	"\rholds_windows\x18\x01 \x01(\bR\fholdsWindows\x12\x12\n" +
 	"\x04past\x18\x02 \x01(\x03R\x04past\x12\x16\n" +
 	"\x06future\x18\x03 \x01(\x03R\x06future\x12%\n" +
 	"\x0enever_bypasses\x18\x04 \x01(\bR\rneverBypasses\x12'\n" +
-	"\x0fprofile_batches\x18\x05 \x01(\x03R\x0eprofileBatches\"N\n" +
+	"\x0fprofile_batches\x18\x05 \x01(\x03R\x0eprofileBatches\x12/\n" +
+	"\x06memory\x18\x06 \x03(\v2\x17.flowrun.v1.CacheMemoryR\x06memory\"u\n" +
+	"\vCacheMemory\x12\x1f\n" +
+	"\vcached_rows\x18\x01 \x01(\x03R\n" +
+	"cachedRows\x12(\n" +
+	"\x10cached_row_bytes\x18\x02 \x01(\x03R\x0ecachedRowBytes\x12\x1b\n" +
+	"\trow_bytes\x18\x03 \x01(\x03R\browBytes\"N\n" +
 	"\rCacheSnapshot\x12\x1a\n" +
 	"\bsnapshot\x18\x01 \x01(\fR\bsnapshot\x12!\n" +
 	"\x03ref\x18\x02 \x01(\v2\x0f.flowrun.v1.RefR\x03ref\"\x97\x01\n" +
@@ -2772,7 +2849,7 @@ func file_flowrun_proto_rawDescGZIP() []byte {
 }
 
 var file_flowrun_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_flowrun_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_flowrun_proto_goTypes = []any{
 	(Sentinel)(0),                 // 0: flowrun.v1.Sentinel
 	(*Empty)(nil),                 // 1: flowrun.v1.Empty
@@ -2788,28 +2865,29 @@ var file_flowrun_proto_goTypes = []any{
 	(*TableStats)(nil),            // 11: flowrun.v1.TableStats
 	(*PlanResult)(nil),            // 12: flowrun.v1.PlanResult
 	(*CacheNeeds)(nil),            // 13: flowrun.v1.CacheNeeds
-	(*CacheSnapshot)(nil),         // 14: flowrun.v1.CacheSnapshot
-	(*KernelTable)(nil),           // 15: flowrun.v1.KernelTable
-	(*Bags)(nil),                  // 16: flowrun.v1.Bags
-	(*GatherReduceRequest)(nil),   // 17: flowrun.v1.GatherReduceRequest
-	(*ScatterRequest)(nil),        // 18: flowrun.v1.ScatterRequest
-	(*Coalesced)(nil),             // 19: flowrun.v1.Coalesced
-	(*ExpandCoalesceRequest)(nil), // 20: flowrun.v1.ExpandCoalesceRequest
-	(*CoalesceResult)(nil),        // 21: flowrun.v1.CoalesceResult
-	(*ApplyRequest)(nil),          // 22: flowrun.v1.ApplyRequest
-	(*KernelResult)(nil),          // 23: flowrun.v1.KernelResult
-	(*LowTable)(nil),              // 24: flowrun.v1.LowTable
-	(*ConvertRequest)(nil),        // 25: flowrun.v1.ConvertRequest
-	(*StepRequest)(nil),           // 26: flowrun.v1.StepRequest
-	(*StepResult)(nil),            // 27: flowrun.v1.StepResult
-	(*DigestResult)(nil),          // 28: flowrun.v1.DigestResult
-	(*ModelState)(nil),            // 29: flowrun.v1.ModelState
-	(*Op)(nil),                    // 30: flowrun.v1.Op
-	(*Layer)(nil),                 // 31: flowrun.v1.Layer
-	(*DeviceProfile)(nil),         // 32: flowrun.v1.DeviceProfile
-	(*CostRequest)(nil),           // 33: flowrun.v1.CostRequest
-	(*CostResult)(nil),            // 34: flowrun.v1.CostResult
-	(*CostModelParams)(nil),       // 35: flowrun.v1.CostModelParams
+	(*CacheMemory)(nil),           // 14: flowrun.v1.CacheMemory
+	(*CacheSnapshot)(nil),         // 15: flowrun.v1.CacheSnapshot
+	(*KernelTable)(nil),           // 16: flowrun.v1.KernelTable
+	(*Bags)(nil),                  // 17: flowrun.v1.Bags
+	(*GatherReduceRequest)(nil),   // 18: flowrun.v1.GatherReduceRequest
+	(*ScatterRequest)(nil),        // 19: flowrun.v1.ScatterRequest
+	(*Coalesced)(nil),             // 20: flowrun.v1.Coalesced
+	(*ExpandCoalesceRequest)(nil), // 21: flowrun.v1.ExpandCoalesceRequest
+	(*CoalesceResult)(nil),        // 22: flowrun.v1.CoalesceResult
+	(*ApplyRequest)(nil),          // 23: flowrun.v1.ApplyRequest
+	(*KernelResult)(nil),          // 24: flowrun.v1.KernelResult
+	(*LowTable)(nil),              // 25: flowrun.v1.LowTable
+	(*ConvertRequest)(nil),        // 26: flowrun.v1.ConvertRequest
+	(*StepRequest)(nil),           // 27: flowrun.v1.StepRequest
+	(*StepResult)(nil),            // 28: flowrun.v1.StepResult
+	(*DigestResult)(nil),          // 29: flowrun.v1.DigestResult
+	(*ModelState)(nil),            // 30: flowrun.v1.ModelState
+	(*Op)(nil),                    // 31: flowrun.v1.Op
+	(*Layer)(nil),                 // 32: flowrun.v1.Layer
+	(*DeviceProfile)(nil),         // 33: flowrun.v1.DeviceProfile
+	(*CostRequest)(nil),           // 34: flowrun.v1.CostRequest
+	(*CostResult)(nil),            // 35: flowrun.v1.CostResult
+	(*CostModelParams)(nil),       // 36: flowrun.v1.CostModelParams
 }
 var file_flowrun_proto_depIdxs = []int32{
 	3,  // 0: flowrun.v1.Setup.tables:type_name -> flowrun.v1.Table
@@ -2823,95 +2901,96 @@ var file_flowrun_proto_depIdxs = []int32{
 	10, // 8: flowrun.v1.PlanRequest.future:type_name -> flowrun.v1.Window
 	2,  // 9: flowrun.v1.Window.ids:type_name -> flowrun.v1.Ref
 	11, // 10: flowrun.v1.PlanResult.tables:type_name -> flowrun.v1.TableStats
-	2,  // 11: flowrun.v1.CacheSnapshot.ref:type_name -> flowrun.v1.Ref
-	2,  // 12: flowrun.v1.KernelTable.data:type_name -> flowrun.v1.Ref
-	2,  // 13: flowrun.v1.KernelTable.index:type_name -> flowrun.v1.Ref
-	2,  // 14: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
-	2,  // 15: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
-	15, // 16: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
-	16, // 17: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 18: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
-	15, // 19: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
-	16, // 20: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 21: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
-	2,  // 22: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
-	2,  // 23: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
-	15, // 24: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
-	16, // 25: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
-	2,  // 26: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
-	19, // 27: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
-	23, // 28: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
-	15, // 29: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
-	19, // 30: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
-	2,  // 31: flowrun.v1.LowTable.values:type_name -> flowrun.v1.Ref
-	2,  // 32: flowrun.v1.LowTable.state:type_name -> flowrun.v1.Ref
-	24, // 33: flowrun.v1.ConvertRequest.tables:type_name -> flowrun.v1.LowTable
-	2,  // 34: flowrun.v1.ConvertRequest.rows:type_name -> flowrun.v1.Ref
-	2,  // 35: flowrun.v1.ConvertRequest.fp32:type_name -> flowrun.v1.Ref
-	2,  // 36: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
-	2,  // 37: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
-	2,  // 38: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
-	2,  // 39: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
-	2,  // 40: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
-	31, // 41: flowrun.v1.StepResult.layers:type_name -> flowrun.v1.Layer
-	2,  // 42: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
-	31, // 43: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
-	30, // 44: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
-	1,  // 45: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
-	5,  // 46: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
-	9,  // 47: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
-	5,  // 48: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 49: flowrun.v1.Cache.Snapshot:input_type -> flowrun.v1.Empty
-	14, // 50: flowrun.v1.Cache.Restore:input_type -> flowrun.v1.CacheSnapshot
-	1,  // 51: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
-	5,  // 52: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
-	17, // 53: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
-	18, // 54: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
-	20, // 55: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
-	22, // 56: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
-	25, // 57: flowrun.v1.Kernel.Quantize:input_type -> flowrun.v1.ConvertRequest
-	25, // 58: flowrun.v1.Kernel.Dequantize:input_type -> flowrun.v1.ConvertRequest
-	1,  // 59: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
-	5,  // 60: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
-	26, // 61: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
-	1,  // 62: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
-	1,  // 63: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
-	29, // 64: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
-	1,  // 65: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
-	5,  // 66: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
-	1,  // 67: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
-	33, // 68: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
-	1,  // 69: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
-	7,  // 70: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 71: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
-	12, // 72: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
-	13, // 73: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
-	14, // 74: flowrun.v1.Cache.Snapshot:output_type -> flowrun.v1.CacheSnapshot
-	1,  // 75: flowrun.v1.Cache.Restore:output_type -> flowrun.v1.Empty
-	7,  // 76: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 77: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
-	23, // 78: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
-	23, // 79: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
-	21, // 80: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
-	23, // 81: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
-	23, // 82: flowrun.v1.Kernel.Quantize:output_type -> flowrun.v1.KernelResult
-	23, // 83: flowrun.v1.Kernel.Dequantize:output_type -> flowrun.v1.KernelResult
-	7,  // 84: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 85: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
-	27, // 86: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
-	28, // 87: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
-	29, // 88: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
-	1,  // 89: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
-	7,  // 90: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
-	1,  // 91: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
-	32, // 92: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
-	34, // 93: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
-	35, // 94: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
-	70, // [70:95] is the sub-list for method output_type
-	45, // [45:70] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	14, // 11: flowrun.v1.CacheNeeds.memory:type_name -> flowrun.v1.CacheMemory
+	2,  // 12: flowrun.v1.CacheSnapshot.ref:type_name -> flowrun.v1.Ref
+	2,  // 13: flowrun.v1.KernelTable.data:type_name -> flowrun.v1.Ref
+	2,  // 14: flowrun.v1.KernelTable.index:type_name -> flowrun.v1.Ref
+	2,  // 15: flowrun.v1.Bags.indices:type_name -> flowrun.v1.Ref
+	2,  // 16: flowrun.v1.Bags.offsets:type_name -> flowrun.v1.Ref
+	16, // 17: flowrun.v1.GatherReduceRequest.tables:type_name -> flowrun.v1.KernelTable
+	17, // 18: flowrun.v1.GatherReduceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 19: flowrun.v1.GatherReduceRequest.out:type_name -> flowrun.v1.Ref
+	16, // 20: flowrun.v1.ScatterRequest.tables:type_name -> flowrun.v1.KernelTable
+	17, // 21: flowrun.v1.ScatterRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 22: flowrun.v1.ScatterRequest.grads:type_name -> flowrun.v1.Ref
+	2,  // 23: flowrun.v1.Coalesced.rows:type_name -> flowrun.v1.Ref
+	2,  // 24: flowrun.v1.Coalesced.grads:type_name -> flowrun.v1.Ref
+	16, // 25: flowrun.v1.ExpandCoalesceRequest.tables:type_name -> flowrun.v1.KernelTable
+	17, // 26: flowrun.v1.ExpandCoalesceRequest.bags:type_name -> flowrun.v1.Bags
+	2,  // 27: flowrun.v1.ExpandCoalesceRequest.grads:type_name -> flowrun.v1.Ref
+	20, // 28: flowrun.v1.ExpandCoalesceRequest.out:type_name -> flowrun.v1.Coalesced
+	24, // 29: flowrun.v1.CoalesceResult.result:type_name -> flowrun.v1.KernelResult
+	16, // 30: flowrun.v1.ApplyRequest.tables:type_name -> flowrun.v1.KernelTable
+	20, // 31: flowrun.v1.ApplyRequest.coalesced:type_name -> flowrun.v1.Coalesced
+	2,  // 32: flowrun.v1.LowTable.values:type_name -> flowrun.v1.Ref
+	2,  // 33: flowrun.v1.LowTable.state:type_name -> flowrun.v1.Ref
+	25, // 34: flowrun.v1.ConvertRequest.tables:type_name -> flowrun.v1.LowTable
+	2,  // 35: flowrun.v1.ConvertRequest.rows:type_name -> flowrun.v1.Ref
+	2,  // 36: flowrun.v1.ConvertRequest.fp32:type_name -> flowrun.v1.Ref
+	2,  // 37: flowrun.v1.StepRequest.pooled:type_name -> flowrun.v1.Ref
+	2,  // 38: flowrun.v1.StepRequest.dense:type_name -> flowrun.v1.Ref
+	2,  // 39: flowrun.v1.StepRequest.labels:type_name -> flowrun.v1.Ref
+	2,  // 40: flowrun.v1.StepRequest.pooled_grad:type_name -> flowrun.v1.Ref
+	2,  // 41: flowrun.v1.StepRequest.scores:type_name -> flowrun.v1.Ref
+	32, // 42: flowrun.v1.StepResult.layers:type_name -> flowrun.v1.Layer
+	2,  // 43: flowrun.v1.ModelState.ref:type_name -> flowrun.v1.Ref
+	32, // 44: flowrun.v1.Op.layers:type_name -> flowrun.v1.Layer
+	31, // 45: flowrun.v1.CostRequest.ops:type_name -> flowrun.v1.Op
+	1,  // 46: flowrun.v1.Cache.Info:input_type -> flowrun.v1.Empty
+	5,  // 47: flowrun.v1.Cache.Configure:input_type -> flowrun.v1.ConfigureRequest
+	9,  // 48: flowrun.v1.Cache.Plan:input_type -> flowrun.v1.PlanRequest
+	5,  // 49: flowrun.v1.Cache.Needs:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 50: flowrun.v1.Cache.Snapshot:input_type -> flowrun.v1.Empty
+	15, // 51: flowrun.v1.Cache.Restore:input_type -> flowrun.v1.CacheSnapshot
+	1,  // 52: flowrun.v1.Kernel.Info:input_type -> flowrun.v1.Empty
+	5,  // 53: flowrun.v1.Kernel.Configure:input_type -> flowrun.v1.ConfigureRequest
+	18, // 54: flowrun.v1.Kernel.GatherReduce:input_type -> flowrun.v1.GatherReduceRequest
+	19, // 55: flowrun.v1.Kernel.Scatter:input_type -> flowrun.v1.ScatterRequest
+	21, // 56: flowrun.v1.Kernel.ExpandCoalesce:input_type -> flowrun.v1.ExpandCoalesceRequest
+	23, // 57: flowrun.v1.Kernel.Apply:input_type -> flowrun.v1.ApplyRequest
+	26, // 58: flowrun.v1.Kernel.Quantize:input_type -> flowrun.v1.ConvertRequest
+	26, // 59: flowrun.v1.Kernel.Dequantize:input_type -> flowrun.v1.ConvertRequest
+	1,  // 60: flowrun.v1.Model.Info:input_type -> flowrun.v1.Empty
+	5,  // 61: flowrun.v1.Model.Configure:input_type -> flowrun.v1.ConfigureRequest
+	27, // 62: flowrun.v1.Model.Step:input_type -> flowrun.v1.StepRequest
+	1,  // 63: flowrun.v1.Model.Digest:input_type -> flowrun.v1.Empty
+	1,  // 64: flowrun.v1.Model.State:input_type -> flowrun.v1.Empty
+	30, // 65: flowrun.v1.Model.SetState:input_type -> flowrun.v1.ModelState
+	1,  // 66: flowrun.v1.Device.Info:input_type -> flowrun.v1.Empty
+	5,  // 67: flowrun.v1.Device.Configure:input_type -> flowrun.v1.ConfigureRequest
+	1,  // 68: flowrun.v1.Device.Profile:input_type -> flowrun.v1.Empty
+	34, // 69: flowrun.v1.Device.Cost:input_type -> flowrun.v1.CostRequest
+	1,  // 70: flowrun.v1.Device.CostModel:input_type -> flowrun.v1.Empty
+	7,  // 71: flowrun.v1.Cache.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 72: flowrun.v1.Cache.Configure:output_type -> flowrun.v1.Empty
+	12, // 73: flowrun.v1.Cache.Plan:output_type -> flowrun.v1.PlanResult
+	13, // 74: flowrun.v1.Cache.Needs:output_type -> flowrun.v1.CacheNeeds
+	15, // 75: flowrun.v1.Cache.Snapshot:output_type -> flowrun.v1.CacheSnapshot
+	1,  // 76: flowrun.v1.Cache.Restore:output_type -> flowrun.v1.Empty
+	7,  // 77: flowrun.v1.Kernel.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 78: flowrun.v1.Kernel.Configure:output_type -> flowrun.v1.Empty
+	24, // 79: flowrun.v1.Kernel.GatherReduce:output_type -> flowrun.v1.KernelResult
+	24, // 80: flowrun.v1.Kernel.Scatter:output_type -> flowrun.v1.KernelResult
+	22, // 81: flowrun.v1.Kernel.ExpandCoalesce:output_type -> flowrun.v1.CoalesceResult
+	24, // 82: flowrun.v1.Kernel.Apply:output_type -> flowrun.v1.KernelResult
+	24, // 83: flowrun.v1.Kernel.Quantize:output_type -> flowrun.v1.KernelResult
+	24, // 84: flowrun.v1.Kernel.Dequantize:output_type -> flowrun.v1.KernelResult
+	7,  // 85: flowrun.v1.Model.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 86: flowrun.v1.Model.Configure:output_type -> flowrun.v1.Empty
+	28, // 87: flowrun.v1.Model.Step:output_type -> flowrun.v1.StepResult
+	29, // 88: flowrun.v1.Model.Digest:output_type -> flowrun.v1.DigestResult
+	30, // 89: flowrun.v1.Model.State:output_type -> flowrun.v1.ModelState
+	1,  // 90: flowrun.v1.Model.SetState:output_type -> flowrun.v1.Empty
+	7,  // 91: flowrun.v1.Device.Info:output_type -> flowrun.v1.PluginInfo
+	1,  // 92: flowrun.v1.Device.Configure:output_type -> flowrun.v1.Empty
+	33, // 93: flowrun.v1.Device.Profile:output_type -> flowrun.v1.DeviceProfile
+	35, // 94: flowrun.v1.Device.Cost:output_type -> flowrun.v1.CostResult
+	36, // 95: flowrun.v1.Device.CostModel:output_type -> flowrun.v1.CostModelParams
+	71, // [71:96] is the sub-list for method output_type
+	46, // [46:71] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_flowrun_proto_init() }
@@ -2925,7 +3004,7 @@ func file_flowrun_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_flowrun_proto_rawDesc), len(file_flowrun_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   35,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

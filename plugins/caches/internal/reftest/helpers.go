@@ -105,7 +105,7 @@ func CheckNeeds(t *testing.T, newCache func() cache.Cache, wants map[string]cach
 	tables := []plugin.Table{{Rows: 1000, Dim: 4}}
 	for opts, want := range wants {
 		got, err := cache.NeedsOf(ctx, newCache(), plugin.Setup{Tables: tables, Options: json.RawMessage(opts)})
-		if err != nil || got != want {
+		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: Needs = %+v, %v; want %+v", opts, got, err, want)
 		}
 	}
