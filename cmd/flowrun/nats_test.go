@@ -536,4 +536,11 @@ func TestRunNATSClusterNodeKilled(t *testing.T) {
 	if !strings.Contains(stderr.String(), "bus: disconnected") {
 		t.Errorf("the run did not see its node go (no \"bus: disconnected\"):\n%s", stderr)
 	}
+	// What the bus sent again, and why: "no ack in time" is a request the
+	// new node routed to the killed node's interest.
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "bus: sending again") || strings.Contains(line, "bus: no ack") {
+			t.Log(line)
+		}
+	}
 }
