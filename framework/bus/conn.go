@@ -49,9 +49,10 @@ type Conn struct {
 	grace   time.Duration
 	outage  *time.Timer
 	url     string
-	// lastReconnect is when the connection last reconnected; for a grace
-	// after it a request unanswered for settle is sent again (resendAfter).
-	lastReconnect time.Time
+	// lastReconnect is when the connection last reconnected (UnixNano, 0
+	// never); for a grace after it a request unanswered for settle is sent
+	// again (resendAfter). Atomic: every Publish reads it.
+	lastReconnect atomic.Int64
 	settle        time.Duration
 }
 
@@ -200,7 +201,7 @@ func (c *Conn) reconnect() {
 		c.outage.Stop()
 		c.outage = nil
 	}
-	c.lastReconnect = time.Now()
+	c.lastReconnect.Store(time.Now().UnixNano())
 	close(c.reconnected)
 	c.reconnected = make(chan struct{})
 }

@@ -65,7 +65,8 @@ func (c *Conn) Publish(ctx context.Context, subject string, m *Message) error {
 	header.Set(HeaderMsgID, id)
 	req := &nats.Msg{Subject: subject, Header: header, Data: m.Data}
 	wait := retryMin
-	// suspect: a reconnect happened while this message waited, so each
+	// suspect: a reconnect happened while this message waited, or an
+	// attempt sent while the connection settled went unanswered, so each
 	// attempt is sent again after the settle interval until one is acked.
 	suspect, resends := false, 0
 	for {
@@ -141,10 +142,8 @@ func (c *Conn) logResend(subject, id string, why error, settling bool, n int) {
 // consumer may be slow, but a message lost for any other reason must not
 // leave the run waiting forever either.
 func (c *Conn) resendAfter(suspect bool) (time.Duration, bool) {
-	c.mu.Lock()
-	last := c.lastReconnect
-	c.mu.Unlock()
-	if suspect || (!last.IsZero() && time.Since(last) < c.grace) {
+	last := c.lastReconnect.Load()
+	if suspect || (last != 0 && time.Since(time.Unix(0, last)) < c.grace) {
 		return c.settle, true
 	}
 	return c.grace, false
