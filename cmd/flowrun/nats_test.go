@@ -378,6 +378,25 @@ func waitExit(t *testing.T, exited chan error, d time.Duration) error {
 	}
 }
 
+// waitExitOrDump is waitExit for a run that must not hang: past d it sends
+// flowrun SIGQUIT, so that the failure shows every goroutine's stack (where
+// the run waits), not only that it did.
+func waitExitOrDump(t *testing.T, cmd *exec.Cmd, stderr *bytes.Buffer, exited chan error, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-exited:
+		return err
+	case <-time.After(d):
+	}
+	_ = cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+	}
+	t.Fatalf("flowrun still running after %s; its goroutines at SIGQUIT:\n%s", d, stderr)
+	return nil
+}
+
 // TestRunNATSPasswordInURLWarns: a password or token in the --nats URL
 // still works, with a warning that it is visible, and is never printed.
 func TestRunNATSPasswordInURLWarns(t *testing.T) {
@@ -490,7 +509,7 @@ func TestRunNATSClusterNodeKilled(t *testing.T) {
 	}
 
 	out := filepath.Join(t.TempDir(), "r.json")
-	_, stderr, exited = startFlowrun(t, "run", demo, "--set", batches, "--out", out,
+	cmd, stderr, exited := startFlowrun(t, "run", demo, "--set", batches, "--out", out,
 		"--nats", strings.Join(urls, ","), "--nats-grace", "10s")
 	serving := -1
 	whileRunning(t, exited, "200 messages through one node", func() bool {
@@ -504,7 +523,7 @@ func TestRunNATSClusterNodeKilled(t *testing.T) {
 	})
 	nodes[serving].kill()
 	t.Logf("killed node %d, the run's", serving)
-	if err := waitExit(t, exited, 120*time.Second); err != nil {
+	if err := waitExitOrDump(t, cmd, stderr, exited, 120*time.Second); err != nil {
 		t.Fatalf("run across the node's death: %v\n%s", err, stderr)
 	}
 	got, err := results.Read(out)
@@ -516,5 +535,12 @@ func TestRunNATSClusterNodeKilled(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "bus: disconnected") {
 		t.Errorf("the run did not see its node go (no \"bus: disconnected\"):\n%s", stderr)
+	}
+	// What the bus sent again, and why: "no ack in time" is a request the
+	// new node routed to the killed node's interest.
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(line, "bus: sending again") || strings.Contains(line, "bus: no ack") {
+			t.Log(line)
+		}
 	}
 }

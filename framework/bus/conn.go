@@ -49,6 +49,11 @@ type Conn struct {
 	grace   time.Duration
 	outage  *time.Timer
 	url     string
+	// lastReconnect is when the connection last reconnected (UnixNano, 0
+	// never); for a grace after it a request unanswered for settle is sent
+	// again (resendAfter). Atomic: every Publish reads it.
+	lastReconnect atomic.Int64
+	settle        time.Duration
 }
 
 // Option configures Connect.
@@ -117,6 +122,7 @@ func Connect(serverURL string, opts ...Option) (*Conn, error) {
 	c := &Conn{
 		log: log, subs: map[*Subscription]struct{}{}, nonce: newNonce(),
 		reconnected: make(chan struct{}), lost: make(chan struct{}), grace: o.grace, url: redactURLs(serverURL),
+		settle: settleFor(o.grace),
 	}
 	nopts := []nats.Option{
 		nats.Timeout(o.timeout),
@@ -153,6 +159,14 @@ func Connect(serverURL string, opts ...Option) (*Conn, error) {
 	return c, nil
 }
 
+// settleFor is the settle interval of a grace: a tenth of it, between
+// 50 ms and 1 s. Short enough that a request lost just after a reconnect
+// costs the run little; long enough that a healthy consumer's ack, whose
+// wait it ends, is rarely that slow.
+func settleFor(grace time.Duration) time.Duration {
+	return min(max(grace/10, 50*time.Millisecond), time.Second)
+}
+
 func newNonce() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -187,6 +201,7 @@ func (c *Conn) reconnect() {
 		c.outage.Stop()
 		c.outage = nil
 	}
+	c.lastReconnect.Store(time.Now().UnixNano())
 	close(c.reconnected)
 	c.reconnected = make(chan struct{})
 }

@@ -51,7 +51,13 @@
 // waiting when its connection reconnects sends the message again at once.
 // That is safe because every Publish stamps a message id (header
 // Flowrun-Msg-Id, the same on every attempt) and a subscription acks an id
-// it has already queued without queueing it twice. A connection whose
+// it has already queued without queueing it twice. For the same reason a
+// request is sent again when it has had no ack for the settle interval
+// (a tenth of the grace) while the connection settles after a reconnect —
+// in a cluster the node a client moved to may still route a queue
+// group's message to the dead node's interest, losing it silently — and
+// when it has had none for a whole grace, with a warning naming the
+// subject: a lost message must never leave a run waiting. A connection whose
 // server stays unreachable for longer than its grace (WithGrace, default
 // 10 s) is lost: every waiting Publish returns ErrServerLost and Lost is
 // closed, so a run ends with an error naming the server instead of waiting.
