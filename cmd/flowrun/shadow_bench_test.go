@@ -65,13 +65,15 @@ func benchShadowServing(b *testing.B, r benchRunner, plain bench.Graph, path str
 	}
 	for range b.N {
 		o, err := bench.MeasureShadowOverhead(context.Background(), plain, shadowed, pairs, func(i int, p bench.OverheadPair) {
-			b.Logf("pair %d: serving %.1f ms/batch without, %.1f with (%.3f×); end to end %.1f; %d batches behind, drained in %.0f ms; load %s",
-				i, p.WithoutMs, p.WithMs, p.WithMs/p.WithoutMs, p.WithEndToEndMs, p.BehindBatches, p.DrainMs, loadAverage())
+			b.Logf("pair %d: serving %.1f ms/batch without, %.1f with (%.3f×); steady state %.1f and %.1f (%.3f×); end to end %.1f; %d batches behind, drained in %.0f ms; load %s",
+				i, p.WithoutMs, p.WithMs, p.WithMs/p.WithoutMs, p.SteadyWithoutMs, p.SteadyWithMs, p.SteadyWithMs/p.SteadyWithoutMs,
+				p.WithEndToEndMs, p.BehindBatches, p.DrainMs, loadAverage())
 		})
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.ReportMetric(o.Ratio, "serving-ratio")
+		b.ReportMetric(o.Steady, "steady-ratio")
 		b.ReportMetric(o.EndToEnd, "end-to-end-ratio")
 	}
 }

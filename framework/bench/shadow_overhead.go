@@ -22,16 +22,24 @@ import (
 // time per batch with them, and how far behind they were at the end.
 type OverheadPair struct {
 	WithoutMs, WithMs, WithEndToEndMs float64
-	BehindBatches                     int64
-	DrainMs                           float64
+	// SteadyWithoutMs and SteadyWithMs are the steady-state iterations
+	// (results' iteration_ms.steady_wall): between the first and the last
+	// batch leaving the graph, so without the start-up (the shadows'
+	// processes launched) and without the end.
+	SteadyWithoutMs, SteadyWithMs float64
+	BehindBatches                 int64
+	DrainMs                       float64
 }
 
 // ShadowOverhead is the pairs and the medians of their ratios: Ratio, the
 // serving path's with over without; EndToEnd, the whole run's with over
-// the serving path's without (the shadows' drain included).
+// the serving path's without (the shadows' drain included); Steady, the
+// steady-state iteration's with over without.
 type ShadowOverhead struct {
 	Pairs           []OverheadPair
 	Ratio, EndToEnd float64
+	// Steady is the median of the pairs' steady-state ratios.
+	Steady float64
 }
 
 // ServingMsPerBatch is r's wall time per batch (training and held-out)
@@ -56,7 +64,7 @@ func MeasureShadowOverhead(ctx context.Context, without, with Graph, pairs int, 
 		return nil, fmt.Errorf("pairs %d: want at least 1", pairs)
 	}
 	o := &ShadowOverhead{}
-	var ratios, ends []float64
+	var ratios, ends, steady []float64
 	for i := range pairs {
 		order := []Graph{without, with}
 		if i%2 == 1 {
@@ -74,20 +82,28 @@ func MeasureShadowOverhead(ctx context.Context, without, with Graph, pairs int, 
 			return nil, fmt.Errorf("pair %d: digest with shadows %s, without %s", i, res[1].Digest, res[0].Digest)
 		}
 		p := OverheadPair{WithoutMs: ServingMsPerBatch(res[0]), WithMs: ServingMsPerBatch(res[1]),
-			WithEndToEndMs: res[1].WallMs / float64(max(res[1].Batches+res[1].EvalBatches, 1))}
+			WithEndToEndMs:  res[1].WallMs / float64(max(res[1].Batches+res[1].EvalBatches, 1)),
+			SteadyWithoutMs: res[0].IterationMs.SteadyWall, SteadyWithMs: res[1].IterationMs.SteadyWall}
 		if len(res[1].Shadows) > 0 {
 			p.BehindBatches, p.DrainMs = res[1].Shadows[0].BehindBatches, res[1].Shadows[0].DrainMs
 		}
 		o.Pairs = append(o.Pairs, p)
 		ratios = append(ratios, p.WithMs/p.WithoutMs)
 		ends = append(ends, p.WithEndToEndMs/p.WithoutMs)
+		if p.SteadyWithoutMs > 0 {
+			steady = append(steady, p.SteadyWithMs/p.SteadyWithoutMs)
+		}
 		if each != nil {
 			each(i, p)
 		}
 	}
 	slices.Sort(ratios)
 	slices.Sort(ends)
+	slices.Sort(steady)
 	o.Ratio, o.EndToEnd = median(ratios), median(ends)
+	if len(steady) > 0 {
+		o.Steady = median(steady)
+	}
 	return o, nil
 }
 

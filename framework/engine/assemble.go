@@ -52,6 +52,9 @@ func (r *run) summarize(cfg *config.Config, digest string, uses []results.Plugin
 	samples := float64(cfg.Dataset.BatchSize)
 	if cfg.Dataset.Batches > 0 {
 		res.IterationMs.Wall = res.WallMs / float64(max(r.total, 1))
+		r.mu.Lock()
+		res.IterationMs.SteadyWall = steadyWallMs(r.firstDone, r.lastDone, r.completed)
+		r.mu.Unlock()
 		res.Throughput.WallSamplesPerS = samples * float64(max(r.total, 1)) / wall.Seconds()
 	}
 	series, totals, values := r.metrics.Snapshot()
@@ -133,4 +136,15 @@ func (r *run) modeledClock(res *results.Results, cfg *config.Config, hand func(*
 		res.Throughput.ModeledSamplesPerS = float64(cfg.Dataset.BatchSize) / (iter / 1e9)
 	}
 	return nil
+}
+
+// steadyWallMs is the wall time between batches leaving the graph, from
+// the first to the last of n (0 below two batches): the iteration
+// without the run's start-up (plugins launched, tables made, profiles
+// taken) or its end (shadows draining, the digest).
+func steadyWallMs(first, last time.Time, n int) float64 {
+	if n < 2 {
+		return 0
+	}
+	return float64(last.Sub(first).Nanoseconds()) / 1e6 / float64(n-1)
 }

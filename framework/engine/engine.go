@@ -203,6 +203,10 @@ type run struct {
 	total      int // -1 until the source reaches EOF
 	done       chan struct{}
 	started    time.Time
+	// firstDone and lastDone are when the first and the latest batch
+	// left the graph: their span over the batches between is the
+	// steady-state iteration, start-up and end excluded.
+	firstDone, lastDone time.Time
 }
 
 // crashGrace is how long a stage error waits for the plugin host to report
@@ -260,6 +264,10 @@ func (r *run) complete(h *batch.Header) error {
 	if last {
 		delete(r.seen, h.Seq)
 		r.completed++
+		r.lastDone = time.Now()
+		if r.completed == 1 {
+			r.firstDone = r.lastDone
+		}
 		close(r.progress)
 		r.progress = make(chan struct{})
 	}

@@ -127,6 +127,10 @@ type Iteration struct {
 	// Wall is measured: the run's wall time over all its batches, training
 	// and held-out.
 	Wall float64 `json:"wall"`
+	// SteadyWall is measured too, without the start-up and the end: the
+	// wall time between the first and the last batch leaving the graph,
+	// over the batches between.
+	SteadyWall float64 `json:"steady_wall,omitempty"`
 	// Modeled is the steady-state time between batches leaving the graph on
 	// the modeled clock's schedule of the run (pipelined or sequential).
 	Modeled float64 `json:"modeled,omitempty"`
