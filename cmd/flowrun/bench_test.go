@@ -78,7 +78,7 @@ func BenchmarkDemoOverhead(b *testing.B) {
 }
 
 // runTimed runs the graph at path as `flowrun run` does (plugin host,
-// embedded NATS, a P per stage, no tracing) and returns the time from the first batch out
+// embedded NATS, no tracing) and returns the time from the first batch out
 // of the graph to the last, and the number of batches in that interval.
 func runTimed(b *testing.B, path string) (time.Duration, int) {
 	b.Helper()
@@ -101,7 +101,6 @@ func runTimed(b *testing.B, path string) (time.Duration, int) {
 		b.Fatal(err)
 	}
 	defer conn.Close()
-	defer stageProcs(len(g.Nodes))()
 
 	var (
 		mu          sync.Mutex
@@ -261,7 +260,6 @@ func runMeasured(b *testing.B, path string) measured {
 		b.Fatal(err)
 	}
 	defer conn.Close()
-	defer stageProcs(len(g.Nodes))()
 	pids := []int{os.Getpid()}
 	for _, p := range host.Processes() {
 		pids = append(pids, p.Pid)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	goruntime "runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -290,7 +289,6 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 	defer stop()
 
 	defer bar.Finish()
-	defer stageProcs(len(g.Nodes))()
 	shards, err := startShards(ctx, cfg, f, conn, runID, log)
 	if err != nil {
 		return nil, err
@@ -324,29 +322,6 @@ func runValidated(ctx context.Context, g *graph.Graph, path string, f runFlags, 
 		return nil, err
 	}
 	return res, nil
-}
-
-// stageProcs lets every stage of a graph run at once, plus the bus's own
-// goroutines, by raising GOMAXPROCS to stages + 2 (never lowering it, and
-// not when the GOMAXPROCS environment variable sets it); it returns what
-// puts the old value back. Each stage is a goroutine doing CPU-bound work
-// between hand-offs. With fewer Ps than busy stages (a 2-core machine has
-// 2), Go multiplexes them in 10 ms quanta, and every hand-off of a batch
-// (several goroutines through the NATS connection, each needing a P) can
-// wait that long: a pipelined graph then stalls on its hand-offs and runs
-// slower than the same stages one batch at a time. With a P per stage the
-// operating system schedules the threads, waking each promptly, and the
-// pipeline overlaps as it should. Sequential graphs are unaffected.
-func stageProcs(stages int) func() {
-	if os.Getenv("GOMAXPROCS") != "" {
-		return func() {}
-	}
-	old := goruntime.GOMAXPROCS(0)
-	if old >= stages+2 {
-		return func() {}
-	}
-	goruntime.GOMAXPROCS(stages + 2)
-	return func() { goruntime.GOMAXPROCS(old) }
 }
 
 // deviceProfiles names the run's devices and their plugins for the trace's

@@ -51,9 +51,8 @@ func Kernel() string {
 // DefaultThreads is Sgemm's goroutine budget: the CPUs this process may
 // run on, at most GOMAXPROCS (sdk/plugin.Parallelism's rule, repeated here
 // because this package imports only the standard library). A process that
-// raises GOMAXPROCS above its cores (flowrun run does, a P per stage)
-// would otherwise split each product into more goroutines than the cores
-// can run at once.
+// raises GOMAXPROCS above its cores would otherwise split each product
+// into more goroutines than the cores can run at once.
 func DefaultThreads() int {
 	return max(1, min(runtime.NumCPU(), runtime.GOMAXPROCS(0)))
 }
