@@ -25,6 +25,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 
 	"github.com/flowrun/flowrun/sdk/device"
@@ -67,10 +68,19 @@ func (m *dlrm) Info(context.Context) (plugin.Info, error) {
 		fields()), nil
 }
 
+// slowKernelOnce says, once per process, that the matrix products run on
+// the pure-Go kernel.
+var slowKernelOnce sync.Once
+
 func (m *dlrm) Configure(_ context.Context, setup plugin.Setup) error {
 	cfg, err := model.DecodeConfig(setup, defaultConfig())
 	if err != nil {
 		return err
+	}
+	if gemm.Kernel() != "avx2-fma" {
+		slowKernelOnce.Do(func() {
+			fmt.Fprintf(os.Stderr, "dlrm: this CPU has no AVX2 and FMA (or the build is -tags purego): the matrix products run on the pure-Go %s kernel, with the same bits, several times slower\n", gemm.Kernel())
+		})
 	}
 	shape := cfg.shape()
 	if setup.DenseFeatures < 1 {
