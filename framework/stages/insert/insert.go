@@ -102,7 +102,7 @@ func (in *inserter) Process(ctx context.Context, b *batch.Batch) error {
 }
 
 // Close removes the write-back's regions.
-func (in *inserter) Close(context.Context) error { return in.low.close() }
+func (in *inserter) Close(context.Context) error { return in.low.scratch.Close() }
 
 // check rejects a (table, row, slot) triple outside the host tables or
 // Storage, before anything is written with it.

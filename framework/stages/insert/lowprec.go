@@ -2,12 +2,10 @@ package insert
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/flowrun/flowrun/framework/stages/internal/convert"
 	"github.com/flowrun/flowrun/sdk/kernel"
-	"github.com/flowrun/flowrun/sdk/plugin"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // lowWriteBack writes a batch's victims back into host tables stored below
@@ -21,10 +19,7 @@ import (
 // reference conversion in this process. FP32 tables are written in place,
 // as before.
 type lowWriteBack struct {
-	rows, fp32 *region.Region // created on the first batch with such victims
-	capacity   int64          // victims they hold
-	mapper     region.Mapper
-	noConvert  bool
+	scratch convert.Scratch // the call's regions, made on the first batch with such victims
 }
 
 // writeBack writes victims 0..n-1 (triples in victims, FP32 rows of stride
@@ -55,7 +50,7 @@ func (in *inserter) writeBack(ctx context.Context, seq uint64, victims []int64, 
 	if err := tabs.TouchTables(ids); err != nil {
 		return err
 	}
-	if err := in.low.quantize(ctx, in.set.Kernel, req); err != nil {
+	if err := in.low.scratch.Convert(ctx, in.set.Kernel, req, true); err != nil {
 		return fmt.Errorf("batch %d: write-back: %s: %w", seq, kernel.OpQuantize, err)
 	}
 	for t, rows := range ids {
@@ -65,34 +60,24 @@ func (in *inserter) writeBack(ctx context.Context, seq uint64, victims []int64, 
 }
 
 // request groups the low-precision tables' victims by table into the
-// stage's regions (made on first need, room for capacity victims) and
+// stage's scratch (made on first need, room for capacity victims) and
 // names them in a quantize request; ids are each table's rows.
 func (lw *lowWriteBack) request(in *inserter, seq uint64, victims []int64, victimRows []float32, byTable [][]int64, capacity int64) (*kernel.ConvertRequest, [][]int64, error) {
 	tabs := in.set.Tables
 	stride := int64(in.set.Layout.Stride)
-	if lw.rows == nil {
-		var err error
-		if lw.rows, err = region.Create("insert-victim-ids", max(8*capacity, 64)); err != nil {
-			return nil, nil, fmt.Errorf("insert scratch: %w", err)
-		}
-		if lw.fp32, err = region.Create("insert-victim-rows", max(4*capacity*stride, 64)); err != nil {
-			return nil, nil, fmt.Errorf("insert scratch: %w", err)
-		}
-		lw.capacity = capacity
+	req, err := lw.scratch.Request("insert-victim", tabs.Low(), capacity, stride)
+	if err != nil {
+		return nil, nil, err
 	}
-	rounding, seed := tabs.Rounding()
-	n := tabs.Len()
-	req := &kernel.ConvertRequest{Tables: tabs.Low(), Rows: lw.rows.Ref(), FP32: lw.fp32.Ref(),
-		RowStart: make([]int64, n), Counts: make([]int64, n), FP32Start: make([]int64, n),
-		Rounding: rounding, Seed: seed, Batch: seq}
-	list, rows := region.Int64s(lw.rows.Bytes()), region.Float32s(lw.fp32.Bytes())
-	ids := make([][]int64, n)
+	req.Rounding, req.Seed = tabs.Rounding()
+	req.Batch = seq
+	list, rows := lw.scratch.IDs(), lw.scratch.Rows()
+	ids := make([][]int64, tabs.Len())
 	at := int64(0)
 	for t, vs := range byTable {
-		if at+int64(len(vs)) > lw.capacity {
-			return nil, nil, fmt.Errorf("batch %d: %d victims, the write-back holds %d", seq, at+int64(len(vs)), lw.capacity)
+		if err := lw.scratch.Place(req, seq, t, at, int64(len(vs)), "victims"); err != nil {
+			return nil, nil, err
 		}
-		req.RowStart[t], req.Counts[t], req.FP32Start[t] = at, int64(len(vs)), at*stride
 		for _, i := range vs {
 			list[at] = victims[3*i+1]
 			copy(rows[at*stride:(at+1)*stride], victimRows[i*stride:(i+1)*stride])
@@ -101,30 +86,4 @@ func (lw *lowWriteBack) request(in *inserter, seq uint64, victims []int64, victi
 		}
 	}
 	return req, ids, nil
-}
-
-// quantize makes the call on the kernel when it has the operator, else in
-// this process with the SDK's reference conversion.
-func (lw *lowWriteBack) quantize(ctx context.Context, k kernel.Kernel, req *kernel.ConvertRequest) error {
-	if q, ok := k.(kernel.Quantizer); ok && !lw.noConvert {
-		_, err := q.Quantize(ctx, req)
-		if !errors.Is(err, plugin.ErrUnsupported) {
-			return err
-		}
-		lw.noConvert = true
-	}
-	_, err := kernel.Convert(&lw.mapper, req, true)
-	return err
-}
-
-// close removes the regions and unmaps what the in-process conversion
-// mapped.
-func (lw *lowWriteBack) close() error {
-	var errs []error
-	for _, r := range []*region.Region{lw.rows, lw.fp32} {
-		if r != nil {
-			errs = append(errs, r.Close())
-		}
-	}
-	return errors.Join(append(errs, lw.mapper.Close())...)
 }
