@@ -81,48 +81,8 @@ func BenchmarkDemoOverhead(b *testing.B) {
 // embedded NATS, no tracing) and returns the time from the first batch out
 // of the graph to the last, and the number of batches in that interval.
 func runTimed(b *testing.B, path string) (time.Duration, int) {
-	b.Helper()
-	host, err := newHost(nil, io.Discard, true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer host.Close()
-	g, err := loadGraph(path, nil, host, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := bus.StartEmbedded(bus.ServerOptions{Port: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Shutdown()
-	conn, err := bus.Connect(srv.ClientURL(), srv.Auth())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-
-	var (
-		mu          sync.Mutex
-		first, last time.Time
-		done        int
-	)
-	_, err = engine.Run(context.Background(), engine.Options{
-		Graph: g, Stages: stages(), Plugins: host, Bus: conn,
-		Progress: func(n, _ int) {
-			now := time.Now()
-			mu.Lock()
-			defer mu.Unlock()
-			if n == 1 {
-				first = now
-			}
-			last, done = now, n
-		},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return last.Sub(first), done - 1
+	m := runMeasured(b, path)
+	return time.Duration(m.wall * float64(m.batches)), m.batches
 }
 
 // BenchmarkPluginCall is one trivial plugin call (a device's Info), in
@@ -234,11 +194,16 @@ func subprocessGraph(b *testing.B, path string) string {
 	return out
 }
 
-// measured is one run's steady state per batch.
-type measured struct{ wall, cpu float64 }
+// measured is one run's steady state per batch (wall and cpu in ns) over
+// batches intervals.
+type measured struct {
+	wall, cpu float64
+	batches   int
+}
 
-// runMeasured is runTimed with CPU time: the host's threads and its
-// plugin processes', read when the first and the last batch leave.
+// runMeasured runs the graph at path as runTimed says, and reads the wall
+// time and the CPU time (the host's threads and its plugin processes')
+// when the first and the last batch leave.
 func runMeasured(b *testing.B, path string) measured {
 	b.Helper()
 	host, err := newHost(nil, io.Discard, true)
@@ -292,7 +257,7 @@ func runMeasured(b *testing.B, path string) measured {
 		b.Fatal("fewer than two batches")
 	}
 	n := float64(done - 1)
-	return measured{wall: float64(last.Sub(first).Nanoseconds()) / n, cpu: float64(cpuLast-cpuFirst) / n}
+	return measured{wall: float64(last.Sub(first).Nanoseconds()) / n, cpu: float64(cpuLast-cpuFirst) / n, batches: done - 1}
 }
 
 // cpuNanos is the CPU time of every thread of the processes pids, in ns.
