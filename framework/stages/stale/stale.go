@@ -112,21 +112,7 @@ func (s *stager) Process(_ context.Context, b *batch.Batch) error {
 // distinct lists b's distinct rows per table in first-occurrence order,
 // each with its slot (-1 without Storage or for a bypass).
 func (s *stager) distinct(b *batch.Batch) ([]staleness.Row, error) {
-	ids, err := batch.IDs.View(b)
-	if err != nil {
-		return nil, err
-	}
-	offsets, err := batch.Offsets.View(b)
-	if err != nil {
-		return nil, err
-	}
-	var slots []int64
-	if s.cfg.Source == SourceStorage {
-		if slots, err = batch.Slots.View(b); err != nil {
-			return nil, err
-		}
-	}
-	return staleness.Distinct(s.set.Layout, ids, offsets, slots), nil
+	return staleness.DistinctOf(s.set.Layout, b, s.cfg.Source == SourceStorage)
 }
 
 // locate returns where a row's authoritative value is now: the slot it

@@ -46,21 +46,10 @@ func (t *trainer) swapStale(b *batch.Batch) ([]staleness.Row, error) {
 		t.stale.Forget()
 		return nil, nil
 	}
-	ids, err := batch.IDs.View(b)
+	rows, err := staleness.DistinctOf(t.set.Layout, b, t.cfg.Source == SourceStorage)
 	if err != nil {
 		return nil, err
 	}
-	offsets, err := batch.Offsets.View(b)
-	if err != nil {
-		return nil, err
-	}
-	var slots []int64
-	if t.cfg.Source == SourceStorage {
-		if slots, err = batch.Slots.View(b); err != nil {
-			return nil, err
-		}
-	}
-	rows := staleness.Distinct(t.set.Layout, ids, offsets, slots)
 	for i := range rows {
 		if r := &rows[i]; r.Slot >= 0 && t.set.Storage.RowOf(r.Table, r.Slot) != r.ID {
 			return nil, fmt.Errorf("batch %d: table %d: row %d should be in slot %d, which holds row %d: the plan's Hit-Map and Storage disagree",

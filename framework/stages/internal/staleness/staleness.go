@@ -52,6 +52,26 @@ type Row struct {
 // Locate returns the float32s where r's value is now.
 type Locate func(r *Row) []float32
 
+// DistinctOf is Distinct over batch b's ids and offsets, with the plan's
+// slots when withSlots (a trainer reading Storage), else without.
+func DistinctOf(l *batch.Layout, b *batch.Batch, withSlots bool) ([]Row, error) {
+	ids, err := batch.IDs.View(b)
+	if err != nil {
+		return nil, err
+	}
+	offsets, err := batch.Offsets.View(b)
+	if err != nil {
+		return nil, err
+	}
+	var slots []int64
+	if withSlots {
+		if slots, err = batch.Slots.View(b); err != nil {
+			return nil, err
+		}
+	}
+	return Distinct(l, ids, offsets, slots), nil
+}
+
 // Distinct lists a batch's distinct rows per table in first-occurrence
 // order, each with its slot (-1 when slots is nil, or for a bypass).
 func Distinct(l *batch.Layout, ids, offsets, slots []int64) []Row {
