@@ -48,44 +48,12 @@ func FitZipfPooled(rows []int64, top, share float64) float64 {
 // not about a finite sample of it.
 func PooledShare(s float64, rows []int64, top float64) float64 {
 	var all int64
-	zs := make([]*zipfSum, len(rows))
+	exps := make([]float64, len(rows))
 	for t, n := range rows {
 		all += n
-		zs[t] = newZipfSum(s, n)
+		exps[t] = s
 	}
-	want := int64(math.Round(top * float64(all)))
-	// A feature of table t at 1-based rank k has probability
-	// k^-s / (T·Z_t); those at or above a threshold p are the ranks
-	// k ≤ (p·T·Z_t)^(-1/s). Bisect p (in logs) for want features.
-	count := func(logp float64) (n int64, mass float64) {
-		for t, z := range zs {
-			// clamp before converting: the power overflows for small p
-			kf := math.Floor(math.Exp(-(logp + math.Log(float64(len(rows))*z.total)) / s))
-			k := int64(min(max(kf, 0), float64(rows[t])))
-			n += k
-			mass += z.prefix(k) / z.total
-		}
-		return n, mass / float64(len(rows))
-	}
-	lo, hi := -200.0, 0.0 // log-probabilities: every feature ≥ e^-200 > 0, none ≥ 1 with ≥ 2 features
-	for i := 0; i < 200; i++ {
-		mid := (lo + hi) / 2
-		if n, _ := count(mid); n > want {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	// hi counts at most want features; the ranks between it and want
-	// (ties across tables) are taken at their probability.
-	n, mass := count(hi)
-	if n < want {
-		nLo, massLo := count(lo)
-		if nLo > n {
-			mass += (massLo - mass) * float64(want-n) / float64(nLo-n)
-		}
-	}
-	return mass
+	return PooledShareOf(exps, rows, all, top)
 }
 
 // zipfSum is Σ_{k=1..K} k^-s for any K: exact over the hottest

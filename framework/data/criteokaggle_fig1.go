@@ -100,8 +100,12 @@ func PooledShareOf(s []float64, support []int64, features int64, top float64) fl
 	}
 	want := int64(math.Round(top * float64(features)))
 	T := float64(len(s))
+	// A feature of table t at 1-based rank k has probability
+	// k^-s_t / (T·Z_t); those at or above a threshold p are the ranks
+	// k ≤ (p·T·Z_t)^(-1/s_t). Bisect p (in logs) for want features.
 	count := func(logp float64) (n int64, mass float64) {
 		for t, z := range zs {
+			// clamp before converting: the power overflows for small p
 			kf := math.Floor(math.Exp(-(logp + math.Log(T*z.total)) / s[t]))
 			k := int64(min(max(kf, 0), float64(support[t])))
 			n += k
@@ -109,7 +113,7 @@ func PooledShareOf(s []float64, support []int64, features int64, top float64) fl
 		}
 		return n, mass / T
 	}
-	lo, hi := -200.0, 0.0
+	lo, hi := -200.0, 0.0 // log-probabilities: every feature ≥ e^-200 > 0, none ≥ 1 with ≥ 2 features
 	for i := 0; i < 200; i++ {
 		mid := (lo + hi) / 2
 		if n, _ := count(mid); n > want {
@@ -118,6 +122,8 @@ func PooledShareOf(s []float64, support []int64, features int64, top float64) fl
 			hi = mid
 		}
 	}
+	// hi counts at most want features; the ranks between it and want
+	// (ties across tables) are taken at their probability.
 	n, mass := count(hi)
 	if n < want {
 		if nLo, massLo := count(lo); nLo > n {
