@@ -157,32 +157,50 @@ func viewConvertBlock(m *region.Mapper, req *ConvertRequest, t int, c int64) (Co
 
 // Dequantize up-converts the block's rows into FP32 (values, then state)
 // and counts the work: the reference every kernel must match bit for bit.
-func (b *ConvertBlock) Dequantize() Result {
+func (b *ConvertBlock) Dequantize() Result { return b.DequantizeWith(nil, quant.DequantizeRow) }
+
+// DequantizeWith is Dequantize with before(i) called ahead of row i (a
+// kernel's prefetch; nil for none) and each row's values converted by
+// dequantize (quant.DequantizeRow, or a variant with its bits such as
+// quant.DequantizeRowStream).
+func (b *ConvertBlock) DequantizeWith(before func(i int), dequantize func(dst []float32, src []byte, p quant.Precision)) Result {
 	t := b.Table
-	rb, sf, stride := t.RowBytes(), t.StateFloats, t.Dim+t.StateFloats
+	rb, sf, stride := int64(t.RowBytes()), int64(t.StateFloats), t.Dim+t.StateFloats
 	for i, r := range b.Rows {
+		if before != nil {
+			before(i)
+		}
 		dst := b.FP32[i*stride : (i+1)*stride]
-		src := b.Values[r*int64(rb) : (r+1)*int64(rb)]
+		src := b.Values[r*rb : (r+1)*rb]
 		if t.Emulated {
 			copy(dst[:t.Dim], region.Float32s(src))
 		} else {
-			quant.DequantizeRow(dst[:t.Dim], src, t.Precision)
+			dequantize(dst[:t.Dim], src, t.Precision)
 		}
-		copy(dst[t.Dim:], b.State[r*int64(sf):(r+1)*int64(sf)])
+		copy(dst[t.Dim:], b.State[r*sf:(r+1)*sf])
 	}
 	n := int64(len(b.Rows))
-	return Result{BytesRead: n * (8 + int64(rb) + 4*int64(sf)), BytesWritten: n * 4 * int64(stride), FLOPs: 2 * n * int64(t.Dim)}
+	return Result{BytesRead: n * (8 + rb + 4*sf), BytesWritten: n * 4 * int64(stride), FLOPs: 2 * n * int64(t.Dim)}
 }
 
 // Quantize stores the block's FP32 rows, values down-converted with
 // rounding r and draws keyed by (seed, table, row, batch, element); the
 // reference every kernel must match bit for bit.
 func (b *ConvertBlock) Quantize(table int, r quant.Rounding, seed, batch uint64) Result {
+	return b.QuantizeWith(table, r, seed, batch, nil)
+}
+
+// QuantizeWith is Quantize with before(i) called ahead of row i (a
+// kernel's prefetch; nil for none).
+func (b *ConvertBlock) QuantizeWith(table int, r quant.Rounding, seed, batch uint64, before func(i int)) Result {
 	t := b.Table
-	rb, sf, stride := t.RowBytes(), t.StateFloats, t.Dim+t.StateFloats
+	rb, sf, stride := int64(t.RowBytes()), int64(t.StateFloats), t.Dim+t.StateFloats
 	for i, row := range b.Rows {
+		if before != nil {
+			before(i)
+		}
 		src := b.FP32[i*stride : (i+1)*stride]
-		dst := b.Values[row*int64(rb) : (row+1)*int64(rb)]
+		dst := b.Values[row*rb : (row+1)*rb]
 		key := quant.Key{Seed: seed, Table: table, Row: row, Batch: batch}
 		if t.Emulated {
 			vals := region.Float32s(dst)
@@ -191,10 +209,10 @@ func (b *ConvertBlock) Quantize(table int, r quant.Rounding, seed, batch uint64)
 		} else {
 			quant.QuantizeRow(dst, src[:t.Dim], t.Precision, r, key)
 		}
-		copy(b.State[row*int64(sf):(row+1)*int64(sf)], src[t.Dim:])
+		copy(b.State[row*sf:(row+1)*sf], src[t.Dim:])
 	}
 	n := int64(len(b.Rows))
-	return Result{BytesRead: n * (8 + 4*int64(stride)), BytesWritten: n * (int64(rb) + 4*int64(sf)), FLOPs: 4 * n * int64(t.Dim)}
+	return Result{BytesRead: n * (8 + 4*int64(stride)), BytesWritten: n * (rb + 4*sf), FLOPs: 4 * n * int64(t.Dim)}
 }
 
 // Add sums r into res.

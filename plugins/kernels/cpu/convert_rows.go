@@ -5,7 +5,6 @@ import (
 
 	"github.com/flowrun/flowrun/sdk/kernel"
 	"github.com/flowrun/flowrun/sdk/kernel/quant"
-	"github.com/flowrun/flowrun/sdk/region"
 )
 
 // The conversions' row loops: kernel.ConvertBlock's reference loops (the
@@ -46,48 +45,17 @@ const streamBytes = 8 << 20
 // dequantizeRows is kernel.ConvertBlock.Dequantize with prefetching and,
 // for a large output, streaming stores.
 func dequantizeRows(b *kernel.ConvertBlock, ahead int) kernel.Result {
-	t := b.Table
-	rb, sf, stride := int64(t.RowBytes()), int64(t.StateFloats), t.Dim+t.StateFloats
 	dequantize := quant.DequantizeRow
-	if ahead > 0 && 4*len(b.Rows)*stride >= streamBytes {
+	if ahead > 0 && 4*len(b.Rows)*(b.Table.Dim+b.Table.StateFloats) >= streamBytes {
 		dequantize = quant.DequantizeRowStream
 		defer quant.StreamFence()
 	}
-	for i, r := range b.Rows {
-		prefetchGroup(b, i, ahead)
-		dst := b.FP32[i*stride : (i+1)*stride]
-		src := b.Values[r*rb : (r+1)*rb]
-		if t.Emulated {
-			copy(dst[:t.Dim], region.Float32s(src))
-		} else {
-			dequantize(dst[:t.Dim], src, t.Precision)
-		}
-		copy(dst[t.Dim:], b.State[r*sf:(r+1)*sf])
-	}
-	n := int64(len(b.Rows))
-	return kernel.Result{BytesRead: n * (8 + rb + 4*sf), BytesWritten: n * 4 * int64(stride), FLOPs: 2 * n * int64(t.Dim)}
+	return b.DequantizeWith(func(i int) { prefetchGroup(b, i, ahead) }, dequantize)
 }
 
 // quantizeRows is kernel.ConvertBlock.Quantize with prefetching.
 func quantizeRows(b *kernel.ConvertBlock, table int, r quant.Rounding, seed, batch uint64, ahead int) kernel.Result {
-	t := b.Table
-	rb, sf, stride := int64(t.RowBytes()), int64(t.StateFloats), t.Dim+t.StateFloats
-	for i, row := range b.Rows {
-		prefetchGroup(b, i, ahead)
-		src := b.FP32[i*stride : (i+1)*stride]
-		dst := b.Values[row*rb : (row+1)*rb]
-		key := quant.Key{Seed: seed, Table: table, Row: row, Batch: batch}
-		if t.Emulated {
-			vals := region.Float32s(dst)
-			copy(vals, src[:t.Dim])
-			quant.FakeQuantize(vals, t.Precision, r, key)
-		} else {
-			quant.QuantizeRow(dst, src[:t.Dim], t.Precision, r, key)
-		}
-		copy(b.State[row*sf:(row+1)*sf], src[t.Dim:])
-	}
-	n := int64(len(b.Rows))
-	return kernel.Result{BytesRead: n * (8 + 4*int64(stride)), BytesWritten: n * (rb + 4*sf), FLOPs: 4 * n * int64(t.Dim)}
+	return b.QuantizeWith(table, r, seed, batch, func(i int) { prefetchGroup(b, i, ahead) })
 }
 
 // convertAhead is how many rows ahead the conversions prefetch: the
