@@ -133,6 +133,11 @@ type hostLane struct {
 	buf    []byte
 	w      laneWords
 	dead   bool // given up: a call was abandoned, or the plugin is gone
+	// closing is set when the connection shuts down, before closeWith
+	// waits for the call in flight: that call gives up rather than wait
+	// for an answer that may never come (a handler stuck in a plugin
+	// whose process lives on), as gRPC fails its calls on a close.
+	closing atomic.Bool
 }
 
 // openLane makes a lane and hands it to the plugin; nil when the plugin
@@ -159,6 +164,8 @@ func (l *hostLane) closeWith(conn *grpc.ClientConn) {
 	for s := conn.GetState(); s != connectivity.Shutdown; s = conn.GetState() {
 		conn.WaitForStateChange(context.Background(), s)
 	}
+	l.closing.Store(true)
+	futexWake(l.w.state)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.dead = true
@@ -195,8 +202,16 @@ func (l *hostLane) call(ctx context.Context, method string, args, reply any) (er
 			l.dead = true
 			return status.Errorf(codes.Unavailable, "%s: the plugin process is gone", method), true
 		}
+		if l.closing.Load() {
+			l.dead = true
+			return status.Errorf(codes.Unavailable, "%s: the connection to the plugin closed during the call", method), true
+		}
 	}
 	n := atomic.LoadUint64(l.w.n)
+	if n > laneData { // written by the plugin: never trusted to index the region
+		l.dead = true
+		return status.Errorf(codes.Internal, "%s: the plugin's answer claims %d bytes, the lane holds %d", method, n, laneData), true
+	}
 	err = takeAnswer(l.buf[laneHeader:laneHeader+n], out)
 	atomic.StoreUint32(l.w.state, laneIdle)
 	return err, true
@@ -358,7 +373,11 @@ func (r *laneRecorder) serve(reg *region.Region, w laneWords) {
 			answer := r.handle(buf, min(n, uint64(len(buf))))
 			laneCalls.Add(1)
 			atomic.StoreUint64(w.n, uint64(len(answer)))
-			atomic.StoreUint32(w.state, laneAnswer)
+			// A host that gave up and closed the lane meanwhile set
+			// laneClosed: keep it, and end.
+			if !atomic.CompareAndSwapUint32(w.state, laneRequest, laneAnswer) {
+				return
+			}
 			futexWake(w.state)
 		default:
 			futexWait(w.state, s, time.Second)

@@ -19,9 +19,10 @@ import (
 // laneBase is a plugin whose Info says how often it was asked, and whose
 // Configure fails as asked.
 type laneBase struct {
-	mu    sync.Mutex
-	calls int
-	block chan struct{} // Configure waits on it when not nil
+	mu      sync.Mutex
+	calls   int
+	block   chan struct{} // Configure waits on it when not nil
+	entered chan struct{} // Configure closes it as it starts, when not nil
 }
 
 func (b *laneBase) Info(context.Context) (plugin.Info, error) {
@@ -32,6 +33,9 @@ func (b *laneBase) Info(context.Context) (plugin.Info, error) {
 }
 
 func (b *laneBase) Configure(_ context.Context, s plugin.Setup) error {
+	if b.entered != nil {
+		close(b.entered)
+	}
 	if b.block != nil {
 		<-b.block
 	}
@@ -150,5 +154,39 @@ func TestLaneGivenUpOnCancel(t *testing.T) {
 	// The abandoned Configure still finishes on the lane; nothing else may.
 	if n := laneCalls.Load() - before; n > 1 {
 		t.Fatalf("%d calls on a lane given up", n)
+	}
+}
+
+// A call in flight when the connection closes fails at once, as a gRPC
+// call would, instead of waiting for a handler that may never answer (the
+// plugin's process lives on); the handler's late answer is dropped.
+func TestLaneCallEndsOnClose(t *testing.T) {
+	if !laneSupported || raceBuild {
+		t.Skip("no lanes here")
+	}
+	impl := &laneBase{}
+	client, _ := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{"k": laneKind.Server(impl)})
+	raw, err := client.Dispense("k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := raw.(plugin.Base)
+	ctx := context.Background()
+	if _, err := c.Info(ctx); err != nil { // opens the lane
+		t.Fatal(err)
+	}
+	impl.block, impl.entered = make(chan struct{}), make(chan struct{})
+	defer close(impl.block)
+	done := make(chan error, 1)
+	go func() { done <- c.Configure(ctx, plugin.Setup{}) }()
+	<-impl.entered
+	client.Close()
+	select {
+	case err := <-done:
+		if status.Code(err) != codes.Unavailable {
+			t.Fatalf("Configure after the close: %v, want Unavailable", err)
+		}
+	case <-time.After(30 * time.Second): // a hang guard, not a timing check
+		t.Fatal("a lane call still waits 30 s after its connection closed")
 	}
 }
