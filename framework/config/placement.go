@@ -65,6 +65,10 @@ func (p *Placement) SilenceFor() time.Duration {
 
 var workerName = regexp.MustCompile(`^[a-z0-9_][a-z0-9_-]*$`)
 
+// ReservedWorker is the name the run itself has among its workers (its
+// heartbeat's subject); no worker may take it.
+const ReservedWorker = "run"
+
 // WaitFor is placement.wait as a duration (DefaultPlacementWait when
 // empty); Validate has checked it parses.
 func (p *Placement) WaitFor() time.Duration {
@@ -125,6 +129,9 @@ func (p Placement) Validate() error {
 	for _, name := range p.WorkerNames() {
 		if !workerName.MatchString(name) {
 			errs = append(errs, At(joinPath("workers", name), fmt.Errorf("worker name %q: use lower-case letters, digits, '_' and '-'", name)))
+		}
+		if name == ReservedWorker {
+			errs = append(errs, At(joinPath("workers", name), fmt.Errorf("worker name %q is the run's own (its heartbeat's name); choose another", name)))
 		}
 		if len(p.Workers[name].Stages) == 0 {
 			errs = append(errs, At(joinPath("workers", name, "stages"), errors.New("a worker runs at least one stage")))

@@ -32,6 +32,7 @@ func TestPlacementSection(t *testing.T) {
 	_, _, err = Load("testdata/good.yaml", []string{
 		"placement.workers.w1.stages=[nope," + stage + "]", "placement.workers.w2.stages=[" + stage + "]",
 		"placement.workers.w3.stages=[]", "placement.wait=soon", "placement.silence=10ms",
+		"placement.workers.run.stages=[]",
 	})
 	for _, want := range []string{
 		`placement::workers::w1::stages::0: "nope" is not a stage`,
@@ -39,6 +40,7 @@ func TestPlacementSection(t *testing.T) {
 		"placement::workers::w3::stages: a worker runs at least one stage",
 		`placement::wait: "soon" is not a positive duration`,
 		`placement::silence: "10ms" is not a duration of at least 300ms`,
+		`placement::workers::run: worker name "run" is the run's own`,
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("bad placement: %v\nwant %q", err, want)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -25,13 +26,17 @@ var ErrSilent = errors.New("stopped answering (no heartbeat)")
 // Coordinator is the run's side: it admits the workers of the placement,
 // watches their heartbeats and asks for their reports.
 type Coordinator struct {
-	nc      *nats.Conn
-	runID   string
-	digest  string
-	place   *config.Placement
-	stages  []string // every stage of the graph
-	runHost string
-	total   int
+	// completed is the latest completion count, repeated in every
+	// heartbeat so that a lost "completed" message cannot leave a
+	// worker's lookahead stage waiting for ever.
+	completed atomic.Int64
+	nc        *nats.Conn
+	runID     string
+	digest    string
+	place     *config.Placement
+	stages    []string // every stage of the graph
+	runHost   string
+	total     int
 
 	subs    []*nats.Subscription
 	stop    chan struct{}
@@ -230,14 +235,14 @@ func (c *Coordinator) Failed() <-chan error {
 func (c *Coordinator) beat() {
 	t := time.NewTicker(Heartbeat / 2)
 	defer t.Stop()
-	hb := Subject(c.runID, "hb.run")
+	hb := Subject(c.runID, "hb."+config.ReservedWorker)
 	for n := 0; ; n++ {
 		select {
 		case <-c.stop:
 			return
 		case now := <-t.C:
 			if n%2 == 0 {
-				_ = c.nc.Publish(hb, nil)
+				_ = c.nc.Publish(hb, strconv.AppendInt(nil, c.completed.Load(), 10))
 			}
 			c.checkSilence(now)
 		}
@@ -301,6 +306,7 @@ func (c *Coordinator) Joined() map[string]Join {
 // Completed tells the workers that n batches have left the graph (a
 // sequential graph's lookahead stage waits for it).
 func (c *Coordinator) Completed(n int) {
+	c.completed.Store(int64(n))
 	_ = c.nc.Publish(Subject(c.runID, "completed"), strconv.AppendInt(nil, int64(n), 10))
 }
 

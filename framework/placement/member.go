@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/flowrun/flowrun/framework/bus"
+	"github.com/flowrun/flowrun/framework/config"
 )
 
 // ErrRunSilent is why a worker leaves a run whose heartbeat stopped.
@@ -73,7 +74,14 @@ func JoinRun(ctx context.Context, conn *bus.Conn, runID string, j Join, wait tim
 	m := &Member{nc: conn.NATS(), runID: runID, worker: j.Worker, end: make(chan End, 1), report: make(chan *nats.Msg, 1), done: make(chan struct{})}
 	m.lastRun.Store(time.Now().UnixNano())
 	handlers := map[string]nats.MsgHandler{
-		Subject(runID, "hb.run"): func(*nats.Msg) { m.lastRun.Store(time.Now().UnixNano()) },
+		// The run's heartbeat carries its latest completion count too:
+		// a lost "completed" message is made good within a beat.
+		Subject(runID, "hb."+config.ReservedWorker): func(msg *nats.Msg) {
+			m.lastRun.Store(time.Now().UnixNano())
+			if n, err := strconv.Atoi(string(msg.Data)); err == nil && onCompleted != nil {
+				onCompleted(n)
+			}
+		},
 		Subject(runID, "end"): func(msg *nats.Msg) {
 			var e End
 			_ = json.Unmarshal(msg.Data, &e)

@@ -6,8 +6,8 @@
 // worker's stages measured (Report) and how both leave (End).
 //
 // Every message is plain core NATS under flowrun.<run>.placement.…: a
-// heartbeat or a completion count that is lost is superseded by the next
-// one, and what must not be lost (Join, Report) is a request whose
+// heartbeat that is lost is superseded by the next one, a completion
+// count too (every run heartbeat repeats the latest), and what must not be lost (Join, Report) is a request whose
 // caller waits for its answer. Batches do not pass here; they travel on
 // the graph's own subjects (framework/bus).
 //

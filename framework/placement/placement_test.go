@@ -166,3 +166,35 @@ func TestAwaitTimeout(t *testing.T) {
 		t.Errorf("await without the worker: %v, want its command", err)
 	}
 }
+
+// TestLostCompletedIsMadeGood: a completion count the worker never
+// received (published before it listened, as a message lost in a
+// reconnect would be) reaches it with the run's next heartbeat, so a
+// lookahead stage waiting for it does not wait for ever.
+func TestLostCompletedIsMadeGood(t *testing.T) {
+	cs := conns(t, 2)
+	cfg := graphCfg(1)
+	c, err := NewCoordinator(cs[0], "r5", cfg, 42, "home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(nil)
+	c.Completed(5) // nobody listens yet: this message is lost
+	got := make(chan int, 64)
+	m, _, err := JoinRun(context.Background(), cs[1], "r5", join(t, cfg, "w1", "plan"), 5*time.Second, func(n int) { got <- n })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	deadline := time.After(30 * time.Second) // a hang guard, not a timing check
+	for {
+		select {
+		case n := <-got:
+			if n == 5 {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the lost completion count never reached the worker")
+		}
+	}
+}
