@@ -286,6 +286,25 @@ func (t *Tables) place(tab int, id int64, src []float32, refs int32) error {
 	return nil
 }
 
+// checkStaged is Touch on a staging table: the load stage staged every
+// row of a batch (TouchBatch), so a later stage touching rows of its own
+// batch (score's candidates) finds them staged, and nothing is to do; a
+// row no batch in flight staged is an error.
+func (t *Tables) checkStaged(tab int, ids []int64) error {
+	s := t.stage
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if uint64(id) >= uint64(t.rows[tab]) {
+			return fmt.Errorf("host table %d: row %d outside [0, %d)", tab, id, t.rows[tab])
+		}
+		if !t.Touched(tab, id) { // a staged row's bit; released rows clear it
+			return fmt.Errorf("host table %d row %d: %w", tab, id, errNotStaged)
+		}
+	}
+	return nil
+}
+
 // stagedRow is the Stride floats of a staged row.
 func (t *Tables) stagedRow(tab int, id int64) []float32 {
 	vt, s := t.tables[tab], int64(t.Stride)

@@ -274,7 +274,7 @@ func (t *Tables) Len() int { return len(t.regions) }
 func (t *Tables) Touch(table int, ids []int64) error {
 	vt := t.tables[table]
 	if t.stage != nil {
-		return fmt.Errorf("host table %d: a sharded table is touched by the batch (TouchBatch)", table)
+		return t.checkStaged(table, ids)
 	}
 	if t.prec.Dir != "" {
 		t.noteTouched(int64(len(ids)) * max(t.rowBytes(table), 1<<pageShift))
