@@ -97,8 +97,13 @@ func TestKilledShardFailsRun(t *testing.T) {
 		if err == nil {
 			t.Fatal("the run succeeded with a shard killed")
 		}
-		if d := time.Since(killed); d > time.Second {
-			t.Errorf("the run failed %v after the kill", d)
+		// The detection takes ≈ 50 ms here (docs/scale-out.md); the bound
+		// is a hang guard that a loaded machine cannot trip, well below
+		// the 30 s a request waits for a shard that is there.
+		d := time.Since(killed)
+		t.Logf("the run failed %v after the kill", d)
+		if d > 10*time.Second {
+			t.Errorf("the run failed %v after the kill: the death was not detected, only timed out", d)
 		}
 	case <-time.After(30 * time.Second):
 		run.Process.Kill()
