@@ -35,6 +35,12 @@ type Config struct {
 // catch up at the end; the ring never holds more than the run's batches.
 const DefaultBacklog = 256
 
+// defaultRingBytes bounds the ring the default backlog makes: 256 batches
+// of IDs at a paper-scale shape (8 tables × 2048 × 20 lookups) would be
+// 670 MiB of shared memory, so the default backlog holds fewer where its
+// IDs would pass this. A backlog the graph sets is taken as it is.
+const defaultRingBytes = 256 << 20
+
 // DefaultNice runs out-of-process shadows on idle CPU only.
 const DefaultNice = 19
 

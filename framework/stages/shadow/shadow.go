@@ -292,6 +292,9 @@ func create(ctx context.Context, set stage.Settings, c *Config) (any, error) {
 	s.n = s.offsets[len(s.offsets)-1]
 	maxRows := set.Graph.Dataset.MaxRows()
 	s.backlog = c.Backlog
+	if c.Backlog == DefaultBacklog {
+		s.backlog = min(s.backlog, max(1, int(defaultRingBytes/max(8*s.n, 1))))
+	}
 	if all := set.Graph.Dataset.Batches + set.Graph.Dataset.EvalBatches; all > 0 {
 		s.backlog = min(s.backlog, all)
 	}
