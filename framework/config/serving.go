@@ -128,6 +128,12 @@ func (c *Config) validateServing() []error {
 		return nil
 	}
 	var errs []error
+	// The run replays its batches from warmup on: all of them must not be
+	// left out (batches 0 is a run without end, whose count is unknown).
+	if all := c.Dataset.Batches + c.Dataset.EvalBatches; c.Dataset.Batches > 0 && c.Serving.Warmup >= all {
+		errs = append(errs, At(joinPath("serving", "warmup"),
+			fmt.Errorf("%d leaves none of the run's %d batches (dataset.batches + eval_batches) to replay", c.Serving.Warmup, all)))
+	}
 	for _, name := range sortedKeys(c.Serving.QueueOn) {
 		to := c.Serving.QueueOn[name]
 		for _, d := range []string{name, to} {
