@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,7 @@ type shardFlags struct {
 	nats      string
 	run       string
 	index, of int
+	idle      time.Duration
 	natsAuth  natsAuthFlags
 }
 
@@ -48,6 +50,7 @@ ends (or on SIGINT/SIGTERM). Start N of them on the server the run uses
 	fs.StringVar(&f.run, "run", "", "serve only the run `ID` (default: the first run that configures this shard)")
 	fs.IntVar(&f.index, "index", 0, "this shard's index, 0 to N−1")
 	fs.IntVar(&f.of, "of", 1, "the number of shards N")
+	fs.DurationVar(&f.idle, "idle", 10*time.Minute, "drop the rows and leave when the run sends nothing this long (a run killed without saying it is done); 0: never")
 	f.natsAuth.register(cmd)
 	return cmd
 }
@@ -61,7 +64,7 @@ func runShard(ctx context.Context, f shardFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	svc.Once = true
+	svc.Once, svc.Idle = true, f.idle
 	auth, err := f.natsAuth.clientAuth()
 	if err != nil {
 		return usageError{err}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -23,9 +24,16 @@ type Service struct {
 	// Once makes Serve return when the run it served says it is done
 	// (flowrun shard: a shard process leaves with its run).
 	Once bool
+	// Idle, when > 0, is how long a configured shard waits for a request
+	// of its run before it takes the run for dead (killed, or cut off
+	// from the server, without the done request) and drops its tables —
+	// and, with Once, leaves with an error naming it. A run asks at
+	// least once a batch.
+	Idle time.Duration
 
 	mu     sync.Mutex
-	run    string // the run that configured the tables
+	run    string    // the run that configured the tables
+	last   time.Time // the latest request
 	done   chan struct{}
 	tables *batch.Tables
 	rows   []int64   // [table]: the whole table's rows
@@ -60,13 +68,47 @@ func (s *Service) Serve(ctx context.Context, nc *nats.Conn, run string) error {
 	if err := nc.Flush(); err != nil {
 		return fmt.Errorf("shard %d: subscribe: %w", s.Index, err)
 	}
-	select {
-	case <-ctx.Done():
-	case <-s.done:
-	}
+	err = s.wait(ctx)
 	_ = sub.Unsubscribe()
 	s.Close()
-	return nil
+	return err
+}
+
+// wait returns when ctx ends, the run is done (Once), or, with Once, the
+// run has been silent for Idle.
+func (s *Service) wait(ctx context.Context) error {
+	var tick <-chan time.Time
+	if s.Idle > 0 {
+		t := time.NewTicker(max(s.Idle/4, 10*time.Millisecond))
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.done:
+			return nil
+		case now := <-tick:
+			if run, gone := s.dropIfSilent(now); gone && s.Once {
+				return fmt.Errorf("shard %d: run %s sent nothing for %v: taken for dead, its rows dropped", s.Index, run, s.Idle)
+			}
+		}
+	}
+}
+
+// dropIfSilent drops the tables of a run silent for Idle at now, and says
+// which run it was.
+func (s *Service) dropIfSilent(now time.Time) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tables == nil || now.Sub(s.last) <= s.Idle {
+		return "", false
+	}
+	run := s.run
+	s.closeTables()
+	s.run = ""
+	return run, true
 }
 
 // Close removes the shard's tables.
@@ -107,6 +149,7 @@ func (s *Service) Handle(req []byte) []byte { return s.handleFrom("", req) }
 func (s *Service) handleFrom(run string, req []byte) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.last = time.Now()
 	if len(req) == 0 {
 		return replyErr(errors.New("empty request"))
 	}

@@ -286,3 +286,33 @@ func TestInFlightDeathAndSlowShard(t *testing.T) {
 		t.Errorf("failed %v after the shard left: its absence was not detected", d)
 	}
 }
+
+// TestSilentRunIsDropped: a shard process (Once) whose run stops asking
+// without saying it is done (killed) drops the run's rows and leaves,
+// naming it, instead of holding them for ever.
+func TestSilentRunIsDropped(t *testing.T) {
+	cl := startCluster(t, "quiet", 2, 0)
+	cl.stops[1]() // shard 1 runs below, with Once and an idle bound
+	svc, err := shard.NewService(1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Once, svc.Idle = true, 300*time.Millisecond
+	served := make(chan error, 1)
+	go func() { served <- svc.Serve(context.Background(), cl.nc, "quiet") }()
+	stagingTables(t, cl, "quiet") // configures both shards, then asks nothing more
+	if svc.Tables() == nil {
+		t.Fatal("shard 1 was not configured")
+	}
+	select {
+	case err := <-served:
+		if err == nil || !strings.Contains(err.Error(), "run quiet sent nothing") {
+			t.Fatalf("Serve ended with %v, want the silent run named", err)
+		}
+	case <-time.After(30 * time.Second): // a hang guard
+		t.Fatal("the shard still holds a silent run's rows after 30 s")
+	}
+	if svc.Tables() != nil {
+		t.Error("the silent run's tables were kept")
+	}
+}
