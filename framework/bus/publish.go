@@ -68,12 +68,19 @@ func (c *Conn) Publish(ctx context.Context, subject string, m *Message) error {
 	// suspect: a reconnect happened while this message waited, or an
 	// attempt sent while the connection settled went unanswered, so each
 	// attempt is sent again after the settle interval until one is acked.
-	suspect, resends := false, 0
+	// slow counts the resends after a whole grace without an ack (no
+	// reconnect): each doubles the next wait, up to maxSlowBackoff graces,
+	// so that a consumer legitimately blocked for long gathers a copy per
+	// few graces behind it, not one per grace.
+	suspect, resends, slow := false, 0, 0
 	for {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("bus: publish %s: %w", subject, err)
 		}
 		after, settling := c.resendAfter(suspect)
+		if !settling {
+			after *= time.Duration(1) << min(slow, maxSlowShift)
+		}
 		reply, again, err := c.request(ctx, req, after)
 		switch {
 		case err == nil && reply.Header.Get(HeaderAck) == ackQueued:
@@ -86,6 +93,9 @@ func (c *Conn) Publish(ctx context.Context, subject string, m *Message) error {
 			// The request or its ack may be lost; the id makes sending it
 			// again safe. At once: nothing to back off from.
 			suspect = suspect || errors.Is(again, errReconnected) || settling
+			if errors.Is(again, errNoAck) && !settling {
+				slow++
+			}
 			resends++
 			c.resent.Add(1)
 			c.logResend(subject, id, again, settling, resends)
@@ -128,6 +138,10 @@ func (c *Conn) logResend(subject, id string, why error, settling bool, n int) {
 		c.log.Debug("bus: sending again", "subject", subject, "id", id, "why", why, "attempt", n+1)
 	}
 }
+
+// maxSlowShift caps the backoff of resends to a slow consumer at 2^3 = 8
+// graces between copies.
+const maxSlowShift = 3
 
 // resendAfter is how long an attempt waits for its ack before it is sent
 // again, and whether that is the short settle interval.

@@ -98,7 +98,9 @@ func (c *Conn) Subscribe(ctx context.Context, subject string, credits int, opts 
 		return nil, fmt.Errorf("bus: subscribe %s: %w", subject, err)
 	}
 	// The bus bounds what can be pending here (one message per blocked
-	// publisher), so the client must never drop on its own limits: a dropped
+	// publisher, and the copies its resends add: one per settle interval
+	// after a reconnect, then one per grace doubling to one per eight), so
+	// the client must never drop on its own limits: a dropped
 	// request would leave its publisher waiting for an ack forever.
 	if err := sub.SetPendingLimits(-1, -1); err != nil {
 		_ = sub.Unsubscribe()
