@@ -106,6 +106,9 @@ func (p problem) solve(threads, m, n int) {
 		}
 		return
 	}
+	if p.thin(m, n) {
+		return
+	}
 	p.directA = direct(m, n, p.k)
 	if w := workers(threads, m, n, p.k); w > 1 {
 		// The goroutines share the problem on the heap; the one-goroutine

@@ -68,3 +68,27 @@ func kernelS(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, l
 	}
 	kern6x16s(k, &a[0], rs, ks, &b[0], bs, &c[0], ldc, in, ldin, flags)
 }
+
+// gemvAVX is implemented in gemv_amd64.s.
+//
+//go:noescape
+func gemvAVX(k int, a *float32, rs, ks int, idx *int32, v *float32, vs int, out *float32, lanes int)
+
+// gemvBlock runs len(out) (8 or 32) independent chains, out[l] =
+// fma(a[l*rs+q*ks], v[q*vs], out[l]) for q = 0..k-1 in order; see
+// gemvGo. rs must keep 7·rs within int32 (the gather's indices).
+func gemvBlock(k int, a []float32, rs, ks int, v []float32, vs int, out []float32) {
+	lanes := len(out)
+	if !useAsm {
+		gemvGo(k, a, rs, ks, v, vs, out)
+		return
+	}
+	// The bounds the assembly relies on.
+	_ = a[(lanes-1)*rs+(k-1)*ks]
+	_ = v[(k-1)*vs]
+	var idx [8]int32
+	for l := range idx {
+		idx[l] = int32(l * rs)
+	}
+	gemvAVX(k, &a[0], rs, ks, &idx[0], &v[0], vs, &out[0], lanes)
+}

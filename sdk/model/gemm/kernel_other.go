@@ -17,3 +17,7 @@ func reluAVX(x *float32, n int)                        { panic("unreachable") }
 func addScaledAVX(y, x *float32, alpha float32, n int) { panic("unreachable") }
 func dots4x8AVX(v, vt *float32, d int, out *float32)   { panic("unreachable") }
 func reluGradAVX(dy, y *float32, n int)                { panic("unreachable") }
+
+func gemvBlock(k int, a []float32, rs, ks int, v []float32, vs int, out []float32) {
+	gemvGo(k, a, rs, ks, v, vs, out)
+}
