@@ -90,7 +90,7 @@ func TestSgemmMatchesContractBitForBit(t *testing.T) {
 		{64, 1, 32}, {1, 32, 300}, {64, 32, 1}, {16, 32, 300}, {64, 13, 64}, {12, 48, 7}, {30, 16, 13},
 		// The thin paths (gemv.go): blocks of 32 and 8 lanes, an
 		// overlapping last block, k of 1, and below 8 lanes the tile.
-		{45, 1, 17}, {8, 1, 1}, {9, 1, 300}, {7, 1, 5}, {1, 13, 9}, {1, 77, 5}, {1, 8, 1}, {1, 7, 3}}
+		{45, 1, 17}, {8, 1, 1}, {9, 1, 300}, {7, 1, 5}, {1, 13, 9}, {1, 77, 5}, {1, 8, 1}, {1, 7, 3}, {40, 1, 33}, {16, 1, 8}}
 	defer func(m int) { directMode = m }(directMode)
 	for mode := range 3 {
 		directMode = mode

@@ -113,3 +113,91 @@ store8:
 	VMOVUPS Y0, (DX)
 	VZEROUPPER
 	RET
+
+// Rows r0..r3 of one 8×8 block (8 rows, 8 k) loaded from P (rows at P,
+// P+R10, P+2·R10, P+R13 = P+3·R10) and transposed half-way: Y(s0..s3)
+// hold, per 128-bit half, rows 0-3 at k = j and k = j+4.
+#define HALF(P, s0, s1, s2, s3) \
+	VMOVUPS (P), s0; \
+	VMOVUPS (P)(R10*1), s1; \
+	VMOVUPS (P)(R10*2), s2; \
+	VMOVUPS (P)(R13*1), s3; \
+	VUNPCKLPS s1, s0, Y8; \
+	VUNPCKHPS s1, s0, Y9; \
+	VUNPCKLPS s3, s2, Y10; \
+	VUNPCKHPS s3, s2, Y11; \
+	VSHUFPS $0x44, Y10, Y8, s0; \
+	VSHUFPS $0xEE, Y10, Y8, s1; \
+	VSHUFPS $0x44, Y11, Y9, s2; \
+	VSHUFPS $0xEE, Y11, Y9, s3
+
+// One group of 8 rows (P the first four, Q the next) and 8 k steps: the
+// transpose's columns k0..k7, each fused in order into ACC with v's
+// broadcast value.
+#define GROUP(P, Q, ACC) \
+	HALF(P, Y0, Y1, Y2, Y3); \
+	HALF(Q, Y4, Y5, Y6, Y7); \
+	VPERM2F128 $0x20, Y4, Y0, Y8; \
+	VPERM2F128 $0x31, Y4, Y0, Y9; \
+	VPERM2F128 $0x20, Y5, Y1, Y10; \
+	VPERM2F128 $0x31, Y5, Y1, Y11; \
+	VPERM2F128 $0x20, Y6, Y2, Y12; \
+	VPERM2F128 $0x31, Y6, Y2, Y13; \
+	VPERM2F128 $0x20, Y7, Y3, Y0; \
+	VPERM2F128 $0x31, Y7, Y3, Y1; \
+	VBROADCASTSS (DI), Y2; \
+	VFMADD231PS Y8, Y2, ACC; \
+	VBROADCASTSS (DI)(R12*1), Y3; \
+	VFMADD231PS Y10, Y3, ACC; \
+	VBROADCASTSS (DI)(R12*2), Y4; \
+	VFMADD231PS Y12, Y4, ACC; \
+	VBROADCASTSS (DI)(AX*1), Y5; \
+	VFMADD231PS Y0, Y5, ACC; \
+	VBROADCASTSS (DI)(R12*4), Y6; \
+	VFMADD231PS Y9, Y6, ACC; \
+	VBROADCASTSS (DX)(R12*1), Y7; \
+	VFMADD231PS Y11, Y7, ACC; \
+	VBROADCASTSS (DX)(R12*2), Y2; \
+	VFMADD231PS Y13, Y2, ACC; \
+	VBROADCASTSS (DX)(AX*1), Y3; \
+	VFMADD231PS Y1, Y3, ACC
+
+// func gemvT16(blocks int, a *float32, rs int, v *float32, vs int, out *float32)
+//
+// 16 chains out[l] = fma(a[l*rs+q], v[q*vs], out[l]) for q = 0..8·blocks-1
+// in order: rows of C whose k is contiguous in memory, loaded 8 k at a
+// time and transposed in registers so that each lane is one row's chain
+// (a gather per k is several times slower on this machine).
+TEXT ·gemvT16(SB), NOSPLIT, $0-48
+	MOVQ blocks+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ rs+16(FP), R10
+	SHLQ $2, R10 // row stride in bytes
+	LEAQ (R10)(R10*2), R13
+	MOVQ v+24(FP), DI
+	MOVQ vs+32(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), AX
+	MOVQ out+40(FP), R11
+	VMOVUPS (R11), Y15
+	VMOVUPS 32(R11), Y14
+	LEAQ (SI)(R10*4), BX
+	LEAQ (BX)(R10*4), R8
+	LEAQ (R8)(R10*4), R9
+
+t16:
+	LEAQ (DI)(R12*4), DX
+	GROUP(SI, BX, Y15)
+	GROUP(R8, R9, Y14)
+	ADDQ $32, SI
+	ADDQ $32, BX
+	ADDQ $32, R8
+	ADDQ $32, R9
+	LEAQ (DX)(R12*4), DI
+	DECQ CX
+	JNZ  t16
+
+	VMOVUPS Y15, (R11)
+	VMOVUPS Y14, 32(R11)
+	VZEROUPPER
+	RET

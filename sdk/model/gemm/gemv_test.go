@@ -6,13 +6,17 @@ import (
 	"testing"
 )
 
-// The assembly gemv against its Go form, contiguous and gathered lanes.
+// The assembly gemv against its Go form: contiguous, gathered and
+// transposed lanes, k below, at and past a multiple of 8.
 func TestGemvBlockMatchesGemvGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	for _, k := range []int{1, 2, 7, 33, 300} {
-		for _, st := range [][3]int{{1, 40, 1}, {k + 3, 1, 5}, {3, 101, 2}, {1, 32, 7}} {
+	for _, k := range []int{1, 2, 7, 8, 16, 33, 300} {
+		for _, st := range [][3]int{{1, 40, 1}, {k + 3, 1, 5}, {3, 101, 2}, {1, 32, 7}, {40, 1, 1}, {17, 1, 3}} {
 			rs, ks, vs := st[0], st[1], st[2]
-			for _, lanes := range []int{8, 32} {
+			for _, lanes := range []int{8, 16, 32} {
+				if lanes == 16 && ks != 1 {
+					continue // 16 lanes are rows with k contiguous
+				}
 				a, v := fill(rng, (lanes-1)*rs+(k-1)*ks+1), fill(rng, (k-1)*vs+1)
 				out := fill(rng, lanes)
 				want := append([]float32(nil), out...)
@@ -45,7 +49,7 @@ func TestThinSpecialValues(t *testing.T) {
 		}
 		return xs
 	}
-	for _, s := range [][3]int{{40, 1, 3}, {1, 40, 3}, {13, 1, 1}, {1, 11, 2}} {
+	for _, s := range [][3]int{{40, 1, 3}, {1, 40, 3}, {13, 1, 1}, {1, 11, 2}, {37, 1, 19}, {1, 37, 19}} {
 		m, n, k := s[0], s[1], s[2]
 		for _, tA := range []bool{false, true} {
 			for _, tB := range []bool{false, true} {
