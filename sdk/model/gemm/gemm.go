@@ -280,12 +280,19 @@ func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, k
 		cols := min(nr, ncb-jr)
 		bp := packedB[jr*kcb : (jr+nr)*kcb]
 		for ir := 0; ir < mcb; ir += mr {
-			rows := min(mr, mcb-ir)
+			rows, skip := min(mr, mcb-ir), 0
 			ap, rs, ks := buf.a[ir*kcb:(ir+mr)*kcb], 1, mr
-			if p.directA && rows == mr {
+			switch {
+			case p.directA && rows == mr:
 				ap, rs, ks = p.panelA(ic+ir, pc)
+			case p.directA && mcb >= mr:
+				// A partial last panel runs as the whole panel ending at
+				// the block's last row, in place, through buf.tile; its
+				// first skip rows (done already) are not written back.
+				skip = mr - rows
+				ap, rs, ks = p.panelA(ic+ir-skip, pc)
 			}
-			at := (ic+ir)*p.ldc + jc + jr
+			at := (ic+ir-skip)*p.ldc + jc + jr
 			if rows == mr && cols == nr {
 				c := p.c[at : at+(mr-1)*p.ldc+nr]
 				cin, ldin := c, p.ldc
@@ -298,16 +305,16 @@ func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, k
 			t := buf.tile[:]
 			switch {
 			case bias:
-				for r := range rows {
+				for r := range rows + skip {
 					copy(t[r*nr:r*nr+cols], p.bias[jc+jr:jc+jr+cols])
 				}
 			case load:
-				for r := range rows {
+				for r := range rows + skip {
 					copy(t[r*nr:r*nr+cols], p.c[at+r*p.ldc:at+r*p.ldc+cols])
 				}
 			}
 			micro(kcb, ap, rs, ks, bp, t, nr, t, nr, flags)
-			for r := range rows {
+			for r := skip; r < rows+skip; r++ {
 				copy(p.c[at+r*p.ldc:at+r*p.ldc+cols], t[r*nr:r*nr+cols])
 			}
 		}
@@ -340,7 +347,7 @@ func (p *problem) packA(dst []float32, i0, rows, p0, kcb int) {
 	for ir := 0; ir < rows; ir += mr {
 		panel := dst[ir*kcb : (ir+mr)*kcb]
 		n := min(mr, rows-ir)
-		if p.directA && n == mr {
+		if p.directA && (n == mr || rows >= mr) {
 			continue // read in place by tiles
 		}
 		if n < mr {
