@@ -110,6 +110,9 @@ func (p problem) solve(threads, m, n int) {
 		return
 	}
 	p.directA = direct(m, n, p.k)
+	// With at most three row panels each packed panel of B would be read
+	// at most three times: packing it costs as much as the tiles.
+	p.directB = !p.transB && m <= 11*mr && directMode == 0
 	if w := workers(threads, m, n, p.k); w > 1 {
 		// The goroutines share the problem on the heap; the one-goroutine
 		// path keeps it on the stack, so it allocates nothing.
@@ -161,6 +164,9 @@ type problem struct {
 	// packing them. Only which memory the kernel reads changes, never a
 	// chain, so the bits are the same either way.
 	directA bool
+	// directB reads op(B)'s whole nr-column panels in place (B not
+	// transposed, its k rows at stride ldb) instead of packing them.
+	directB bool
 	// bias, when not nil, starts column j's chains from bias[j] (the first
 	// k block loads it instead of C); relu stores ReLU of the last k
 	// block's results.
@@ -278,7 +284,10 @@ func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, k
 	}
 	for jr := 0; jr < ncb; jr += nr {
 		cols := min(nr, ncb-jr)
-		bp := packedB[jr*kcb : (jr+nr)*kcb]
+		bp, bs := packedB[jr*kcb:(jr+nr)*kcb], nr
+		if p.directB && cols == nr {
+			bp, bs = p.b[pc*p.ldb+jc+jr:], p.ldb
+		}
 		for ir := 0; ir < mcb; ir += mr {
 			rows, skip := min(mr, mcb-ir), 0
 			ap, rs, ks := buf.a[ir*kcb:(ir+mr)*kcb], 1, mr
@@ -299,7 +308,7 @@ func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, k
 				if bias {
 					cin, ldin = p.bias[jc+jr:jc+jr+nr], 0
 				}
-				micro(kcb, ap, rs, ks, bp, c, p.ldc, cin, ldin, flags)
+				micro(kcb, ap, rs, ks, bp, bs, c, p.ldc, cin, ldin, flags)
 				continue
 			}
 			t := buf.tile[:]
@@ -313,7 +322,7 @@ func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, k
 					copy(t[r*nr:r*nr+cols], p.c[at+r*p.ldc:at+r*p.ldc+cols])
 				}
 			}
-			micro(kcb, ap, rs, ks, bp, t, nr, t, nr, flags)
+			micro(kcb, ap, rs, ks, bp, bs, t, nr, t, nr, flags)
 			for r := skip; r < rows+skip; r++ {
 				copy(p.c[at+r*p.ldc:at+r*p.ldc+cols], t[r*nr:r*nr+cols])
 			}
@@ -330,15 +339,16 @@ func (p *problem) panelA(i, p0 int) (a []float32, rs, ks int) {
 	return p.a[i*p.lda+p0:], p.lda, 1
 }
 
-// micro runs one register tile on a packed panel of B: the packed kernel
-// when A's panel is packed too and the tile starts from C or +0 with no
-// ReLU, the strided one otherwise (the same chains).
-func micro(k int, a []float32, rs, ks int, b []float32, c []float32, ldc int, cin []float32, ldin int, flags int) {
-	if rs == 1 && ks == mr && flags&storeReLU == 0 && (flags == 0 || ldin == ldc && &cin[0] == &c[0]) {
+// micro runs one register tile on a panel of B (packed when bs = nr, in
+// place otherwise): the packed kernel when A's panel and B's are packed
+// and the tile starts from C or +0 with no ReLU, the strided one
+// otherwise (the same chains).
+func micro(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, ldc int, cin []float32, ldin int, flags int) {
+	if rs == 1 && ks == mr && bs == nr && flags&storeReLU == 0 && (flags == 0 || ldin == ldc && &cin[0] == &c[0]) {
 		kernel(k, a, b, c, ldc, flags&loadC != 0)
 		return
 	}
-	kernelS(k, a, rs, ks, b, nr, c, ldc, cin, ldin, flags)
+	kernelS(k, a, rs, ks, b, bs, c, ldc, cin, ldin, flags)
 }
 
 // packA writes op(A)[i0:i0+rows, p0:p0+kcb] into dst as panels of mr rows,
@@ -403,6 +413,9 @@ func (p *problem) packB(dst []float32, p0, kcb, j0, cols int) {
 	for jr := 0; jr < cols; jr += nr {
 		panel := dst[jr*kcb : (jr+nr)*kcb]
 		n := min(nr, cols-jr)
+		if p.directB && n == nr {
+			continue // read in place by tiles
+		}
 		if n < nr {
 			clear(panel)
 		}
