@@ -106,7 +106,7 @@ func (p problem) solve(threads, m, n int) {
 		}
 		return
 	}
-	if p.thin(m, n) {
+	if p.thin(m, n) || p.rank1(m, n) {
 		return
 	}
 	p.directA = direct(m, n, p.k)

@@ -108,3 +108,58 @@ func gemvGo(k int, a []float32, rs, ks int, v []float32, vs int, out []float32) 
 		out[l] = s
 	}
 }
+
+// rank1 runs p when k = 1 and C's rows are whole vectors (n a multiple of
+// 8): every element is one fused multiply-add from its start, C row i =
+// fma(op(A)[i][0], op(B)'s only row, start), so no tile or packing is
+// needed, only op(B)'s row gathered when B is transposed. It reports
+// whether it did.
+func (p *problem) rank1(m, n int) bool {
+	if p.k != 1 || n%8 != 0 || n > kc*nc {
+		return false
+	}
+	b := p.b[:n]
+	if p.transB {
+		buf := pool.Get().(*buffers)
+		defer pool.Put(buf)
+		for j := range n {
+			buf.b[j] = p.b[j*p.ldb]
+		}
+		b = buf.b[:n]
+	}
+	as := p.lda
+	if p.transA {
+		as = 1
+	}
+	flags, cin, ldin := 0, p.c, p.ldc
+	switch {
+	case p.bias != nil:
+		flags, cin, ldin = loadC, p.bias, 0
+	case p.acc:
+		flags = loadC
+	}
+	if p.relu {
+		flags |= storeReLU
+	}
+	outer(m, n, p.a, as, b, p.c, p.ldc, cin, ldin, flags)
+	return true
+}
+
+// outerGo is outer's portable form: c[i*ldc+j] = fma(a[i*as], b[j],
+// start), start cin[i*ldin+j] with flags&loadC and +0 otherwise, ReLU at
+// the store with flags&storeReLU.
+func outerGo(m, n int, a []float32, as int, b, c []float32, ldc int, cin []float32, ldin, flags int) {
+	for i := range m {
+		for j := range n {
+			var s float32
+			if flags&loadC != 0 {
+				s = cin[i*ldin+j]
+			}
+			s = FMA32(a[i*as], b[j], s)
+			if flags&storeReLU != 0 && s < 0 {
+				s = 0
+			}
+			c[i*ldc+j] = s
+		}
+	}
+}

@@ -201,3 +201,56 @@ t16:
 	VMOVUPS Y14, 32(R11)
 	VZEROUPPER
 	RET
+
+// func outerAVX(m, n int, a *float32, as int, b *float32, c *float32, ldc int, cin *float32, ldin int, flags int)
+//
+// The products of k = 1: c[i*ldc+j] = fma(a[i*as], b[j], start) for
+// i < m, j < n (a multiple of 8), start cin[i*ldin+j] with flags&1 (C
+// itself, or with ldin 0 a bias row) and +0 otherwise; with flags&2 ReLU
+// at the store. Each element is one fused operation, as the contract's
+// chain of length 1.
+TEXT ·outerAVX(SB), NOSPLIT, $0-80
+	MOVQ m+0(FP), CX
+	MOVQ a+16(FP), SI
+	MOVQ as+24(FP), R10
+	SHLQ $2, R10
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
+	SHLQ $2, R8
+	MOVQ cin+56(FP), R9
+	MOVQ ldin+64(FP), R13
+	SHLQ $2, R13
+	MOVQ flags+72(FP), AX
+	VXORPS Y14, Y14, Y14
+
+orow:
+	VBROADCASTSS (SI), Y15
+	MOVQ b+32(FP), DI
+	MOVQ n+8(FP), BX
+	XORQ R11, R11
+
+ocol:
+	VXORPS Y0, Y0, Y0
+	TESTQ $1, AX
+	JZ   ofma
+	VMOVUPS (R9)(R11*1), Y0
+
+ofma:
+	VFMADD231PS (DI)(R11*1), Y15, Y0
+	TESTQ $2, AX
+	JZ   oput
+	VCMPPS  $1, Y14, Y0, Y1
+	VANDNPS Y0, Y1, Y0
+
+oput:
+	VMOVUPS Y0, (DX)(R11*1)
+	ADDQ $32, R11
+	SUBQ $8, BX
+	JNZ  ocol
+	ADDQ R10, SI
+	ADDQ R8, DX
+	ADDQ R13, R9
+	DECQ CX
+	JNZ  orow
+	VZEROUPPER
+	RET

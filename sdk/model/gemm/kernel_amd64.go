@@ -119,3 +119,27 @@ func gemvRows(k int, a []float32, rs int, v []float32, vs int, out []float32) {
 		gemvBlock(k-q, a[8*rs+q:], rs, 1, v[q*vs:], vs, out[8:16])
 	}
 }
+
+// outerAVX is implemented in gemv_amd64.s.
+//
+//go:noescape
+func outerAVX(m, n int, a *float32, as int, b *float32, c *float32, ldc int, cin *float32, ldin int, flags int)
+
+// outer computes the k = 1 product of m rows and n columns (a multiple of
+// 8); see outerGo.
+func outer(m, n int, a []float32, as int, b, c []float32, ldc int, cin []float32, ldin, flags int) {
+	if !useAsm {
+		outerGo(m, n, a, as, b, c, ldc, cin, ldin, flags)
+		return
+	}
+	// The bounds the assembly relies on.
+	_ = a[(m-1)*as]
+	_ = b[n-1]
+	_ = c[(m-1)*ldc+n-1]
+	in := &c[0]
+	if flags&loadC != 0 {
+		_ = cin[(m-1)*ldin+n-1]
+		in = &cin[0]
+	}
+	outerAVX(m, n, &a[0], as, &b[0], &c[0], ldc, in, ldin, flags)
+}

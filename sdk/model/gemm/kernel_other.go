@@ -21,3 +21,7 @@ func reluGradAVX(dy, y *float32, n int)                { panic("unreachable") }
 func gemvBlock(k int, a []float32, rs, ks int, v []float32, vs int, out []float32) {
 	gemvGo(k, a, rs, ks, v, vs, out)
 }
+
+func outer(m, n int, a []float32, as int, b, c []float32, ldc int, cin []float32, ldin, flags int) {
+	outerGo(m, n, a, as, b, c, ldc, cin, ldin, flags)
+}
