@@ -202,6 +202,11 @@ t16:
 	VZEROUPPER
 	RET
 
+// ReLU of y at the store, t a scratch register (Y14 = 0).
+#define OUTRELU(y, t) \
+	VCMPPS  $1, Y14, y, t; \
+	VANDNPS y, t, y
+
 // func outerAVX(m, n int, a *float32, as int, b *float32, c *float32, ldc int, cin *float32, ldin int, flags int)
 //
 // The products of k = 1: c[i*ldc+j] = fma(a[i*as], b[j], start) for
@@ -230,6 +235,42 @@ orow:
 	XORQ R11, R11
 
 ocol:
+	CMPQ BX, $32
+	JLT  ocol8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y2, Y2, Y2
+	VXORPS Y4, Y4, Y4
+	VXORPS Y6, Y6, Y6
+	TESTQ $1, AX
+	JZ   ofma32
+	VMOVUPS (R9)(R11*1), Y0
+	VMOVUPS 32(R9)(R11*1), Y2
+	VMOVUPS 64(R9)(R11*1), Y4
+	VMOVUPS 96(R9)(R11*1), Y6
+
+ofma32:
+	VFMADD231PS (DI)(R11*1), Y15, Y0
+	VFMADD231PS 32(DI)(R11*1), Y15, Y2
+	VFMADD231PS 64(DI)(R11*1), Y15, Y4
+	VFMADD231PS 96(DI)(R11*1), Y15, Y6
+	TESTQ $2, AX
+	JZ   oput32
+	OUTRELU(Y0, Y1)
+	OUTRELU(Y2, Y3)
+	OUTRELU(Y4, Y5)
+	OUTRELU(Y6, Y7)
+
+oput32:
+	VMOVUPS Y0, (DX)(R11*1)
+	VMOVUPS Y2, 32(DX)(R11*1)
+	VMOVUPS Y4, 64(DX)(R11*1)
+	VMOVUPS Y6, 96(DX)(R11*1)
+	ADDQ $128, R11
+	SUBQ $32, BX
+	JNZ  ocol
+	JMP  onext
+
+ocol8:
 	VXORPS Y0, Y0, Y0
 	TESTQ $1, AX
 	JZ   ofma
@@ -239,14 +280,15 @@ ofma:
 	VFMADD231PS (DI)(R11*1), Y15, Y0
 	TESTQ $2, AX
 	JZ   oput
-	VCMPPS  $1, Y14, Y0, Y1
-	VANDNPS Y0, Y1, Y0
+	OUTRELU(Y0, Y1)
 
 oput:
 	VMOVUPS Y0, (DX)(R11*1)
 	ADDQ $32, R11
 	SUBQ $8, BX
 	JNZ  ocol
+
+onext:
 	ADDQ R10, SI
 	ADDQ R8, DX
 	ADDQ R13, R9

@@ -49,7 +49,7 @@ func TestThinSpecialValues(t *testing.T) {
 		}
 		return xs
 	}
-	for _, s := range [][3]int{{40, 1, 3}, {1, 40, 3}, {13, 1, 1}, {1, 11, 2}, {37, 1, 19}, {1, 37, 19}, {13, 16, 1}} {
+	for _, s := range [][3]int{{40, 1, 3}, {1, 40, 3}, {13, 1, 1}, {1, 11, 2}, {37, 1, 19}, {1, 37, 19}, {13, 16, 1}, {13, 72, 1}} {
 		m, n, k := s[0], s[1], s[2]
 		for _, tA := range []bool{false, true} {
 			for _, tB := range []bool{false, true} {
