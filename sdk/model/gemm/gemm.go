@@ -285,7 +285,7 @@ func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, k
 	for jr := 0; jr < ncb; jr += nr {
 		cols := min(nr, ncb-jr)
 		bp, bs := packedB[jr*kcb:(jr+nr)*kcb], nr
-		if p.directB && cols == nr {
+		if p.inPlaceB(pc, kcb, jc+jr) {
 			bp, bs = p.b[pc*p.ldb+jc+jr:], p.ldb
 		}
 		for ir := 0; ir < mcb; ir += mr {
@@ -407,13 +407,21 @@ func (p *problem) packAFull(panel []float32, i, p0, kcb int) {
 	}
 }
 
+// inPlaceB reports whether tiles read op(B)'s nr-column panel from column
+// j, k p0 to p0+kcb-1, in place: with directB, where its 16-float rows lie
+// within B. A partial panel's rows then run into the next row of B (or
+// its slack); those lanes' chains are computed and never stored.
+func (p *problem) inPlaceB(p0, kcb, j int) bool {
+	return p.directB && (p0+kcb-1)*p.ldb+j+nr <= len(p.b)
+}
+
 // packB writes op(B)[p0:p0+kcb, j0:j0+cols] into dst as panels of nr
 // columns, each k-major (nr floats per k), the columns past the edge zero.
 func (p *problem) packB(dst []float32, p0, kcb, j0, cols int) {
 	for jr := 0; jr < cols; jr += nr {
 		panel := dst[jr*kcb : (jr+nr)*kcb]
 		n := min(nr, cols-jr)
-		if p.directB && n == nr {
+		if p.inPlaceB(p0, kcb, j0+jr) {
 			continue // read in place by tiles
 		}
 		if n < nr {

@@ -32,7 +32,7 @@ func TestGemvBlockMatchesGemvGo(t *testing.T) {
 	}
 }
 
-// The thin paths on operands full of ±0, ±Inf, NaN, subnormals and
+// The thin paths (and B read in place) on operands full of ±0, ±Inf, NaN, subnormals and
 // values whose products cancel: the same bits as the contract (any NaN
 // for a NaN: its payload is the hardware's).
 func TestThinSpecialValues(t *testing.T) {
@@ -49,7 +49,9 @@ func TestThinSpecialValues(t *testing.T) {
 		}
 		return xs
 	}
-	for _, s := range [][3]int{{40, 1, 3}, {1, 40, 3}, {13, 1, 1}, {1, 11, 2}, {37, 1, 19}, {1, 37, 19}, {13, 16, 1}, {13, 72, 1}} {
+	for _, s := range [][3]int{{40, 1, 3}, {1, 40, 3}, {13, 1, 1}, {1, 11, 2}, {37, 1, 19}, {1, 37, 19}, {13, 16, 1}, {13, 72, 1},
+		// B read in place, its partial panel running into the next row.
+		{20, 13, 9}} {
 		m, n, k := s[0], s[1], s[2]
 		for _, tA := range []bool{false, true} {
 			for _, tB := range []bool{false, true} {
