@@ -46,16 +46,12 @@ func (p *problem) thin(m, n int) bool {
 	if rs >= gemvMaxStride {
 		return false
 	}
-	// Lanes in blocks of 32, or of 16 where the lanes are rows whose k
-	// is contiguous (gemvBlock transposes them), the rest 8 at a time.
-	big := 32
-	if rs != 1 && ks == 1 && p.k >= 8 {
-		big = 16
-	}
+	// Lanes in blocks of 32 (rows whose k is contiguous are transposed
+	// in registers by gemvBlock), the rest 8 at a time.
 	var t [32]float32
 	for l0 := 0; l0 < lanes; {
-		g, from := big, 0
-		if lanes-l0 < big {
+		g, from := 32, 0
+		if lanes-l0 < 32 {
 			g = 8
 		}
 		if lanes-l0 < 8 {

@@ -131,77 +131,6 @@ store8:
 	VSHUFPS $0x44, Y11, Y9, s2; \
 	VSHUFPS $0xEE, Y11, Y9, s3
 
-// One group of 8 rows (P the first four, Q the next) and 8 k steps: the
-// transpose's columns k0..k7, each fused in order into ACC with v's
-// broadcast value.
-#define GROUP(P, Q, ACC) \
-	HALF(P, Y0, Y1, Y2, Y3); \
-	HALF(Q, Y4, Y5, Y6, Y7); \
-	VPERM2F128 $0x20, Y4, Y0, Y8; \
-	VPERM2F128 $0x31, Y4, Y0, Y9; \
-	VPERM2F128 $0x20, Y5, Y1, Y10; \
-	VPERM2F128 $0x31, Y5, Y1, Y11; \
-	VPERM2F128 $0x20, Y6, Y2, Y12; \
-	VPERM2F128 $0x31, Y6, Y2, Y13; \
-	VPERM2F128 $0x20, Y7, Y3, Y0; \
-	VPERM2F128 $0x31, Y7, Y3, Y1; \
-	VBROADCASTSS (DI), Y2; \
-	VFMADD231PS Y8, Y2, ACC; \
-	VBROADCASTSS (DI)(R12*1), Y3; \
-	VFMADD231PS Y10, Y3, ACC; \
-	VBROADCASTSS (DI)(R12*2), Y4; \
-	VFMADD231PS Y12, Y4, ACC; \
-	VBROADCASTSS (DI)(AX*1), Y5; \
-	VFMADD231PS Y0, Y5, ACC; \
-	VBROADCASTSS (DI)(R12*4), Y6; \
-	VFMADD231PS Y9, Y6, ACC; \
-	VBROADCASTSS (DX)(R12*1), Y7; \
-	VFMADD231PS Y11, Y7, ACC; \
-	VBROADCASTSS (DX)(R12*2), Y2; \
-	VFMADD231PS Y13, Y2, ACC; \
-	VBROADCASTSS (DX)(AX*1), Y3; \
-	VFMADD231PS Y1, Y3, ACC
-
-// func gemvT16(blocks int, a *float32, rs int, v *float32, vs int, out *float32)
-//
-// 16 chains out[l] = fma(a[l*rs+q], v[q*vs], out[l]) for q = 0..8·blocks-1
-// in order: rows of C whose k is contiguous in memory, loaded 8 k at a
-// time and transposed in registers so that each lane is one row's chain
-// (a gather per k is several times slower on this machine).
-TEXT ·gemvT16(SB), NOSPLIT, $0-48
-	MOVQ blocks+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ rs+16(FP), R10
-	SHLQ $2, R10 // row stride in bytes
-	LEAQ (R10)(R10*2), R13
-	MOVQ v+24(FP), DI
-	MOVQ vs+32(FP), R12
-	SHLQ $2, R12
-	LEAQ (R12)(R12*2), AX
-	MOVQ out+40(FP), R11
-	VMOVUPS (R11), Y15
-	VMOVUPS 32(R11), Y14
-	LEAQ (SI)(R10*4), BX
-	LEAQ (BX)(R10*4), R8
-	LEAQ (R8)(R10*4), R9
-
-t16:
-	LEAQ (DI)(R12*4), DX
-	GROUP(SI, BX, Y15)
-	GROUP(R8, R9, Y14)
-	ADDQ $32, SI
-	ADDQ $32, BX
-	ADDQ $32, R8
-	ADDQ $32, R9
-	LEAQ (DX)(R12*4), DI
-	DECQ CX
-	JNZ  t16
-
-	VMOVUPS Y15, (R11)
-	VMOVUPS Y14, 32(R11)
-	VZEROUPPER
-	RET
-
 // ReLU of y at the store, t a scratch register (Y14 = 0).
 #define OUTRELU(y, t) \
 	VCMPPS  $1, Y14, y, t; \
@@ -294,5 +223,88 @@ onext:
 	ADDQ R13, R9
 	DECQ CX
 	JNZ  orow
+	VZEROUPPER
+	RET
+
+// One group of 8 rows (P the first four, Q the next) and 8 k steps: the
+// transpose's columns k0..k7 (in Y8, Y10, Y0, Y1, Y9, Y11, Y4, Y5), each
+// fused in order into ACC with v's broadcast value (Y2, Y3, Y6, Y7),
+// leaving Y12..Y15 to four accumulators.
+#define GROUP4(P, Q, ACC) \
+	HALF(P, Y0, Y1, Y2, Y3); \
+	HALF(Q, Y4, Y5, Y6, Y7); \
+	VPERM2F128 $0x20, Y4, Y0, Y8; \
+	VPERM2F128 $0x31, Y4, Y0, Y9; \
+	VPERM2F128 $0x20, Y5, Y1, Y10; \
+	VPERM2F128 $0x31, Y5, Y1, Y11; \
+	VPERM2F128 $0x20, Y6, Y2, Y0; \
+	VPERM2F128 $0x31, Y6, Y2, Y4; \
+	VPERM2F128 $0x20, Y7, Y3, Y1; \
+	VPERM2F128 $0x31, Y7, Y3, Y5; \
+	VBROADCASTSS (DI), Y2; \
+	VFMADD231PS Y8, Y2, ACC; \
+	VBROADCASTSS (DI)(R12*1), Y3; \
+	VFMADD231PS Y10, Y3, ACC; \
+	VBROADCASTSS (DI)(R12*2), Y6; \
+	VFMADD231PS Y0, Y6, ACC; \
+	VBROADCASTSS (DI)(AX*1), Y7; \
+	VFMADD231PS Y1, Y7, ACC; \
+	VBROADCASTSS (DI)(R12*4), Y2; \
+	VFMADD231PS Y9, Y2, ACC; \
+	VBROADCASTSS (DX)(R12*1), Y3; \
+	VFMADD231PS Y11, Y3, ACC; \
+	VBROADCASTSS (DX)(R12*2), Y6; \
+	VFMADD231PS Y4, Y6, ACC; \
+	VBROADCASTSS (DX)(AX*1), Y7; \
+	VFMADD231PS Y5, Y7, ACC
+
+// func gemvT32(blocks int, a *float32, rs int, v *float32, vs int, out *float32)
+//
+// 32 chains out[l] = fma(a[l*rs+q], v[q*vs], out[l]) for q = 0..8·blocks-1
+// in order: rows of C whose k is contiguous in memory, loaded 8 k at a
+// time and transposed in registers so that each lane is one row's chain
+// (a gather per k is several times slower on this machine); four groups
+// of 8 rows keep four chains in flight.
+TEXT ·gemvT32(SB), NOSPLIT, $0-48
+	MOVQ blocks+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ rs+16(FP), R10
+	SHLQ $2, R10 // row stride in bytes
+	LEAQ (R10)(R10*2), R13
+	MOVQ v+24(FP), DI
+	MOVQ vs+32(FP), R12
+	SHLQ $2, R12
+	LEAQ (R12)(R12*2), AX
+	MOVQ out+40(FP), R11
+	VMOVUPS (R11), Y12
+	VMOVUPS 32(R11), Y13
+	VMOVUPS 64(R11), Y14
+	VMOVUPS 96(R11), Y15
+	MOVQ R10, R14
+	SHLQ $3, R14 // 8 rows in bytes
+
+t32:
+	LEAQ (DI)(R12*4), DX
+	MOVQ SI, BX
+	LEAQ (BX)(R10*4), R8
+	GROUP4(BX, R8, Y12)
+	ADDQ R14, BX
+	LEAQ (BX)(R10*4), R8
+	GROUP4(BX, R8, Y13)
+	ADDQ R14, BX
+	LEAQ (BX)(R10*4), R8
+	GROUP4(BX, R8, Y14)
+	ADDQ R14, BX
+	LEAQ (BX)(R10*4), R8
+	GROUP4(BX, R8, Y15)
+	ADDQ $32, SI
+	LEAQ (DX)(R12*4), DI
+	DECQ CX
+	JNZ  t32
+
+	VMOVUPS Y12, (R11)
+	VMOVUPS Y13, 32(R11)
+	VMOVUPS Y14, 64(R11)
+	VMOVUPS Y15, 96(R11)
 	VZEROUPPER
 	RET

@@ -13,10 +13,7 @@ func TestGemvBlockMatchesGemvGo(t *testing.T) {
 	for _, k := range []int{1, 2, 7, 8, 16, 33, 300} {
 		for _, st := range [][3]int{{1, 40, 1}, {k + 3, 1, 5}, {3, 101, 2}, {1, 32, 7}, {40, 1, 1}, {17, 1, 3}} {
 			rs, ks, vs := st[0], st[1], st[2]
-			for _, lanes := range []int{8, 16, 32} {
-				if lanes == 16 && ks != 1 {
-					continue // 16 lanes are rows with k contiguous
-				}
+			for _, lanes := range []int{8, 32} {
 				a, v := fill(rng, (lanes-1)*rs+(k-1)*ks+1), fill(rng, (k-1)*vs+1)
 				out := fill(rng, lanes)
 				want := append([]float32(nil), out...)

@@ -74,17 +74,16 @@ func kernelS(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, l
 //go:noescape
 func gemvAVX(k int, a *float32, rs, ks int, idx *int32, v *float32, vs int, out *float32, lanes int)
 
-// gemvBlock runs len(out) (8, 16 or 32) independent chains, out[l] =
+// gemvBlock runs len(out) (8 or 32) independent chains, out[l] =
 // fma(a[l*rs+q*ks], v[q*vs], out[l]) for q = 0..k-1 in order; see
-// gemvGo. rs must keep 7·rs within int32 (the gather's indices); 16
-// lanes need ks = 1.
+// gemvGo. rs must keep 7·rs within int32 (the gather's indices).
 func gemvBlock(k int, a []float32, rs, ks int, v []float32, vs int, out []float32) {
 	lanes := len(out)
 	if !useAsm {
 		gemvGo(k, a, rs, ks, v, vs, out)
 		return
 	}
-	if lanes == 16 {
+	if lanes == 32 && ks == 1 && rs != 1 {
 		gemvRows(k, a, rs, v, vs, out)
 		return
 	}
@@ -98,25 +97,26 @@ func gemvBlock(k int, a []float32, rs, ks int, v []float32, vs int, out []float3
 	gemvAVX(k, &a[0], rs, ks, &idx[0], &v[0], vs, &out[0], lanes)
 }
 
-// gemvT16 is implemented in gemv_amd64.s.
+// gemvT32 is implemented in gemv_amd64.s.
 //
 //go:noescape
-func gemvT16(blocks int, a *float32, rs int, v *float32, vs int, out *float32)
+func gemvT32(blocks int, a *float32, rs int, v *float32, vs int, out *float32)
 
-// gemvRows is gemvBlock for 16 rows whose k is contiguous (ks = 1): the
-// first k - k%8 steps transposed in registers, the rest of each chain,
-// in order, gathered 8 lanes at a time.
+// gemvRows is gemvBlock for 32 rows whose k is contiguous (ks = 1, rs >
+// 1): the first k - k%8 steps transposed in registers, the rest of each
+// chain, in order, gathered 8 lanes at a time.
 func gemvRows(k int, a []float32, rs int, v []float32, vs int, out []float32) {
-	blocks := k / 8
+	lanes, blocks := len(out), k/8
 	if blocks > 0 {
 		// The bounds the assembly relies on.
-		_ = a[15*rs+8*blocks-1]
+		_ = a[(lanes-1)*rs+8*blocks-1]
 		_ = v[(8*blocks-1)*vs]
-		gemvT16(blocks, &a[0], rs, &v[0], vs, &out[0])
+		gemvT32(blocks, &a[0], rs, &v[0], vs, &out[0])
 	}
 	if q := 8 * blocks; q < k {
-		gemvBlock(k-q, a[q:], rs, 1, v[q*vs:], vs, out[:8])
-		gemvBlock(k-q, a[8*rs+q:], rs, 1, v[q*vs:], vs, out[8:16])
+		for g := 0; g < lanes; g += 8 {
+			gemvBlock(k-q, a[g*rs+q:], rs, 1, v[q*vs:], vs, out[g:g+8])
+		}
 	}
 }
 
