@@ -106,7 +106,13 @@ func (p problem) solve(threads, m, n int) {
 		}
 		return
 	}
+	if p.thin(m, n) || p.rank1(m, n) {
+		return
+	}
 	p.directA = direct(m, n, p.k)
+	// With at most three row panels each packed panel of B would be read
+	// at most three times: packing it costs as much as the tiles.
+	p.directB = !p.transB && m <= 11*mr && directMode == 0
 	if w := workers(threads, m, n, p.k); w > 1 {
 		// The goroutines share the problem on the heap; the one-goroutine
 		// path keeps it on the stack, so it allocates nothing.
@@ -158,6 +164,9 @@ type problem struct {
 	// packing them. Only which memory the kernel reads changes, never a
 	// chain, so the bits are the same either way.
 	directA bool
+	// directB reads op(B)'s whole nr-column panels in place (B not
+	// transposed, its k rows at stride ldb) instead of packing them.
+	directB bool
 	// bias, when not nil, starts column j's chains from bias[j] (the first
 	// k block loads it instead of C); relu stores ReLU of the last k
 	// block's results.
@@ -275,36 +284,46 @@ func (p *problem) tiles(buf *buffers, packedB []float32, ic, mcb, jc, ncb, pc, k
 	}
 	for jr := 0; jr < ncb; jr += nr {
 		cols := min(nr, ncb-jr)
-		bp := packedB[jr*kcb : (jr+nr)*kcb]
+		bp, bs := packedB[jr*kcb:(jr+nr)*kcb], nr
+		if p.inPlaceB(pc, kcb, jc+jr) {
+			bp, bs = p.b[pc*p.ldb+jc+jr:], p.ldb
+		}
 		for ir := 0; ir < mcb; ir += mr {
-			rows := min(mr, mcb-ir)
+			rows, skip := min(mr, mcb-ir), 0
 			ap, rs, ks := buf.a[ir*kcb:(ir+mr)*kcb], 1, mr
-			if p.directA && rows == mr {
+			switch {
+			case p.directA && rows == mr:
 				ap, rs, ks = p.panelA(ic+ir, pc)
+			case p.directA && mcb >= mr:
+				// A partial last panel runs as the whole panel ending at
+				// the block's last row, in place, through buf.tile; its
+				// first skip rows (done already) are not written back.
+				skip = mr - rows
+				ap, rs, ks = p.panelA(ic+ir-skip, pc)
 			}
-			at := (ic+ir)*p.ldc + jc + jr
+			at := (ic+ir-skip)*p.ldc + jc + jr
 			if rows == mr && cols == nr {
 				c := p.c[at : at+(mr-1)*p.ldc+nr]
 				cin, ldin := c, p.ldc
 				if bias {
 					cin, ldin = p.bias[jc+jr:jc+jr+nr], 0
 				}
-				micro(kcb, ap, rs, ks, bp, c, p.ldc, cin, ldin, flags)
+				micro(kcb, ap, rs, ks, bp, bs, c, p.ldc, cin, ldin, flags)
 				continue
 			}
 			t := buf.tile[:]
 			switch {
 			case bias:
-				for r := range rows {
+				for r := range rows + skip {
 					copy(t[r*nr:r*nr+cols], p.bias[jc+jr:jc+jr+cols])
 				}
 			case load:
-				for r := range rows {
+				for r := range rows + skip {
 					copy(t[r*nr:r*nr+cols], p.c[at+r*p.ldc:at+r*p.ldc+cols])
 				}
 			}
-			micro(kcb, ap, rs, ks, bp, t, nr, t, nr, flags)
-			for r := range rows {
+			micro(kcb, ap, rs, ks, bp, bs, t, nr, t, nr, flags)
+			for r := skip; r < rows+skip; r++ {
 				copy(p.c[at+r*p.ldc:at+r*p.ldc+cols], t[r*nr:r*nr+cols])
 			}
 		}
@@ -320,15 +339,16 @@ func (p *problem) panelA(i, p0 int) (a []float32, rs, ks int) {
 	return p.a[i*p.lda+p0:], p.lda, 1
 }
 
-// micro runs one register tile on a packed panel of B: the packed kernel
-// when A's panel is packed too and the tile starts from C or +0 with no
-// ReLU, the strided one otherwise (the same chains).
-func micro(k int, a []float32, rs, ks int, b []float32, c []float32, ldc int, cin []float32, ldin int, flags int) {
-	if rs == 1 && ks == mr && flags&storeReLU == 0 && (flags == 0 || ldin == ldc && &cin[0] == &c[0]) {
+// micro runs one register tile on a panel of B (packed when bs = nr, in
+// place otherwise): the packed kernel when A's panel and B's are packed
+// and the tile starts from C or +0 with no ReLU, the strided one
+// otherwise (the same chains).
+func micro(k int, a []float32, rs, ks int, b []float32, bs int, c []float32, ldc int, cin []float32, ldin int, flags int) {
+	if rs == 1 && ks == mr && bs == nr && flags&storeReLU == 0 && (flags == 0 || ldin == ldc && &cin[0] == &c[0]) {
 		kernel(k, a, b, c, ldc, flags&loadC != 0)
 		return
 	}
-	kernelS(k, a, rs, ks, b, nr, c, ldc, cin, ldin, flags)
+	kernelS(k, a, rs, ks, b, bs, c, ldc, cin, ldin, flags)
 }
 
 // packA writes op(A)[i0:i0+rows, p0:p0+kcb] into dst as panels of mr rows,
@@ -337,7 +357,7 @@ func (p *problem) packA(dst []float32, i0, rows, p0, kcb int) {
 	for ir := 0; ir < rows; ir += mr {
 		panel := dst[ir*kcb : (ir+mr)*kcb]
 		n := min(mr, rows-ir)
-		if p.directA && n == mr {
+		if p.directA && (n == mr || rows >= mr) {
 			continue // read in place by tiles
 		}
 		if n < mr {
@@ -387,12 +407,23 @@ func (p *problem) packAFull(panel []float32, i, p0, kcb int) {
 	}
 }
 
+// inPlaceB reports whether tiles read op(B)'s nr-column panel from column
+// j, k p0 to p0+kcb-1, in place: with directB, where its 16-float rows lie
+// within B. A partial panel's rows then run into the next row of B (or
+// its slack); those lanes' chains are computed and never stored.
+func (p *problem) inPlaceB(p0, kcb, j int) bool {
+	return p.directB && (p0+kcb-1)*p.ldb+j+nr <= len(p.b)
+}
+
 // packB writes op(B)[p0:p0+kcb, j0:j0+cols] into dst as panels of nr
 // columns, each k-major (nr floats per k), the columns past the edge zero.
 func (p *problem) packB(dst []float32, p0, kcb, j0, cols int) {
 	for jr := 0; jr < cols; jr += nr {
 		panel := dst[jr*kcb : (jr+nr)*kcb]
 		n := min(nr, cols-jr)
+		if p.inPlaceB(p0, kcb, j0+jr) {
+			continue // read in place by tiles
+		}
 		if n < nr {
 			clear(panel)
 		}

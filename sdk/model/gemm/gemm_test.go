@@ -87,7 +87,12 @@ func TestSgemmMatchesContractBitForBit(t *testing.T) {
 	// the thin ones are DLRM's logit layer, its widths 13, 16 and 32 and a
 	// k of 1.
 	shapes := [][3]int{{1, 1, 1}, {6, 16, 4}, {7, 17, 5}, {13, 64, 512}, {100, 33, 300}, {97, 1030, 9}, {5, 3, 0}, {200, 70, 300},
-		{64, 1, 32}, {1, 32, 300}, {64, 32, 1}, {16, 32, 300}, {64, 13, 64}, {12, 48, 7}, {30, 16, 13}}
+		{64, 1, 32}, {1, 32, 300}, {64, 32, 1}, {16, 32, 300}, {64, 13, 64}, {12, 48, 7}, {30, 16, 13},
+		// The thin paths (gemv.go): blocks of 32 and 8 lanes, an
+		// overlapping last block, k of 1, and below 8 lanes the tile.
+		{45, 1, 17}, {8, 1, 1}, {9, 1, 300}, {7, 1, 5}, {1, 13, 9}, {1, 77, 5}, {1, 8, 1}, {1, 7, 3}, {40, 1, 33}, {16, 1, 8},
+		// k = 1 with whole vectors of columns (rank1).
+		{5, 16, 1}, {9, 24, 1}}
 	defer func(m int) { directMode = m }(directMode)
 	for mode := range 3 {
 		directMode = mode
@@ -222,7 +227,7 @@ func TestKernelSMatchesKernelGoS(t *testing.T) {
 func TestSgemmBiasMatchesCopyProductReLU(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	defer func(m int) { directMode = m }(directMode)
-	shapes := [][3]int{{1, 1, 1}, {7, 17, 5}, {64, 13, 64}, {512, 1, 32}, {97, 33, 300}, {200, 70, 600}, {6, 16, 0}}
+	shapes := [][3]int{{1, 1, 1}, {7, 17, 5}, {64, 13, 64}, {512, 1, 32}, {45, 1, 9}, {1, 13, 9}, {1, 40, 3}, {33, 16, 1}, {33, 40, 1}, {97, 33, 300}, {200, 70, 600}, {6, 16, 0}}
 	for mode := range 3 {
 		directMode = mode
 		for _, s := range shapes {
