@@ -258,7 +258,7 @@ func TestModeledServingDemandsAreTheRunsStageTimes(t *testing.T) {
 
 // serving.warmup leaves the run's first batches out of the replay: the
 // demands cycle over the rest, and a warm-up as long as the run is
-// refused rather than replaying nothing.
+// refused (when the graph loads) rather than replaying nothing.
 func TestModeledServingWarmup(t *testing.T) {
 	sets := []string{"dataset.batches=40", "stages.load.arrival=none", "stages.load.qps=null", "stages.load.warmup=null",
 		"stages.load.sla_ms=null", "serving.queries=2000"}
@@ -269,7 +269,7 @@ func TestModeledServingWarmup(t *testing.T) {
 	if got := res.Serving.Modeled.DemandBatches; got != 30 {
 		t.Errorf("demand batches %d with 10 of 40 left out, want 30", got)
 	}
-	if _, err := runServing(t, "demo-serving", append(sets, "serving.warmup=40")...); err == nil || !strings.Contains(err.Error(), "serving.warmup 40") {
+	if _, err := runServing(t, "demo-serving", append(sets, "serving.warmup=40")...); err == nil || !strings.Contains(err.Error(), "serving::warmup: 40 leaves none") {
 		t.Errorf("warmup of every batch: err %v, want a serving.warmup error", err)
 	}
 }
