@@ -340,7 +340,11 @@ func TestNextHostKillsOrphanedGrandchild(t *testing.T) {
 	cmd.Wait()
 	waitGone(t, plugin, 2*time.Second, "the plugin of a SIGKILLed host")
 	if gone(grandchild) {
-		t.Fatal("the plugin's child went with the host: the test shows nothing")
+		// Any host that starts sweeps orphans machine-wide, and go test
+		// runs other packages' tests (cmd/flowrun's start many hosts) at
+		// the same time: one of them may have swept this orphan already,
+		// which is the behaviour under test but shows nothing here.
+		t.Skip("the plugin's child was already gone (swept by a host of a test running beside this one, or it went with the host): nothing to show")
 	}
 	newHost(t, pluginhost.Settings{})
 	waitGone(t, grandchild, 2*time.Second, "the orphaned child of a dead host's plugin, after the next host started")
