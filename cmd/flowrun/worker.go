@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -161,7 +160,7 @@ func workerName(p *config.Placement, name string, stages []string) (string, erro
 		if !ok {
 			return "", fmt.Errorf("--name %s: the placement's workers are %s", name, strings.Join(p.WorkerNames(), ", "))
 		}
-		if len(stages) > 0 && !sameStages(w.Stages, stages) {
+		if len(stages) > 0 && !placement.SameSet(w.Stages, stages) {
 			return "", fmt.Errorf("--stages %s: the placement gives worker %s %s", strings.Join(stages, ","), name, strings.Join(w.Stages, ","))
 		}
 		return name, nil
@@ -170,18 +169,11 @@ func workerName(p *config.Placement, name string, stages []string) (string, erro
 		return "", errors.New("give --name (a worker of the placement) or --stages")
 	}
 	for _, n := range p.WorkerNames() {
-		if sameStages(p.Workers[n].Stages, stages) {
+		if placement.SameSet(p.Workers[n].Stages, stages) {
 			return n, nil
 		}
 	}
 	return "", fmt.Errorf("--stages %s: no worker of the placement has exactly these stages", strings.Join(stages, ","))
-}
-
-func sameStages(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	sort.Strings(a)
-	sort.Strings(b)
-	return slices.Equal(a, b)
 }
 
 // placementHint is the command that starts worker w of run id, for the

@@ -123,7 +123,7 @@ func (c *Coordinator) admit(j Join, m *nats.Msg) error {
 	if !ok {
 		return fmt.Errorf("the placement has no worker %q (it has %s)", j.Worker, strings.Join(c.place.WorkerNames(), ", "))
 	}
-	if !sameSet(w.Stages, j.Stages) {
+	if !SameSet(w.Stages, j.Stages) {
 		return fmt.Errorf("worker %s offers stages %v; the placement gives it %v", j.Worker, j.Stages, w.Stages)
 	}
 	c.mu.Lock()
@@ -178,7 +178,9 @@ func (c *Coordinator) refuse(m *nats.Msg, err error) {
 	_ = m.Respond(data)
 }
 
-func sameSet(a, b []string) bool {
+// SameSet reports whether a and b hold the same names, in any order (a
+// worker's stages against the placement's).
+func SameSet(a, b []string) bool {
 	a, b = slices.Clone(a), slices.Clone(b)
 	sort.Strings(a)
 	sort.Strings(b)
